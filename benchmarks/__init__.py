@@ -1,0 +1,1 @@
+"""Benchmark harness comparing ``zarr_vectors`` with peer formats and libraries."""

@@ -1,0 +1,56 @@
+"""zarr-vectors: chunked, multiscale, cloud-native vector geometry on Zarr (ZVF 1.0)."""
+
+from __future__ import annotations
+
+from zarr_vectors.core.columns import Column
+from zarr_vectors.core.multiscale import (
+    add_resolution_level,
+    remove_resolution_level,
+    write_multiscale_metadata,
+)
+from zarr_vectors.core.store import create_store, list_resolution_levels, open_store
+from zarr_vectors.core.writer import WriteSummary
+from zarr_vectors.errors import (
+    CorruptPayloadError,
+    GeometryError,
+    InvalidInputError,
+    MetadataValidationError,
+    OutOfBoundsError,
+    StoreExistsError,
+    StoreNotFoundError,
+    ZarrVectorsError,
+)
+from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.metadata import BoundingBox, RootMetadata
+from zarr_vectors.types.points import Points, read_points, write_points
+
+try:
+    from zarr_vectors._version import __version__
+except ImportError:  # running from a source tree without a build
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "BoundingBox",
+    "Column",
+    "CorruptPayloadError",
+    "GeometryError",
+    "GeometryTypeName",
+    "InvalidInputError",
+    "MetadataValidationError",
+    "OutOfBoundsError",
+    "Points",
+    "RootMetadata",
+    "StoreExistsError",
+    "StoreNotFoundError",
+    "WriteSummary",
+    "ZarrVectorsError",
+    "__version__",
+    "add_resolution_level",
+    "create_store",
+    "list_resolution_levels",
+    "open_store",
+    "read_points",
+    "remove_resolution_level",
+    "write_multiscale_metadata",
+    "write_points",
+]

@@ -1,0 +1,146 @@
+"""Chunk and bin arithmetic (FORMAT.md §2).
+
+The chunk grid is anchored at coordinate 0: chunk ``c = floor(p / chunk_shape)`` covers the
+half-open box ``[c·C, (c+1)·C)``.  Bins subdivide chunks; a vertex's bin inside its chunk is
+``floor((p - c·C) / bin_shape)`` clamped to the chunk against float rounding, raveled in C order.
+Storage index of chunk ``c`` is ``c - grid.origin``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.errors import InvalidInputError, OutOfBoundsError
+from zarr_vectors.spec.metadata import BoundingBox, ChunkGrid, check_divides
+
+__all__ = ["ChunkLayout", "grid_for_bounds"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.floating]
+
+
+def grid_for_bounds(
+    lo: Sequence[float], hi: Sequence[float], chunk_shape: Sequence[float]
+) -> ChunkGrid:
+    """Return the smallest grid whose chunks cover every point in ``[lo, hi]``.
+
+    Examples
+    --------
+    >>> grid_for_bounds([-5.0, 0.0], [10.0, 99.9], [10.0, 50.0])
+    ChunkGrid(origin=(-1, 0), shape=(3, 2))
+    """
+    c = np.asarray(chunk_shape, dtype=np.float64)
+    first = np.floor(np.asarray(lo, dtype=np.float64) / c).astype(np.int64)
+    last = np.floor(np.asarray(hi, dtype=np.float64) / c).astype(np.int64)
+    return ChunkGrid(origin=tuple(first.tolist()), shape=tuple((last - first + 1).tolist()))
+
+
+@dataclass(frozen=True)
+class ChunkLayout:
+    """Chunk grid plus bin subdivision of one resolution level.
+
+    Examples
+    --------
+    >>> layout = ChunkLayout((10.0, 10.0), (5.0, 5.0), ChunkGrid(origin=(0, 0), shape=(2, 2)))
+    >>> layout.bins_per_chunk
+    (2, 2)
+    >>> layout.chunk_coords(np.array([[12.0, 3.0]])).tolist()
+    [[1, 0]]
+    """
+
+    chunk_shape: tuple[float, ...]
+    """Chunk extent, physical units."""
+    bin_shape: tuple[float, ...]
+    """Bin extent at this level, physical units; divides ``chunk_shape``."""
+    grid: ChunkGrid
+    """Chunk coordinates covered by the store."""
+
+    def __post_init__(self) -> None:
+        check_divides(self.chunk_shape, self.bin_shape, "bin_shape")
+
+    @property
+    def ndim(self) -> int:
+        """Spatial dimensions D."""
+        return len(self.chunk_shape)
+
+    @property
+    def bins_per_chunk(self) -> tuple[int, ...]:
+        """Bins along each axis of a chunk."""
+        return tuple(
+            round(c / b) for c, b in zip(self.chunk_shape, self.bin_shape, strict=True)
+        )
+
+    @property
+    def n_chunks(self) -> int:
+        """Number of chunk slots in the grid."""
+        return int(np.prod(self.grid.shape))
+
+    def chunk_coords(self, positions: FloatArray) -> IntArray:
+        """Return the chunk coordinate of each position, shape (N, D)."""
+        c = np.asarray(self.chunk_shape, dtype=np.float64)
+        return np.floor(positions / c).astype(np.int64)
+
+    def bin_flat(self, positions: FloatArray, chunk_coords: IntArray) -> IntArray:
+        """Return the flat (C-order) bin index of each position inside its chunk."""
+        c = np.asarray(self.chunk_shape, dtype=np.float64)
+        b = np.asarray(self.bin_shape, dtype=np.float64)
+        nb = np.asarray(self.bins_per_chunk, dtype=np.int64)
+        local = np.floor((positions - chunk_coords * c) / b).astype(np.int64)
+        np.clip(local, 0, nb - 1, out=local)
+        return np.ravel_multi_index(tuple(local.T), tuple(nb)).astype(np.int64)
+
+    def storage_index(self, chunk_coords: IntArray) -> IntArray:
+        """Return grid indices ``c - origin``; raise if a chunk falls outside the grid."""
+        idx = chunk_coords - np.asarray(self.grid.origin, dtype=np.int64)
+        shape = np.asarray(self.grid.shape, dtype=np.int64)
+        bad = np.any((idx < 0) | (idx >= shape), axis=1)
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise OutOfBoundsError(
+                f"chunk {chunk_coords[row].tolist()} is outside the store's chunk grid "
+                f"(origin {list(self.grid.origin)}, shape {list(self.grid.shape)}); create the "
+                "store with bounds that cover all data"
+            )
+        return idx
+
+    def flat_index(self, chunk_coords: IntArray) -> IntArray:
+        """Return the C-order flat grid index of chunk coordinates (N, D)."""
+        idx = self.storage_index(chunk_coords)
+        return np.ravel_multi_index(tuple(idx.T), self.grid.shape).astype(np.int64)
+
+    def coords_of_flat(self, flat: IntArray) -> IntArray:
+        """Return chunk coordinates (N, D) of flat grid indices."""
+        idx = np.stack(np.unravel_index(flat, self.grid.shape), axis=1).astype(np.int64)
+        return idx + np.asarray(self.grid.origin, dtype=np.int64)
+
+    def chunk_box(self, chunk_coords: IntArray) -> tuple[FloatArray, FloatArray]:
+        """Return lower and upper corners (N, D) of chunks."""
+        c = np.asarray(self.chunk_shape, dtype=np.float64)
+        lo = chunk_coords * c
+        return lo, lo + c
+
+    def chunks_touching(self, bbox: BoundingBox) -> IntArray:
+        """Return the flat indices of grid chunks that intersect ``min <= p < max``."""
+        if bbox.ndim != self.ndim:
+            raise InvalidInputError(f"bbox has {bbox.ndim} dimensions, the store has {self.ndim}")
+        c = np.asarray(self.chunk_shape, dtype=np.float64)
+        origin = np.asarray(self.grid.origin, dtype=np.int64)
+        shape = np.asarray(self.grid.shape, dtype=np.int64)
+        lo = np.floor(np.asarray(bbox.min) / c).astype(np.int64) - origin
+        # the box is half-open: a max exactly on a chunk boundary does not reach the next chunk
+        hi = np.ceil(np.asarray(bbox.max) / c).astype(np.int64) - origin
+        lo = np.clip(lo, 0, shape)
+        hi = np.clip(hi, 0, shape)
+        if np.any(hi <= lo):
+            return np.zeros(0, dtype=np.int64)
+        axes = np.meshgrid(*[np.arange(a, b) for a, b in zip(lo, hi, strict=True)], indexing="ij")
+        return np.ravel_multi_index(tuple(a.ravel() for a in axes), tuple(shape)).astype(np.int64)
+
+    def chunks_inside(self, flat: IntArray, bbox: BoundingBox) -> npt.NDArray[np.bool_]:
+        """Return, per flat chunk index, whether the chunk lies wholly inside ``bbox``."""
+        lo, hi = self.chunk_box(self.coords_of_flat(flat))
+        return np.all((lo >= np.asarray(bbox.min)) & (hi <= np.asarray(bbox.max)), axis=1)

@@ -1,0 +1,365 @@
+"""The only module that touches Zarr arrays (FORMAT.md §6, §9).
+
+Two kinds of arrays live in a level group:
+
+* **per-chunk payload arrays** — variable-length bytes, one element per spatial chunk, element
+  chunks of shape ``(1,)*D``; the element is the little-endian rows of that chunk;
+* **dense arrays** — ordinary numeric arrays (``vertex_counts``, object index, ...).
+
+Arrays are created and described by zarr-python, so any Zarr reader can open them.  Reading and
+writing many payload elements goes through a batched path: zarr-python costs 0.3–0.9 ms per chunk
+operation, so when the array's codec chain is the plain ``vlen-bytes`` (+ optional ``zstd``)
+chain, this module encodes elements itself (same bytes zarr-python writes) and moves them with
+one batched store call — plain file I/O for local directories (zarr's ``LocalStore`` costs
+~250–450 µs per key through its thread hop), ``asyncio.gather`` over the store API otherwise.
+Any other chain (sharding, other compressors) falls back to zarr-python's own array API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import struct
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numcodecs
+import numpy as np
+import numpy.typing as npt
+import zarr
+from numcodecs.abc import Codec as NumcodecsCodec
+from zarr.abc.codec import BytesBytesCodec
+from zarr.abc.store import Store
+from zarr.codecs import ZstdCodec
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.dtype import VariableLengthBytes
+from zarr.core.sync import sync
+from zarr.errors import UnstableSpecificationWarning
+from zarr.storage import LocalStore
+
+from zarr_vectors.errors import CorruptPayloadError, StoreNotFoundError
+
+__all__ = [
+    "DEFAULT_ZSTD_LEVEL",
+    "Compressor",
+    "PayloadArray",
+    "create_dense_array",
+    "create_payload_array",
+    "open_payload_array",
+    "quiet_vlen",
+    "read_dense",
+]
+
+DEFAULT_ZSTD_LEVEL = 3
+"""zstd level of every array unless ``compressor=`` says otherwise (see BENCHMARKS.md)."""
+
+Compressor = BytesBytesCodec | NumcodecsCodec | None
+"""A zarr v3 bytes-to-bytes codec, a numcodecs codec (Zarr v2), or None for no compression."""
+
+_HEADER = struct.Struct("<II")
+_PARALLEL_BYTES = 4 << 20  # below this, a thread pool costs more than it saves
+_MAX_IN_FLIGHT = 64
+
+
+@contextmanager
+def quiet_vlen() -> Iterator[None]:
+    """Silence zarr-python's warning that variable-length bytes lack a final v3 spec."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UnstableSpecificationWarning)
+        yield
+
+
+def _default_compressor(zarr_format: int) -> Any:
+    if zarr_format == 2:
+        return numcodecs.Zstd(level=DEFAULT_ZSTD_LEVEL)
+    return ZstdCodec(level=DEFAULT_ZSTD_LEVEL)
+
+
+def _compressors(compressor: Compressor | str, zarr_format: int) -> Any:
+    if isinstance(compressor, str):
+        if compressor != "default":
+            raise ValueError(f"compressor: unknown name {compressor!r}")
+        return _default_compressor(zarr_format)
+    if compressor is None:
+        return None
+    return compressor
+
+
+# --------------------------------------------------------------------------------------------
+# fast element codec
+
+
+@dataclass(frozen=True)
+class _ElementCodec:
+    """Encode/decode one vlen-bytes chunk holding a single element, byte-identical to zarr."""
+
+    compressor: NumcodecsCodec | None
+
+    def encode(self, payload: bytes | memoryview) -> bytes:
+        raw = _HEADER.pack(1, len(payload)) + bytes(payload)
+        if self.compressor is None:
+            return raw
+        return bytes(self.compressor.encode(raw))
+
+    def decode(self, data: bytes, where: str) -> bytes:
+        try:
+            raw = data if self.compressor is None else bytes(self.compressor.decode(data))
+        except (RuntimeError, ValueError, TypeError) as exc:
+            raise CorruptPayloadError(f"{where}: cannot decompress ({exc})") from exc
+        if len(raw) < _HEADER.size:
+            raise CorruptPayloadError(f"{where}: truncated element header")
+        count, length = _HEADER.unpack_from(raw)
+        if count != 1 or length != len(raw) - _HEADER.size:
+            raise CorruptPayloadError(
+                f"{where}: malformed vlen-bytes element (count {count}, length {length}, "
+                f"{len(raw) - _HEADER.size} bytes present)"
+            )
+        return raw[_HEADER.size :]
+
+
+def _fast_codec(array: zarr.Array) -> _ElementCodec | None:
+    """Return a fast codec when the array's chain is vlen-bytes [+ zstd], else None."""
+    meta = array.metadata
+    if meta.zarr_format == 3:
+        names = [c.to_dict()["name"] for c in meta.codecs]  # type: ignore[union-attr]
+        if names == ["vlen-bytes"]:
+            return _ElementCodec(None)
+        if names == ["vlen-bytes", "zstd"]:
+            conf = meta.codecs[1].to_dict()["configuration"]  # type: ignore[union-attr,index]
+            return _ElementCodec(
+                numcodecs.Zstd(level=int(conf["level"]), checksum=bool(conf["checksum"]))
+            )
+        return None
+    filters = [f.get_config()["id"] for f in (meta.filters or ())]  # type: ignore[union-attr]
+    if filters != ["vlen-bytes"]:
+        return None
+    comp = meta.compressor  # type: ignore[union-attr]
+    if comp is None:
+        return _ElementCodec(None)
+    if comp.codec_id == "zstd":
+        return _ElementCodec(comp)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# raw key I/O
+
+
+def _local_root(store: Store) -> Path | None:
+    return Path(store.root) if isinstance(store, LocalStore) else None
+
+
+def _get_many(store: Store, keys: Sequence[str]) -> list[bytes | None]:
+    root = _local_root(store)
+    if root is not None:
+        out: list[bytes | None] = []
+        for k in keys:
+            try:
+                with open(root / k, "rb") as f:
+                    out.append(f.read())
+            except FileNotFoundError:
+                out.append(None)
+        return out
+    proto = default_buffer_prototype()
+
+    async def fetch() -> list[bytes | None]:
+        sem = asyncio.Semaphore(_MAX_IN_FLIGHT)
+
+        async def one(k: str) -> bytes | None:
+            async with sem:
+                buf = await store.get(k, proto)
+            return None if buf is None else buf.to_bytes()
+
+        return list(await asyncio.gather(*(one(k) for k in keys)))
+
+    return sync(fetch())
+
+
+def _set_many(store: Store, items: Sequence[tuple[str, bytes]]) -> None:
+    root = _local_root(store)
+    if root is not None:
+        made: set[Path] = set()
+        for k, v in items:
+            path = root / k
+            if path.parent not in made:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                made.add(path.parent)
+            with open(path, "wb") as f:
+                f.write(v)
+        return
+    proto = default_buffer_prototype()
+
+    async def put() -> None:
+        sem = asyncio.Semaphore(_MAX_IN_FLIGHT)
+
+        async def one(k: str, v: bytes) -> None:
+            async with sem:
+                await store.set(k, proto.buffer.from_bytes(v))
+
+        await asyncio.gather(*(one(k, v) for k, v in items))
+
+    sync(put())
+
+
+def _map(func: Any, items: Sequence[Any], nbytes: int) -> list[Any]:
+    if nbytes < _PARALLEL_BYTES or len(items) < 4:
+        return [func(i) for i in items]
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        return list(pool.map(func, items))
+
+
+# --------------------------------------------------------------------------------------------
+# payload arrays
+
+
+@dataclass(frozen=True)
+class PayloadArray:
+    """A per-chunk payload array: one variable-length element per spatial chunk."""
+
+    array: zarr.Array
+    """The underlying Zarr array (shape = chunk grid shape)."""
+
+    @property
+    def name(self) -> str:
+        """Path of the array inside the store."""
+        return self.array.path
+
+    @property
+    def attrs(self) -> Mapping[str, Any]:
+        """Array attributes (``zv_array``, ``dtype``, ``width``, ``encoding``, ...)."""
+        return self.array.attrs.asdict()
+
+    def _key(self, flat: int) -> str:
+        coords = np.unravel_index(flat, self.array.shape)
+        key = self.array.metadata.encode_chunk_key(tuple(int(c) for c in coords))
+        prefix = self.array.store_path.path
+        return f"{prefix}/{key}" if prefix else key
+
+    def write(self, flat_indices: npt.NDArray[np.int64], payloads: Sequence[bytes]) -> None:
+        """Write one element per flat grid index; empty payloads are skipped."""
+        pairs = [(int(i), p) for i, p in zip(flat_indices, payloads, strict=True) if len(p)]
+        if not pairs:
+            return
+        codec = _fast_codec(self.array)
+        if codec is None:
+            self._write_generic(pairs)
+            return
+        nbytes = sum(len(p) for _, p in pairs)
+        encoded = _map(lambda ip: codec.encode(ip[1]), pairs, nbytes)
+        _set_many(self.array.store_path.store, [
+            (self._key(i), e) for (i, _), e in zip(pairs, encoded, strict=True)
+        ])
+
+    def _write_generic(self, pairs: list[tuple[int, bytes]]) -> None:
+        idx = np.unravel_index(np.array([i for i, _ in pairs]), self.array.shape)
+        values = np.empty(len(pairs), dtype=object)
+        values[:] = [bytes(p) for _, p in pairs]
+        with quiet_vlen():
+            self.array.set_coordinate_selection(idx, values)
+
+    def read(self, flat_indices: npt.NDArray[np.int64]) -> list[bytes]:
+        """Return the element of each flat grid index (``b""`` where nothing is stored)."""
+        flats = [int(i) for i in flat_indices]
+        if not flats:
+            return []
+        codec = _fast_codec(self.array)
+        if codec is None:
+            return self._read_generic(flats)
+        raw = _get_many(self.array.store_path.store, [self._key(i) for i in flats])
+        nbytes = sum(len(r) for r in raw if r is not None)
+        return _map(
+            lambda pair: b"" if pair[1] is None else codec.decode(
+                pair[1], f"{self.name} chunk {pair[0]}"
+            ),
+            list(zip(flats, raw, strict=True)),
+            nbytes,
+        )
+
+    def _read_generic(self, flats: list[int]) -> list[bytes]:
+        idx = np.unravel_index(np.array(flats), self.array.shape)
+        with quiet_vlen():
+            values = self.array.get_coordinate_selection(idx)
+        return [bytes(v) for v in np.asarray(values, dtype=object).ravel()]
+
+
+def create_payload_array(
+    group: zarr.Group,
+    path: str,
+    grid_shape: Sequence[int],
+    *,
+    attributes: Mapping[str, Any],
+    compressor: Compressor | str = "default",
+    shards: Sequence[int] | None = None,
+) -> PayloadArray:
+    """Create a per-chunk payload array of shape ``grid_shape`` with element chunks (1,)*D."""
+    zarr_format = group.metadata.zarr_format
+    with quiet_vlen():
+        array = group.create_array(
+            path,
+            shape=tuple(grid_shape),
+            chunks=(1,) * len(grid_shape),
+            shards=None if shards is None else tuple(shards),
+            dtype=VariableLengthBytes(),
+            fill_value=b"",
+            compressors=_compressors(compressor, zarr_format),
+            attributes=dict(attributes),
+            overwrite=True,
+        )
+    return PayloadArray(array)
+
+
+def open_payload_array(group: zarr.Group, path: str) -> PayloadArray:
+    """Open an existing payload array, raising ``StoreNotFoundError`` if it is absent."""
+    with quiet_vlen():
+        try:
+            node = group[path]
+        except KeyError:
+            raise StoreNotFoundError(f"array {group.path}/{path} does not exist") from None
+    if not isinstance(node, zarr.Array):
+        raise StoreNotFoundError(f"{group.path}/{path} is a group, expected an array")
+    return PayloadArray(node)
+
+
+def create_dense_array(
+    group: zarr.Group,
+    path: str,
+    data: npt.NDArray[Any],
+    *,
+    attributes: Mapping[str, Any],
+    chunks: Sequence[int],
+    compressor: Compressor | str = "default",
+) -> zarr.Array:
+    """Create a dense numeric array holding ``data`` with Zarr chunk shape ``chunks``."""
+    data = np.ascontiguousarray(data)
+    if data.dtype.byteorder == ">":
+        data = data.astype(data.dtype.newbyteorder("<"))
+    zarr_format = group.metadata.zarr_format
+    array = group.create_array(
+        path,
+        shape=data.shape,
+        chunks=tuple(max(1, min(int(c), n)) for c, n in zip(chunks, data.shape, strict=True)),
+        dtype=data.dtype,
+        fill_value=0,
+        compressors=_compressors(compressor, zarr_format),
+        attributes=dict(attributes),
+        overwrite=True,
+    )
+    if data.size:
+        array[...] = data
+    return array
+
+
+def read_dense(group: zarr.Group, path: str, selection: Any = Ellipsis) -> npt.NDArray[Any]:
+    """Read (part of) a dense array as numpy, raising ``StoreNotFoundError`` if absent."""
+    try:
+        node = group[path]
+    except KeyError:
+        raise StoreNotFoundError(f"array {group.path}/{path} does not exist") from None
+    if not isinstance(node, zarr.Array):
+        raise StoreNotFoundError(f"{group.path}/{path} is a group, expected an array")
+    return np.asarray(node[selection])

@@ -1,0 +1,259 @@
+"""The one read pipeline: plan which chunks a query needs, fetch them in a batch, decode rows.
+
+:class:`LevelReader` caches everything small (root and level metadata, ``vertex_counts``,
+array attributes) so repeated queries on one open store cost only payload reads.  Geometry
+types build their results from the primitives here: :meth:`LevelReader.rows` (decoded
+payloads of many chunks), :meth:`LevelReader.object_refs` (manifest rows of some objects) and
+:meth:`LevelReader.gather_objects` (whole objects in traversal order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import zarr
+
+from zarr_vectors.core.chunking import ChunkLayout
+from zarr_vectors.core.columns import Column, GroupTable
+from zarr_vectors.core.io import PayloadArray, open_payload_array, quiet_vlen, read_dense
+from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts
+from zarr_vectors.core.store import open_level, read_level_metadata, read_root_metadata
+from zarr_vectors.errors import CorruptPayloadError, InvalidInputError, StoreNotFoundError
+from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.metadata import BoundingBox, LevelMetadata, RootMetadata
+
+__all__ = ["BBoxLike", "LevelReader", "ObjectRows", "RowBlock", "parse_bbox"]
+
+IntArray = npt.NDArray[np.int64]
+BBoxLike = BoundingBox | Sequence[Sequence[float]] | npt.NDArray[np.floating]
+"""A query box: ``BoundingBox``, ``(min, max)`` pair of D-sequences, or a (2, D) array."""
+
+
+def parse_bbox(bbox: BBoxLike, ndim: int) -> BoundingBox:
+    """Normalise a query box to :class:`BoundingBox` (half-open ``min <= p < max``)."""
+    if isinstance(bbox, BoundingBox):
+        box = bbox
+    else:
+        arr = np.asarray(bbox, dtype=np.float64)
+        if arr.shape != (2, ndim):
+            raise InvalidInputError(f"bbox must be (min, max) with {ndim} values each, "
+                                    f"got shape {arr.shape}")
+        box = BoundingBox(min=tuple(arr[0].tolist()), max=tuple(arr[1].tolist()))
+    if box.ndim != ndim:
+        raise InvalidInputError(f"bbox has {box.ndim} dimensions, the store has {ndim}")
+    return box
+
+
+@dataclass(frozen=True)
+class RowBlock:
+    """Decoded rows of one per-chunk array over several chunks, concatenated in chunk order."""
+
+    values: npt.NDArray[Any]
+    """(M, K) rows."""
+    offsets: IntArray
+    """(n_chunks + 1,) CSR offsets of each requested chunk's rows."""
+
+
+@dataclass(frozen=True)
+class ObjectRows:
+    """Where the vertices of some objects are, in traversal order."""
+
+    object_ids: IntArray
+    """Dense ids of the objects, in the requested order."""
+    offsets: IntArray
+    """(n + 1,) CSR offsets of each object's vertices in ``rows``."""
+    chunks: IntArray
+    """Flat indices of the chunks fetched, ascending."""
+    rows: IntArray
+    """Indices into the concatenated rows of ``chunks`` (``RowBlock`` order)."""
+
+
+class LevelReader:
+    """Read access to one resolution level of an open store."""
+
+    def __init__(self, root: zarr.Group, level: int = 0) -> None:
+        self.root = root
+        self.meta: RootMetadata = read_root_metadata(root)
+        self.level_meta: LevelMetadata = read_level_metadata(root, level)
+        self.group = open_level(root, level)
+        grid = self.meta.chunk_grid
+        if grid is None:
+            raise StoreNotFoundError("root metadata has no chunk_grid; cannot locate chunks")
+        self.layout = ChunkLayout(self.meta.chunk_shape, self.level_meta.bin_shape, grid)
+        self._arrays: dict[str, PayloadArray] = {}
+
+    # -- metadata -----------------------------------------------------------------------------
+
+    @cached_property
+    def vertex_counts(self) -> IntArray:
+        """Vertices per chunk, flat over the grid."""
+        counts = read_dense(self.group, L.VERTEX_COUNTS).astype(np.int64).ravel()
+        if counts.size != self.layout.n_chunks:
+            raise CorruptPayloadError(
+                f"{self.group.path}/{L.VERTEX_COUNTS} has {counts.size} entries, the chunk grid "
+                f"has {self.layout.n_chunks}"
+            )
+        return counts
+
+    def has(self, path: str) -> bool:
+        """Whether an array exists at ``path`` in the level group."""
+        with quiet_vlen():
+            return path in self.group
+
+    def names(self, prefix: str) -> list[str]:
+        """Names of the arrays under ``prefix`` (``attributes``, ``object_attributes``, ...)."""
+        if not self.has(prefix):
+            return []
+        node = self.group[prefix]
+        if not isinstance(node, zarr.Group):
+            return []
+        with quiet_vlen():
+            return sorted(name for name, _ in node.arrays())
+
+    def payload(self, path: str) -> PayloadArray:
+        """Return (and cache) the payload array at ``path``."""
+        if path not in self._arrays:
+            self._arrays[path] = open_payload_array(self.group, path)
+        return self._arrays[path]
+
+    # -- chunks -------------------------------------------------------------------------------
+
+    def chunks(self, bbox: BoundingBox | None = None) -> IntArray:
+        """Flat indices of non-empty chunks, all or those intersecting ``bbox``."""
+        if bbox is None:
+            return np.flatnonzero(self.vertex_counts).astype(np.int64)
+        touching = self.layout.chunks_touching(bbox)
+        return np.sort(touching[self.vertex_counts[touching] > 0])
+
+    def rows(self, path: str, flats: IntArray) -> RowBlock:
+        """Fetch and decode the rows of ``path`` for the chunks ``flats``."""
+        arr = self.payload(path)
+        attrs = arr.attrs
+        try:
+            dtype = np.dtype(attrs["dtype"])
+            width = int(attrs["width"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptPayloadError(f"{arr.name}: bad dtype/width attributes ({exc})") from exc
+        payloads = arr.read(flats)
+        row_bytes = dtype.itemsize * width
+        counts = np.zeros(len(payloads), dtype=np.int64)
+        for i, p in enumerate(payloads):
+            if len(p) % row_bytes:
+                raise CorruptPayloadError(
+                    f"{arr.name} chunk {self.layout.coords_of_flat(flats[i:i + 1])[0].tolist()}: "
+                    f"{len(p)} bytes is not a whole number of {width}x{dtype} rows"
+                )
+            counts[i] = len(p) // row_bytes
+        values = np.frombuffer(b"".join(payloads), dtype=dtype).reshape(-1, width)
+        return RowBlock(values, offsets_from_counts(counts))
+
+    def column(self, path: str, flats: IntArray) -> Column:
+        """Fetch an attribute payload as a :class:`Column` (shape and categories restored)."""
+        block = self.rows(path, flats)
+        return self._as_column(block.values, self.payload(path).attrs)
+
+    @staticmethod
+    def _as_column(values: npt.NDArray[Any], attrs: Mapping[str, Any]) -> Column:
+        shape = tuple(attrs.get("shape", [values.shape[1]] if values.ndim > 1 else []))
+        vals = values.reshape((len(values), *shape))
+        cats = attrs.get("categories")
+        return Column(vals, None if cats is None else tuple(cats))
+
+    # -- objects ------------------------------------------------------------------------------
+
+    @cached_property
+    def object_offsets(self) -> IntArray:
+        """CSR offsets of the object manifest (n_objects + 1,)."""
+        return read_dense(self.group, L.OBJECT_OFFSETS).astype(np.int64)
+
+    @property
+    def n_objects(self) -> int:
+        """Number of object ids at this level (0 when the level has no object index)."""
+        return len(self.object_offsets) - 1 if self.has(L.OBJECT_OFFSETS) else 0
+
+    def dense_ids(self, ids: npt.ArrayLike) -> IntArray:
+        """Validate dense object ids."""
+        arr = np.asarray(ids, dtype=np.int64).ravel()
+        n = self.n_objects
+        bad = (arr < 0) | (arr >= n)
+        if bad.any():
+            raise InvalidInputError(f"object id {int(arr[np.argmax(bad)])} out of range "
+                                    f"(store has {n} objects)")
+        return arr
+
+    def object_refs(self, ids: IntArray) -> tuple[IntArray, IntArray]:
+        """Return manifest rows of ``ids`` in order, and the number of refs of each id."""
+        offsets = self.object_offsets
+        starts, ends = offsets[ids], offsets[ids + 1]
+        counts = ends - starts
+        take = concat_ranges(starts, counts)
+        if take.size == 0:
+            return np.zeros((0, self.layout.ndim + 2), dtype=np.int64), counts
+        manifest = self.group[L.OBJECT_MANIFEST]
+        assert isinstance(manifest, zarr.Array)
+        lo, hi = int(take.min()), int(take.max()) + 1
+        if hi - lo <= 4 * take.size + L.DENSE_CHUNK_ROWS:
+            refs = np.asarray(manifest[lo:hi])[take - lo]
+        else:
+            refs = np.asarray(manifest.get_orthogonal_selection((take, slice(None))))
+        return refs.astype(np.int64), counts
+
+    def gather_objects(self, ids: IntArray) -> ObjectRows:
+        """Locate the vertices of ``ids`` (traversal order) and the chunks holding them."""
+        refs, per_object = self.object_refs(ids)
+        d = self.layout.ndim
+        ref_flat = self.layout.flat_index(refs[:, :d]) if len(refs) else np.zeros(0, np.int64)
+        chunks = np.unique(ref_flat)
+        counts_in_chunk = self.vertex_counts[chunks]
+        base = offsets_from_counts(counts_in_chunk)[:-1]
+        starts = base[np.searchsorted(chunks, ref_flat)] + refs[:, d]
+        bad = (refs[:, d] < 0) | (refs[:, d] + refs[:, d + 1] > self.vertex_counts[ref_flat])
+        if bad.any():
+            raise CorruptPayloadError(f"{self.group.path}/{L.OBJECT_MANIFEST}: a ref points "
+                                      "outside its chunk's rows")
+        rows = concat_ranges(starts, refs[:, d + 1])
+        vert_per_object = np.add.reduceat(refs[:, d + 1], offsets_from_counts(per_object)[:-1]) \
+            if len(refs) else np.zeros(len(ids), np.int64)
+        vert_per_object = np.where(per_object > 0, vert_per_object, 0)
+        return ObjectRows(ids, offsets_from_counts(vert_per_object), chunks, rows)
+
+    def object_attributes(self, ids: IntArray | None) -> dict[str, Column]:
+        """Per-object attributes for ``ids`` (all objects when None)."""
+        out: dict[str, Column] = {}
+        for name in self.names(L.OBJECT_ATTRIBUTES):
+            path = f"{L.OBJECT_ATTRIBUTES}/{name}"
+            arr = self.group[path]
+            assert isinstance(arr, zarr.Array)
+            values = np.asarray(arr[...]) if ids is None else np.asarray(arr[...])[ids]
+            cats = arr.attrs.get("categories")
+            out[name] = Column(values, None if cats is None else tuple(cats))  # type: ignore[arg-type]
+        return out
+
+    @cached_property
+    def groups(self) -> GroupTable | None:
+        """Named groups of objects, or None."""
+        if not self.has(L.GROUP_OFFSETS):
+            return None
+        names = self.group[L.GROUPINGS].attrs.get("names", [])
+        attrs: dict[str, Column] = {}
+        for name in self.names(L.GROUPINGS_ATTRIBUTES):
+            arr = self.group[f"{L.GROUPINGS_ATTRIBUTES}/{name}"]
+            assert isinstance(arr, zarr.Array)
+            cats = arr.attrs.get("categories")
+            attrs[name] = Column(np.asarray(arr[...]), None if cats is None else tuple(cats))  # type: ignore[arg-type]
+        return GroupTable(
+            tuple(str(n) for n in names),  # type: ignore[union-attr]
+            read_dense(self.group, L.GROUP_OFFSETS).astype(np.int64),
+            read_dense(self.group, L.GROUP_MEMBERS).astype(np.int64),
+            attrs,
+        )
+
+    def vertex_object_ids(self, flats: IntArray) -> IntArray:
+        """Object id of every row of ``flats`` (from fragments; -1 where there is none)."""
+        frags = self.rows(L.VERTEX_FRAGMENTS, flats).values
+        return np.repeat(frags[:, 1], frags[:, 3]).astype(np.int64)

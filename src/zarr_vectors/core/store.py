@@ -1,0 +1,242 @@
+"""Open, create and inspect ZVF stores; manage resolution-level groups (seed, FORMAT.md §1, §5).
+
+A store is any zarr ``StoreLike``: a local path, a ``.zip`` path, a URL such as ``s3://bucket/x``
+(with ``storage_options``), or a :class:`zarr.abc.store.Store` instance (``MemoryStore``,
+``ZipStore``, an icechunk session store, ...).  :func:`open_store` returns the root
+:class:`zarr.Group`, whose ``attrs`` support ``asdict()`` and item assignment as the seed shows.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+import zarr
+from zarr.abc.store import Store
+from zarr.core.sync import sync
+from zarr.errors import GroupNotFoundError, NodeNotFoundError
+from zarr.storage import LocalStore, MemoryStore, StorePath, ZipStore
+
+from zarr_vectors.core.io import quiet_vlen
+from zarr_vectors.errors import (
+    InvalidInputError,
+    LevelNotFoundError,
+    MetadataValidationError,
+    StoreExistsError,
+    StoreNotFoundError,
+)
+from zarr_vectors.spec.layout import level_path
+from zarr_vectors.spec.metadata import LevelMetadata, RootMetadata, parse_int_tuple
+
+__all__ = [
+    "OpenMode",
+    "StoreLike",
+    "StoreHandle",
+    "create_store",
+    "init_root",
+    "list_resolution_levels",
+    "open_level",
+    "open_store",
+    "read_level_metadata",
+    "read_root_metadata",
+    "resolve_store",
+]
+
+StoreLike: TypeAlias = str | os.PathLike[str] | Store | StorePath | zarr.Group
+"""Anything a ZVF store can live in: a path, a URL, a zarr Store, or an open root group."""
+
+OpenMode = Literal["r", "r+", "a", "w", "w-"]
+
+
+@dataclass(frozen=True)
+class StoreHandle:
+    """A resolved store plus whether this library opened it (and so must close it)."""
+
+    store: Store | StorePath
+    """What zarr opens."""
+    owned: bool
+    """True when the store was built here from a path and should be closed after use."""
+    local_path: Path | None
+    """The directory of a local store, when there is one."""
+
+    def close(self) -> None:
+        """Close the store if it was opened here (flushes ``.zip`` files)."""
+        if self.owned and isinstance(self.store, ZipStore):
+            self.store.close()
+
+
+def resolve_store(
+    store: StoreLike,
+    *,
+    mode: OpenMode = "r",
+    storage_options: Mapping[str, Any] | None = None,
+) -> StoreHandle:
+    """Turn a ``StoreLike`` into something zarr can open.
+
+    ``.zip`` paths become a :class:`~zarr.storage.ZipStore`; other strings are left to zarr
+    (local directories and fsspec URLs, with ``storage_options``).
+    """
+    if isinstance(store, zarr.Group):
+        return StoreHandle(store.store_path, owned=False, local_path=_local_dir(store.store))
+    if isinstance(store, Store | StorePath):
+        inner = store.store if isinstance(store, StorePath) else store
+        return StoreHandle(store, owned=False, local_path=_local_dir(inner))
+    text = os.fspath(store)
+    if "://" in text and not text.startswith("file://"):
+        sp = sync(StorePath.open(text, mode=mode, storage_options=dict(storage_options or {})))  # type: ignore[arg-type]
+        return StoreHandle(sp, owned=True, local_path=None)
+    if storage_options:
+        raise InvalidInputError("storage_options only apply to URLs such as s3://bucket/path")
+    path = Path(text.removeprefix("file://")).expanduser()
+    if path.suffix == ".zip":
+        zmode: Literal["r", "w", "a"] = "r" if mode == "r" else ("w" if mode == "w" else "a")
+        if zmode == "r" and not path.exists():
+            raise StoreNotFoundError(f"no store at {path}")
+        return StoreHandle(ZipStore(path, mode=zmode), owned=True, local_path=None)
+    return StoreHandle(LocalStore(path, read_only=(mode == "r")), owned=True, local_path=path)
+
+
+def _local_dir(store: Store) -> Path | None:
+    return Path(store.root) if isinstance(store, LocalStore) else None
+
+
+def _describe(store: StoreLike) -> str:
+    if isinstance(store, MemoryStore):
+        return "memory store"
+    if isinstance(store, zarr.Group):
+        return f"group {store.store_path}"
+    return str(store)
+
+
+def open_store(
+    path: StoreLike,
+    mode: OpenMode = "r",
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+) -> zarr.Group:
+    """Open the root group of an existing ZVF store.
+
+    Parameters
+    ----------
+    path
+        Local path, ``.zip`` path, URL or zarr store.
+    mode
+        ``"r"`` read-only, ``"r+"`` read/write (attributes may be assigned).
+    storage_options
+        Options for fsspec URLs (credentials, endpoint, ...).
+
+    Returns
+    -------
+    zarr.Group
+        The root group; ``root.attrs.asdict()`` gives the root metadata.
+
+    Raises
+    ------
+    StoreNotFoundError
+        Nothing is there, or it is a Zarr hierarchy without ZVF root metadata (for example a
+        write that did not finish).
+
+    Examples
+    --------
+    >>> import zarr_vectors as zv, numpy as np
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> _ = zv.write_points(store, np.zeros((1, 3)), chunk_shape=(10, 10, 10))
+    >>> open_store(store).attrs["geometry_type"]
+    'point_cloud'
+    """
+    if mode not in ("r", "r+", "a"):
+        raise InvalidInputError(f"open_store mode must be 'r', 'r+' or 'a', got {mode!r}")
+    handle = resolve_store(path, mode=mode, storage_options=storage_options)
+    try:
+        with quiet_vlen():
+            root = zarr.open_group(handle.store, mode="r" if mode == "r" else "r+")
+    except (GroupNotFoundError, NodeNotFoundError, FileNotFoundError):
+        raise StoreNotFoundError(f"no Zarr group at {_describe(path)}") from None
+    if "zarr_vectors_version" not in root.attrs:
+        raise StoreNotFoundError(
+            f"{_describe(path)} is a Zarr group without ZVF root metadata "
+            "(not a zarr-vectors store, or a write that did not finish)"
+        )
+    return root
+
+
+def read_root_metadata(root: zarr.Group) -> RootMetadata:
+    """Parse and validate the root attributes of an open store."""
+    return RootMetadata.from_dict(root.attrs.asdict())
+
+
+def create_store(
+    path: StoreLike,
+    metadata: RootMetadata,
+    *,
+    zarr_format: Literal[2, 3] = 3,
+    overwrite: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> zarr.Group:
+    """Create an empty ZVF store with root metadata and an empty level-0 group.
+
+    Raises
+    ------
+    StoreExistsError
+        The location already holds data and ``overwrite`` is False.
+    """
+    handle = resolve_store(path, mode="w" if overwrite else "w-", storage_options=storage_options)
+    root = init_root(handle, zarr_format=zarr_format, overwrite=overwrite, where=_describe(path))
+    ds = metadata.multiscales.datasets[0]
+    lvl = LevelMetadata(level=0, bin_ratio=ds.bin_ratio, bin_shape=ds.bin_shape)
+    root.create_group(level_path(0), attributes=lvl.to_dict())
+    root.attrs.put(metadata.to_dict())
+    return root
+
+
+def init_root(
+    handle: StoreHandle, *, zarr_format: Literal[2, 3], overwrite: bool, where: str
+) -> zarr.Group:
+    """Create an empty root group (no ZVF metadata yet), refusing to clobber existing data."""
+    if zarr_format not in (2, 3):
+        raise InvalidInputError(f"zarr_format must be 2 or 3, got {zarr_format!r}")
+    if not overwrite and _has_data(handle):
+        raise StoreExistsError(
+            f"{where} already holds data; pass overwrite=True to replace it"
+        )
+    return zarr.open_group(handle.store, mode="w", zarr_format=zarr_format)
+
+
+def _has_data(handle: StoreHandle) -> bool:
+    store = handle.store.store if isinstance(handle.store, StorePath) else handle.store
+    prefix = handle.store.path if isinstance(handle.store, StorePath) else ""
+    if handle.local_path is not None:
+        return handle.local_path.exists() and any(handle.local_path.iterdir())
+
+    async def first() -> bool:
+        async for _ in store.list_prefix(prefix):
+            return True
+        return False
+
+    return bool(sync(first()))
+
+
+def list_resolution_levels(root: zarr.Group) -> list[int]:
+    """Return the level numbers of the level groups present, ascending."""
+    return sorted(int(name) for name, _ in root.groups() if name.isdigit())
+
+
+def read_level_metadata(root: zarr.Group, level: int) -> LevelMetadata:
+    """Parse the attributes of level group ``level``."""
+    return LevelMetadata.from_dict(open_level(root, level).attrs.asdict())
+
+
+def open_level(root: zarr.Group, level: int) -> zarr.Group:
+    """Return the group of resolution level ``level``."""
+    try:
+        node = root[level_path(level)]
+    except KeyError:
+        levels = list_resolution_levels(root)
+        raise LevelNotFoundError(f"level {level} is not in the store (levels: {levels})") from None
+    if not isinstance(node, zarr.Group):
+        raise MetadataValidationError(f"{level_path(level)} is an array, expected a level group")
+    return node

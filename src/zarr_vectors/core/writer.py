@@ -1,0 +1,362 @@
+"""The one write pipeline: validate, plan, encode, write level arrays, then root metadata.
+
+Safe-write rule (FORMAT.md §3, issue "safe writes"): root ZVF attributes are written **last**, so
+an interrupted write leaves a Zarr group that :func:`~zarr_vectors.core.store.open_store` and the
+validator reject as incomplete.  Overwriting a local directory builds the new store beside it and
+swaps it in only when complete.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import zarr
+
+from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
+from zarr_vectors.core.columns import Column
+from zarr_vectors.core.io import Compressor, create_dense_array, create_payload_array
+from zarr_vectors.core.plan import GeometryParts, LevelPlan, plan_level
+from zarr_vectors.core.store import StoreLike, init_root, resolve_store
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.conventions import ArrayKind, Encoding, GeometryTypeName
+from zarr_vectors.spec.metadata import (
+    Axis,
+    BoundingBox,
+    ChunkGrid,
+    LevelMetadata,
+    RootMetadata,
+    parse_float_tuple,
+)
+
+__all__ = ["StoreOptions", "WriteSummary", "check_positions", "write_level", "write_store"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoreOptions:
+    """Everything about a new store that is not the geometry itself."""
+
+    chunk_shape: tuple[float, ...]
+    """Chunk extent per axis, physical units."""
+    bin_shape: tuple[float, ...] | None = None
+    """Level-0 bin extent (defaults to ``chunk_shape``: one bin per chunk)."""
+    bounds: BoundingBox | None = None
+    """Extent the chunk grid must cover (defaults to the data's extent)."""
+    zarr_format: Literal[2, 3] = 3
+    """Zarr format version of the store."""
+    overwrite: bool = False
+    """Replace existing data at the location."""
+    compressor: Compressor | str = "default"
+    """Compressor of every array (default zstd)."""
+    shards: tuple[int, ...] | None = None
+    """Chunks per shard of payload arrays (Zarr v3 sharding), or None."""
+    storage_options: Mapping[str, Any] | None = None
+    """fsspec options for URL stores."""
+    coordinate_system: str = "unknown"
+    """Informational coordinate-system name."""
+    axis_units: str | tuple[str, ...] | None = None
+    """Unit of every axis, or one per axis."""
+    axes: tuple[Axis, ...] | None = None
+    """Axis descriptions (default names x, y, z, t)."""
+    source_description: str | None = None
+    """Free-text origin of the data."""
+    notes: str | None = None
+    """Free-text notes."""
+    custom_metadata: Mapping[str, Any] | None = None
+    """Application metadata, stored verbatim."""
+    type_metadata: Mapping[str, Any] = field(default_factory=dict)
+    """Type-specific root keys (streamline ``step_size``, graph ``is_directed`` ...)."""
+
+
+@dataclass(frozen=True)
+class WriteSummary:
+    """What a ``write_*`` call stored."""
+
+    geometry_type: GeometryTypeName
+    """Geometry type of the store."""
+    vertex_count: int
+    """Vertices written at level 0."""
+    object_count: int
+    """Objects written (0 for point clouds without objects)."""
+    chunk_count: int
+    """Non-empty chunks at level 0."""
+    chunk_grid: ChunkGrid
+    """Chunk grid of the store."""
+
+
+def check_positions(positions: Any, *, ndim: int | None = None) -> npt.NDArray[np.floating]:
+    """Validate vertex positions: a finite (N, D) float array; float32 kept, others -> float64.
+
+    Raises
+    ------
+    InvalidInputError
+        Wrong shape or dtype, or a NaN/inf coordinate (the message names the row).
+    """
+    arr = np.asarray(positions)
+    if arr.ndim != 2 or arr.shape[1] < 1:
+        raise InvalidInputError(f"positions must have shape (N, D), got {arr.shape}")
+    if ndim is not None and arr.shape[1] != ndim:
+        raise InvalidInputError(f"positions have {arr.shape[1]} columns, expected D={ndim}")
+    if arr.dtype.kind not in "iuf":
+        raise InvalidInputError(f"positions must be numeric, got dtype {arr.dtype}")
+    if arr.dtype != np.float32:
+        arr = arr.astype(np.float64)
+    elif arr.dtype.byteorder == ">":
+        arr = arr.astype("<f4")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        raise InvalidInputError(
+            f"positions: non-finite coordinate {arr[row, col]} at row {row}, column {col}"
+        )
+    return np.ascontiguousarray(arr)
+
+
+def _array_attrs(kind: ArrayKind, values: npt.NDArray[Any], width: int,
+                 extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "zv_array": kind.value,
+        "dtype": values.dtype.str,
+        "width": width,
+        "encoding": Encoding.RAW.value,
+    }
+    attrs.update(extra or {})
+    return attrs
+
+
+def _column_attrs(col: Column) -> dict[str, Any]:
+    extra: dict[str, Any] = {"shape": list(col.values.shape[1:])}
+    if col.categories is not None:
+        extra["categories"] = list(col.categories)
+    return extra
+
+
+def _split(rows: npt.NDArray[Any], chunk_of_row: npt.NDArray[np.int64]) -> tuple[
+    npt.NDArray[np.int64], list[bytes]
+]:
+    """Split sorted (n, K) rows into one payload per chunk (rows sorted by chunk)."""
+    if len(rows) == 0:
+        return np.zeros(0, dtype=np.int64), []
+    starts = np.flatnonzero(np.r_[True, chunk_of_row[1:] != chunk_of_row[:-1]])
+    bounds = np.append(starts, len(rows))
+    data = np.ascontiguousarray(rows)
+    return chunk_of_row[starts], [data[a:b].tobytes() for a, b in zip(bounds[:-1], bounds[1:],
+                                                                       strict=True)]
+
+
+class _LevelWriter:
+    """Writes the arrays of one level group from a plan."""
+
+    def __init__(self, group: zarr.Group, grid_shape: tuple[int, ...],
+                 compressor: Compressor | str, shards: tuple[int, ...] | None) -> None:
+        self.group = group
+        self.grid_shape = grid_shape
+        self.compressor = compressor
+        self.shards = shards
+
+    def payload(self, path: str, kind: ArrayKind, rows: npt.NDArray[Any],
+                chunk_of_row: npt.NDArray[np.int64], extra: Mapping[str, Any] | None = None,
+                ) -> None:
+        rows = rows.reshape(len(rows), -1) if rows.ndim != 2 else rows
+        arr = create_payload_array(
+            self.group, path, self.grid_shape,
+            attributes=_array_attrs(kind, rows, rows.shape[1], extra),
+            compressor=self.compressor, shards=self.shards,
+        )
+        flats, payloads = _split(rows, chunk_of_row)
+        arr.write(flats, payloads)
+
+    def dense(self, path: str, kind: ArrayKind, data: npt.NDArray[Any],
+              extra: Mapping[str, Any] | None = None) -> None:
+        width = 1 if data.ndim < 2 else int(np.prod(data.shape[1:]))
+        chunks = (L.DENSE_CHUNK_ROWS, *data.shape[1:])
+        if kind is ArrayKind.VERTEX_COUNTS:
+            chunks = _grid_chunks(data.shape)
+        create_dense_array(self.group, path, data, attributes=_array_attrs(
+            kind, data, width, extra), chunks=chunks, compressor=self.compressor)
+
+
+def _grid_chunks(shape: Sequence[int], max_elements: int = 1 << 20) -> tuple[int, ...]:
+    chunks = list(shape)
+    while int(np.prod(chunks)) > max_elements:
+        axis = int(np.argmax(chunks))
+        chunks[axis] = (chunks[axis] + 1) // 2
+    return tuple(chunks)
+
+
+def write_level(
+    group: zarr.Group,
+    parts: GeometryParts,
+    layout: ChunkLayout,
+    level: LevelMetadata,
+    *,
+    compressor: Compressor | str = "default",
+    shards: tuple[int, ...] | None = None,
+) -> LevelMetadata:
+    """Write every array of one level into ``group`` and return its completed metadata."""
+    plan = plan_level(parts, layout)
+    w = _LevelWriter(group, layout.grid.shape, compressor, shards)
+    row_chunk = np.repeat(plan.chunks, np.diff(plan.chunk_offsets))
+    w.payload(L.VERTICES, ArrayKind.VERTICES, parts.positions[plan.order], row_chunk)
+    w.payload(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, plan.fragments,
+              plan.fragment_chunk)
+    for name, col in parts.vertex_attributes.items():
+        w.payload(L.attribute_path(L.ATTRIBUTES, name), ArrayKind.ATTRIBUTE,
+                  col.rows[plan.order], row_chunk, _column_attrs(col))
+    _write_links(w, parts, plan)
+    w.dense(L.VERTEX_COUNTS, ArrayKind.VERTEX_COUNTS, plan.vertex_counts)
+    if parts.vertex_object is not None:
+        w.dense(L.OBJECT_OFFSETS, ArrayKind.OBJECT_OFFSETS, plan.object_offsets)
+        w.dense(L.OBJECT_MANIFEST, ArrayKind.OBJECT_MANIFEST, plan.manifest)
+    for name, col in parts.object_attributes.items():
+        w.dense(L.attribute_path(L.OBJECT_ATTRIBUTES, name), ArrayKind.OBJECT_ATTRIBUTE,
+                col.values, _column_attrs(col))
+    _write_groups(w, parts)
+    done = LevelMetadata(
+        level=level.level,
+        bin_ratio=level.bin_ratio,
+        bin_shape=level.bin_shape,
+        vertex_count=len(parts.positions),
+        object_count=int(np.count_nonzero(np.diff(plan.object_offsets))),
+        chunk_count=len(plan.chunks),
+        object_sparsity=level.object_sparsity,
+        sparsity_strategy=level.sparsity_strategy,
+        coarsening=level.coarsening,
+        extra=level.extra,
+    )
+    group.attrs.put(done.to_dict())
+    return done
+
+
+def _write_links(w: _LevelWriter, parts: GeometryParts, plan: LevelPlan) -> None:
+    lp = plan.links
+    if lp is None:
+        return
+    if parts.links is not None:
+        w.payload(L.LINKS, ArrayKind.LINKS, lp.local_rows, lp.local_chunk,
+                  {"arity": int(lp.local_rows.shape[1]) if lp.local_rows.ndim == 2 else 0})
+        for name, col in parts.link_attributes.items():
+            w.payload(L.attribute_path(L.LINK_ATTRIBUTES, name), ArrayKind.LINK_ATTRIBUTE,
+                      col.rows[lp.local_source], lp.local_chunk, _column_attrs(col))
+    if len(lp.cross_chunk) == 0:
+        return
+    w.payload(L.CROSS_CHUNK_LINKS, ArrayKind.CROSS_CHUNK_LINKS, lp.cross_rows, lp.cross_chunk,
+              {"endpoints": _endpoints(lp.cross_rows, len(w.grid_shape))})
+    explicit = lp.cross_source >= 0
+    for name, col in parts.link_attributes.items():
+        if not explicit.all():
+            raise InvalidInputError("link attributes are not supported on implicit path links")
+        w.payload(L.attribute_path(L.CROSS_CHUNK_LINK_ATTRIBUTES, name),
+                  ArrayKind.CROSS_CHUNK_LINK_ATTRIBUTE, col.rows[lp.cross_source],
+                  lp.cross_chunk, _column_attrs(col))
+
+
+def _endpoints(rows: npt.NDArray[np.int64], ndim: int) -> int:
+    return int(rows.shape[1] // (ndim + 1))
+
+
+def _write_groups(w: _LevelWriter, parts: GeometryParts) -> None:
+    g = parts.groups
+    if g is None:
+        return
+    w.dense(L.GROUP_OFFSETS, ArrayKind.GROUP_OFFSETS, g.offsets)
+    w.dense(L.GROUP_MEMBERS, ArrayKind.GROUP_MEMBERS, g.members)
+    w.group[L.GROUPINGS].attrs["names"] = list(g.names)
+    for name, col in g.attributes.items():
+        w.dense(L.attribute_path(L.GROUPINGS_ATTRIBUTES, name), ArrayKind.GROUP_ATTRIBUTE,
+                col.values, _column_attrs(col))
+
+
+def _store_bounds(parts: GeometryParts, opts: StoreOptions) -> tuple[ChunkGrid, BoundingBox | None]:
+    pos = parts.positions
+    d = pos.shape[1]
+    data_box = None
+    if len(pos):
+        data_box = BoundingBox(min=tuple(pos.min(axis=0).tolist()),
+                               max=tuple(pos.max(axis=0).tolist()))
+    cover = opts.bounds or data_box
+    if cover is None:
+        return ChunkGrid(origin=(0,) * d, shape=(1,) * d), None
+    if opts.bounds is not None and data_box is not None:
+        lo = np.minimum(data_box.min, opts.bounds.min)
+        hi = np.maximum(data_box.max, opts.bounds.max)
+        return grid_for_bounds(lo, hi, opts.chunk_shape), data_box
+    return grid_for_bounds(cover.min, cover.max, opts.chunk_shape), data_box
+
+
+def write_store(
+    store: StoreLike,
+    geometry_type: GeometryTypeName,
+    parts: GeometryParts,
+    opts: StoreOptions,
+) -> WriteSummary:
+    """Write a complete single-level store (root metadata last)."""
+    d = parts.positions.shape[1]
+    chunk = parse_float_tuple(opts.chunk_shape, "chunk_shape", length=d, positive=True)
+    bins = chunk if opts.bin_shape is None else parse_float_tuple(
+        opts.bin_shape, "bin_shape", length=d, positive=True)
+    grid, data_box = _store_bounds(parts, opts)
+    root_meta = RootMetadata.create(
+        geometry_type=geometry_type, chunk_shape=chunk, base_bin_shape=bins, axes=opts.axes,
+        axis_units=opts.axis_units, coordinate_system=opts.coordinate_system,
+        bounding_box=data_box, chunk_grid=grid,
+        creation_timestamp=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        source_description=opts.source_description, notes=_notes(opts),
+        custom_metadata=opts.custom_metadata, type_metadata=dict(opts.type_metadata),
+    )
+    layout = ChunkLayout(chunk, bins, grid)
+    layout.flat_index(layout.chunk_coords(parts.positions))  # fail before touching the store
+    if opts.shards is not None and opts.zarr_format == 2:
+        raise InvalidInputError("sharding needs Zarr v3 (zarr_format=3)")
+    handle = resolve_store(store, mode="w" if opts.overwrite else "w-",
+                           storage_options=opts.storage_options)
+    final_dir = handle.local_path
+    if final_dir is not None and opts.overwrite and final_dir.exists():
+        handle = resolve_store(_staging_dir(final_dir), mode="w")
+    try:
+        root = init_root(handle, zarr_format=opts.zarr_format, overwrite=opts.overwrite,
+                         where=str(store))
+        ds = root_meta.multiscales.datasets[0]
+        level = write_level(
+            root.create_group(L.level_path(0)), parts, layout,
+            LevelMetadata(level=0, bin_ratio=ds.bin_ratio, bin_shape=ds.bin_shape),
+            compressor=opts.compressor, shards=opts.shards,
+        )
+        root.attrs.put(root_meta.to_dict())
+    except BaseException:
+        if handle.local_path is not None and handle.local_path != final_dir:
+            shutil.rmtree(handle.local_path, ignore_errors=True)
+        raise
+    finally:
+        handle.close()
+    if handle.local_path is not None and final_dir is not None and handle.local_path != final_dir:
+        _swap_in(handle.local_path, final_dir)
+    return WriteSummary(geometry_type, level.vertex_count, level.object_count,
+                        level.chunk_count, grid)
+
+
+def _notes(opts: StoreOptions) -> str | None:
+    if opts.shards is None:
+        return opts.notes
+    note = f"payload arrays sharded with {list(opts.shards)} chunks per shard"
+    return note if opts.notes is None else f"{opts.notes}\n{note}"
+
+
+def _staging_dir(final: Path) -> Path:
+    return final.parent / f".{final.name}.zv-staging-{uuid.uuid4().hex[:8]}"
+
+
+def _swap_in(staged: Path, final: Path) -> None:
+    """Replace ``final`` by the complete ``staged`` directory (old data kept until then)."""
+    trash = final.parent / f".{final.name}.zv-old-{uuid.uuid4().hex[:8]}"
+    final.rename(trash)
+    staged.rename(final)
+    shutil.rmtree(trash)

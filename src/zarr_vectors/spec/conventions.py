@@ -1,0 +1,136 @@
+"""Enumerations for every string-valued option of the format and the library (FORMAT.md §3–§10).
+
+Public functions accept either the enum or its string value; :meth:`ParamEnum.parse` converts once,
+at the API boundary, and lists the valid values when the input is wrong.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Self
+
+from zarr_vectors.errors import InvalidInputError, UnknownGeometryTypeError
+
+__all__ = [
+    "Aggregation",
+    "ArrayKind",
+    "Encoding",
+    "GeometryTypeName",
+    "ParamEnum",
+    "Severity",
+    "SparsityStrategy",
+    "WindingOrder",
+]
+
+
+class ParamEnum(StrEnum):
+    """String enum whose :meth:`parse` gives a friendly error listing valid values."""
+
+    @classmethod
+    def parse(cls, value: str | Self, *, field: str | None = None) -> Self:
+        """Convert ``value`` to a member, raising ``InvalidInputError`` naming the valid values.
+
+        Examples
+        --------
+        >>> Encoding.parse("raw")
+        <Encoding.RAW: 'raw'>
+        """
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(value)
+        except ValueError:
+            valid = ", ".join(repr(m.value) for m in cls)
+            name = field or cls.__name__
+            raise InvalidInputError(f"{name}: {value!r} is not one of {valid}") from None
+
+
+class GeometryTypeName(ParamEnum):
+    """The seven geometry type constants of the seed (``geometry_type`` root key)."""
+
+    POINT_CLOUD = "point_cloud"
+    LINE = "line"
+    POLYLINE = "polyline"
+    STREAMLINE = "streamline"
+    GRAPH = "graph"
+    SKELETON = "skeleton"
+    MESH = "mesh"
+
+    @classmethod
+    def parse(cls, value: str | Self, *, field: str | None = None) -> Self:
+        """Convert ``value`` to a member, raising ``UnknownGeometryTypeError`` if unknown."""
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(value)
+        except ValueError:
+            valid = ", ".join(repr(m.value) for m in cls)
+            raise UnknownGeometryTypeError(
+                f"{field or 'geometry_type'}: {value!r} is not one of {valid}"
+            ) from None
+
+    @property
+    def has_objects(self) -> bool:
+        """Whether every vertex belongs to an object (all types but ``point_cloud``)."""
+        return self is not GeometryTypeName.POINT_CLOUD
+
+
+class ArrayKind(StrEnum):
+    """Kinds of array inside a level group (``zv_array`` attribute, FORMAT.md §6)."""
+
+    VERTICES = "vertices"
+    VERTEX_FRAGMENTS = "vertex_fragments"
+    ATTRIBUTE = "attribute"
+    LINKS = "links"
+    LINK_ATTRIBUTE = "link_attribute"
+    CROSS_CHUNK_LINKS = "cross_chunk_links"
+    CROSS_CHUNK_LINK_ATTRIBUTE = "cross_chunk_link_attribute"
+    VERTEX_COUNTS = "vertex_counts"
+    OBJECT_OFFSETS = "object_offsets"
+    OBJECT_MANIFEST = "object_manifest"
+    OBJECT_ATTRIBUTE = "object_attribute"
+    GROUP_OFFSETS = "group_offsets"
+    GROUP_MEMBERS = "group_members"
+    GROUP_ATTRIBUTE = "group_attribute"
+
+
+class Encoding(ParamEnum):
+    """Encoding of the rows inside a per-chunk payload."""
+
+    RAW = "raw"
+    DRACO = "draco"
+
+
+class Severity(ParamEnum):
+    """Severity of a validation finding."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class SparsityStrategy(ParamEnum):
+    """How coarse levels choose which objects to keep (FORMAT.md §10)."""
+
+    SPATIAL_COVERAGE = "spatial_coverage"
+    LENGTH = "length"
+    ATTRIBUTE = "attribute"
+    RANDOM = "random"
+
+
+class Aggregation(ParamEnum):
+    """How vertex attributes merge into a metavertex."""
+
+    MEAN = "mean"
+    MODE = "mode"
+    MIN = "min"
+    MAX = "max"
+    FIRST = "first"
+    SUM = "sum"
+
+
+class WindingOrder(ParamEnum):
+    """Triangle winding order of a mesh store."""
+
+    CCW = "ccw"
+    CW = "cw"

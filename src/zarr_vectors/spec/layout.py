@@ -1,0 +1,154 @@
+"""Names and shapes of every node in a ZVF store, kept as data (FORMAT.md §5–§7).
+
+The table :data:`ARRAY_SPECS` is the single source for writers, readers, the validator and the
+docs: which arrays a level may hold, whether they are per-chunk (one variable-length payload per
+spatial chunk) or dense, their dtype and row width, and which geometry types use them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.spec.conventions import ArrayKind, GeometryTypeName
+
+__all__ = [
+    "ARRAY_SPECS",
+    "ATTRIBUTES",
+    "CROSS_CHUNK_LINKS",
+    "CROSS_CHUNK_LINK_ATTRIBUTES",
+    "DENSE_CHUNK_ROWS",
+    "GROUPINGS",
+    "GROUPINGS_ATTRIBUTES",
+    "GROUP_MEMBERS",
+    "GROUP_OFFSETS",
+    "LINKS",
+    "LINK_ATTRIBUTES",
+    "LINK_ARITY",
+    "OBJECT_ATTRIBUTES",
+    "OBJECT_INDEX",
+    "OBJECT_MANIFEST",
+    "OBJECT_OFFSETS",
+    "VERTEX_COUNTS",
+    "VERTEX_FRAGMENTS",
+    "VERTICES",
+    "SPEC_BY_KIND",
+    "ArraySpec",
+    "FRAGMENT_WIDTH",
+    "attribute_path",
+    "level_path",
+]
+
+VERTICES = "vertices"
+VERTEX_FRAGMENTS = "vertex_fragments"
+ATTRIBUTES = "attributes"
+LINKS = "links"
+LINK_ATTRIBUTES = "link_attributes"
+CROSS_CHUNK_LINKS = "cross_chunk_links"
+CROSS_CHUNK_LINK_ATTRIBUTES = "cross_chunk_link_attributes"
+VERTEX_COUNTS = "vertex_counts"
+OBJECT_INDEX = "object_index"
+OBJECT_OFFSETS = "object_index/offsets"
+OBJECT_MANIFEST = "object_index/manifest"
+OBJECT_ATTRIBUTES = "object_attributes"
+GROUPINGS = "groupings"
+GROUP_OFFSETS = "groupings/offsets"
+GROUP_MEMBERS = "groupings/members"
+GROUPINGS_ATTRIBUTES = "groupings_attributes"
+
+FRAGMENT_WIDTH = 4
+"""Columns of a ``vertex_fragments`` row: ``[bin_flat, object_id, start, count]``."""
+
+DENSE_CHUNK_ROWS = 16384
+"""Rows per Zarr chunk of dense arrays: small enough that fetching one object's index entry
+decodes little, large enough that a full read is a few chunk reads."""
+
+LINK_ARITY: Mapping[GeometryTypeName, int] = {
+    GeometryTypeName.POINT_CLOUD: 0,
+    GeometryTypeName.LINE: 0,
+    GeometryTypeName.POLYLINE: 0,
+    GeometryTypeName.STREAMLINE: 0,
+    GeometryTypeName.GRAPH: 2,
+    GeometryTypeName.SKELETON: 2,
+    GeometryTypeName.MESH: 3,
+}
+"""Vertices per stored link; 0 means connectivity is implicit (paths) or absent (points)."""
+
+_ALL = frozenset(GeometryTypeName)
+_OBJECTS = frozenset(g for g in GeometryTypeName if g.has_objects)
+_LINKED = frozenset(g for g, k in LINK_ARITY.items() if k > 0)
+_CROSSING = _LINKED | {GeometryTypeName.LINE, GeometryTypeName.POLYLINE,
+                       GeometryTypeName.STREAMLINE}
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """One row of the array table."""
+
+    kind: ArrayKind
+    """Value of the ``zv_array`` attribute."""
+    path: str
+    """Path inside the level group; ``{name}`` stands for a user-chosen identifier."""
+    per_chunk: bool
+    """True for per-chunk payload arrays, False for dense numeric arrays."""
+    dtype: str | None
+    """Fixed little-endian dtype, or None when any numeric/bool dtype is allowed."""
+    width: str
+    """Row width: a number, ``"D"`` (spatial dims), ``"L(D+1)"`` or ``"K"`` (any)."""
+    types: frozenset[GeometryTypeName]
+    """Geometry types that may hold this array."""
+    required: frozenset[GeometryTypeName]
+    """Geometry types for which the array must exist in every level."""
+
+
+ARRAY_SPECS: tuple[ArraySpec, ...] = (
+    ArraySpec(ArrayKind.VERTICES, VERTICES, True, None, "D", _ALL, _ALL),
+    ArraySpec(ArrayKind.VERTEX_FRAGMENTS, VERTEX_FRAGMENTS, True, "<i8", "4", _ALL, _ALL),
+    ArraySpec(ArrayKind.ATTRIBUTE, ATTRIBUTES + "/{name}", True, None, "K", _ALL, frozenset()),
+    ArraySpec(ArrayKind.LINKS, LINKS, True, "<i4", "arity", _LINKED, frozenset()),
+    ArraySpec(ArrayKind.LINK_ATTRIBUTE, LINK_ATTRIBUTES + "/{name}", True, None, "K", _LINKED,
+              frozenset()),
+    ArraySpec(ArrayKind.CROSS_CHUNK_LINKS, CROSS_CHUNK_LINKS, True, "<i8", "L(D+1)", _CROSSING,
+              frozenset()),
+    ArraySpec(ArrayKind.CROSS_CHUNK_LINK_ATTRIBUTE, CROSS_CHUNK_LINK_ATTRIBUTES + "/{name}", True,
+              None, "K", _LINKED, frozenset()),
+    ArraySpec(ArrayKind.VERTEX_COUNTS, VERTEX_COUNTS, False, "<i8", "grid", _ALL, _ALL),
+    ArraySpec(ArrayKind.OBJECT_OFFSETS, OBJECT_OFFSETS, False, "<i8", "1", _ALL, _OBJECTS),
+    ArraySpec(ArrayKind.OBJECT_MANIFEST, OBJECT_MANIFEST, False, "<i8", "D+2", _ALL, _OBJECTS),
+    ArraySpec(ArrayKind.OBJECT_ATTRIBUTE, OBJECT_ATTRIBUTES + "/{name}", False, None, "K", _ALL,
+              frozenset()),
+    ArraySpec(ArrayKind.GROUP_OFFSETS, GROUP_OFFSETS, False, "<i8", "1", _ALL, frozenset()),
+    ArraySpec(ArrayKind.GROUP_MEMBERS, GROUP_MEMBERS, False, "<i8", "1", _ALL, frozenset()),
+    ArraySpec(ArrayKind.GROUP_ATTRIBUTE, GROUPINGS_ATTRIBUTES + "/{name}", False, None, "K", _ALL,
+              frozenset()),
+)
+"""Every array a level group may contain (FORMAT.md §6)."""
+
+SPEC_BY_KIND: Mapping[ArrayKind, ArraySpec] = {s.kind: s for s in ARRAY_SPECS}
+
+
+def level_path(level: int) -> str:
+    """Return the group path of resolution level ``level``.
+
+    Examples
+    --------
+    >>> level_path(0)
+    '0'
+    """
+    return str(int(level))
+
+
+def attribute_path(prefix: str, name: str) -> str:
+    """Return the path of a named attribute array, checking the name is an identifier.
+
+    Examples
+    --------
+    >>> attribute_path(ATTRIBUTES, "intensity")
+    'attributes/intensity'
+    """
+    if not name.isidentifier():
+        raise InvalidInputError(
+            f"attribute name {name!r} is not an identifier (letters, digits, underscore)"
+        )
+    return f"{prefix}/{name}"

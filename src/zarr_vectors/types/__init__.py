@@ -1,0 +1,1 @@
+"""Geometry types: each converts user data to flat parts and builds typed results."""

@@ -1,0 +1,160 @@
+"""The geometry-type plug-in contract and its registry (STYLE §3).
+
+A geometry type converts user input to :class:`~zarr_vectors.core.plan.GeometryParts` (what the
+core write pipeline consumes) and builds its typed result from a
+:class:`~zarr_vectors.core.reader.LevelReader`.  Everything else — chunking, encoding, I/O,
+metadata — is done once by ``core``.  Types register under their spec name; third-party types
+can register through the ``zarr_vectors.geometry_types`` entry-point group.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.core.columns import Column
+from zarr_vectors.core.reader import LevelReader
+from zarr_vectors.errors import InvalidInputError, UnknownGeometryTypeError
+from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.metadata import BoundingBox
+
+__all__ = [
+    "GeometryType",
+    "Query",
+    "attribute_selection",
+    "dense_object_ids",
+    "get_geometry_type",
+    "register_geometry_type",
+    "user_ids",
+]
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Query:
+    """A normalised read request."""
+
+    bbox: BoundingBox | None = None
+    """Half-open box ``min <= p < max``, or None for everything."""
+    object_ids: IntArray | None = None
+    """Dense object ids to read, or None."""
+    attributes: tuple[str, ...] | None = None
+    """Per-vertex attribute names to return (None = all)."""
+
+
+class GeometryType(ABC):
+    """Base class of the seven geometry types; subclasses are stateless."""
+
+    name: ClassVar[GeometryTypeName]
+    """Spec name written to ``geometry_type``."""
+    ordered: ClassVar[bool] = True
+    """Rows of an object keep input (traversal) order."""
+    sequential: ClassVar[bool] = False
+    """Consecutive vertices of an object are connected."""
+
+    @classmethod
+    @abstractmethod
+    def read(cls, reader: LevelReader, query: Query) -> Any:
+        """Run ``query`` on one level and return this type's typed result."""
+
+
+_REGISTRY: dict[GeometryTypeName, type[GeometryType]] = {}
+_ENTRY_POINT_GROUP = "zarr_vectors.geometry_types"
+
+
+def register_geometry_type(cls: type[GeometryType]) -> type[GeometryType]:
+    """Register a geometry type class under ``cls.name`` (usable as a decorator)."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def get_geometry_type(name: str | GeometryTypeName) -> type[GeometryType]:
+    """Return the registered class for ``name``, loading entry points on first miss."""
+    key = GeometryTypeName.parse(name)
+    if key not in _REGISTRY:
+        for ep in entry_points(group=_ENTRY_POINT_GROUP):
+            if ep.name == key.value:
+                register_geometry_type(ep.load())
+    if key not in _REGISTRY:
+        raise UnknownGeometryTypeError(f"no reader is registered for geometry type {key.value!r}")
+    return _REGISTRY[key]
+
+
+# -- helpers shared by the types ------------------------------------------------------------
+
+
+def dense_object_ids(
+    ids: npt.ArrayLike, what: str = "object_ids"
+) -> tuple[IntArray, npt.NDArray[Any], bool]:
+    """Map user object ids to dense ids (rank among the sorted distinct ids).
+
+    Returns
+    -------
+    dense, distinct, is_identity
+        Dense id per input row, the sorted distinct user ids, and whether they were already
+        exactly ``0..n-1`` (then no ``id`` attribute needs storing).
+    """
+    arr = np.asarray(ids)
+    if arr.ndim != 1:
+        raise InvalidInputError(f"{what} must be 1-D, got shape {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise InvalidInputError(f"{what} must be integers, got dtype {arr.dtype}")
+    distinct, dense = np.unique(arr, return_inverse=True)
+    identity = bool(
+        distinct.size == 0 or (distinct[0] == 0 and distinct[-1] == distinct.size - 1)
+    )
+    return dense.astype(np.int64), distinct, identity
+
+
+def user_ids(reader: LevelReader) -> npt.NDArray[Any] | None:
+    """Return the stored user ids (``object_attributes/id``) or None when ids are dense."""
+    path = f"{L.OBJECT_ATTRIBUTES}/id"
+    if not reader.has(path):
+        return None
+    return reader.object_attributes(None)["id"].values
+
+
+def resolve_user_ids(reader: LevelReader, ids: npt.ArrayLike) -> IntArray:
+    """Map user object ids to dense ids, with an error naming an unknown id."""
+    arr = np.atleast_1d(np.asarray(ids))
+    stored = user_ids(reader)
+    if stored is None:
+        return reader.dense_ids(arr)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    pos = np.searchsorted(stored, arr)
+    ok = (pos < len(stored)) & (stored[np.minimum(pos, len(stored) - 1)] == arr)
+    if not ok.all():
+        raise InvalidInputError(f"object id {arr[np.argmax(~ok)]!r} is not in the store")
+    return pos.astype(np.int64)
+
+
+def attribute_selection(
+    available: Sequence[str], wanted: bool | str | Sequence[str] | None
+) -> tuple[str, ...]:
+    """Resolve an ``attributes=`` argument (True/None = all, False = none, names) to names."""
+    if wanted is None or wanted is True:
+        return tuple(available)
+    if wanted is False:
+        return ()
+    names = (wanted,) if isinstance(wanted, str) else tuple(wanted)
+    missing = [n for n in names if n not in available]
+    if missing:
+        raise InvalidInputError(f"unknown attribute(s) {missing}; available: {list(available)}")
+    return names
+
+
+def decode_columns(cols: Mapping[str, Column]) -> dict[str, npt.NDArray[Any]]:
+    """Return plain arrays from columns, categorical codes resolved to strings."""
+    return {k: c.decoded() for k, c in cols.items()}
+
+
+DenseIdMap = Callable[[npt.NDArray[Any], str], IntArray]

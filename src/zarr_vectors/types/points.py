@@ -1,0 +1,346 @@
+"""Point clouds (``point_cloud``): vertices with attributes, optionally grouped into objects.
+
+Rows of a chunk are sorted by bin (and by object first when points have objects), so a read
+returns points in storage order: chunk by chunk (C order), bin by bin, input order within a bin.
+Objects are optional: ``object_ids`` assigns each point to an object (e.g. spots to cells); dense
+ids are the ranks of the sorted distinct user ids, and ``object_attributes`` rows follow that
+order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.core.columns import Column, GroupTable, normalize_columns
+from zarr_vectors.core.io import Compressor
+from zarr_vectors.core.plan import GeometryParts
+from zarr_vectors.core.reader import BBoxLike, LevelReader, parse_bbox
+from zarr_vectors.core.store import StoreLike, open_store
+from zarr_vectors.core.writer import StoreOptions, WriteSummary, check_positions, write_store
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.metadata import Axis, BoundingBox
+from zarr_vectors.types._base import (
+    GeometryType,
+    Query,
+    attribute_selection,
+    decode_columns,
+    dense_object_ids,
+    register_geometry_type,
+    resolve_user_ids,
+    user_ids,
+)
+
+__all__ = ["Points", "read_points", "write_points"]
+
+
+@dataclass(frozen=True)
+class Points:
+    """Result of :func:`read_points`.
+
+    Examples
+    --------
+    >>> p = Points(np.zeros((2, 3), np.float32))
+    >>> len(p), p.ndim
+    (2, 3)
+    """
+
+    positions: npt.NDArray[np.floating]
+    """(N, D) coordinates, physical units."""
+    attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-point attributes by name; categorical attributes come back as strings."""
+    object_ids: npt.NDArray[Any] | None = None
+    """(N,) user object id of each point, or None when the store has no objects."""
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @property
+    def ndim(self) -> int:
+        """Spatial dimensions D."""
+        return int(self.positions.shape[1])
+
+
+def _points_parts(
+    positions: Any,
+    attributes: Mapping[str, Any] | None,
+    object_ids: Any,
+    object_attributes: Mapping[str, Any] | None,
+    groups: Mapping[str, Any] | None,
+    group_attributes: Mapping[str, Any] | None,
+) -> GeometryParts:
+    pos = check_positions(positions)
+    n = len(pos)
+    attrs = normalize_columns(attributes, n, "attribute")
+    if object_ids is None:
+        if object_attributes or groups:
+            raise InvalidInputError("object_attributes and groups need object_ids")
+        return GeometryParts(positions=pos, vertex_attributes=attrs, ordered=False)
+    ids = np.asarray(object_ids)
+    if ids.shape != (n,):
+        raise InvalidInputError(f"object_ids must have one entry per point ({n}), "
+                                f"got shape {ids.shape}")
+    dense, distinct, identity = dense_object_ids(ids)
+    obj_attrs = normalize_columns(object_attributes, len(distinct), "object attribute")
+    if not identity:
+        if "id" in obj_attrs:
+            raise InvalidInputError("object attribute 'id' is reserved for user object ids")
+        obj_attrs["id"] = Column(distinct)
+
+    def to_dense(user: npt.NDArray[Any], what: str) -> npt.NDArray[np.int64]:
+        pos_ = np.searchsorted(distinct, user)
+        ok = (pos_ < len(distinct)) & (distinct[np.minimum(pos_, len(distinct) - 1)] == user)
+        if not ok.all():
+            raise InvalidInputError(f"{what}: object id {user[np.argmax(~ok)]!r} has no points")
+        return pos_.astype(np.int64)
+
+    table = None
+    if groups:
+        table = GroupTable.from_mapping(groups, to_dense, len(distinct), group_attributes)
+    return GeometryParts(
+        positions=pos,
+        vertex_object=dense,
+        n_objects=len(distinct),
+        ordered=False,
+        vertex_attributes=attrs,
+        object_attributes=obj_attrs,
+        groups=table,
+    )
+
+
+def write_points(
+    store: StoreLike,
+    positions: npt.ArrayLike,
+    *,
+    chunk_shape: Sequence[float],
+    bin_shape: Sequence[float] | None = None,
+    attributes: Mapping[str, npt.ArrayLike] | None = None,
+    object_ids: npt.ArrayLike | None = None,
+    object_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    groups: Mapping[str, npt.ArrayLike] | None = None,
+    group_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    bounds: BBoxLike | None = None,
+    zarr_format: Literal[2, 3] = 3,
+    overwrite: bool = False,
+    compressor: Compressor | Literal["default"] = "default",
+    shards: Sequence[int] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    coordinate_system: str = "unknown",
+    axis_units: str | Sequence[str] | None = None,
+    axis_names: Sequence[str] | None = None,
+    source_description: str | None = None,
+    notes: str | None = None,
+    custom_metadata: Mapping[str, Any] | None = None,
+) -> WriteSummary:
+    """Write a point cloud to a new ZVF store.
+
+    Parameters
+    ----------
+    store
+        Local path, ``.zip`` path, URL (``s3://...`` with ``storage_options``) or zarr store.
+    positions
+        (N, D) coordinates, physical units; D = 2, 3 or 4 (any D >= 1 works).
+    chunk_shape
+        Chunk extent per axis, same units as ``positions``.
+    bin_shape
+        Level-0 bin extent per axis; must divide ``chunk_shape`` (default: ``chunk_shape``).
+    attributes
+        Per-point values by name: (N,) or (N, K) numeric/bool arrays, or strings (stored as
+        categories).
+    object_ids
+        (N,) integer object of each point (e.g. the cell a spot belongs to); any integers,
+        including uint64 ids.
+    object_attributes
+        Per-object values, one row per distinct object id in ascending id order.
+    groups
+        Named groups of objects: ``{name: object ids}``.
+    group_attributes
+        Per-group values, one row per group in ``groups`` order.
+    bounds
+        Extent the chunk grid must cover, ``(min, max)``; defaults to the data's extent.
+    zarr_format
+        3 (default) or 2.
+    overwrite
+        Replace existing data at ``store``; otherwise existing data raises.
+    compressor
+        Compressor of every array (default zstd), or None.
+    shards
+        Chunks per shard for payload arrays (Zarr v3 sharding codec).
+    storage_options
+        fsspec options for URL stores.
+    coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
+        Root metadata (FORMAT.md §3).
+
+    Returns
+    -------
+    WriteSummary
+        Counts and chunk grid of what was written.
+
+    Raises
+    ------
+    InvalidInputError
+        Bad shapes, NaN/inf coordinates (naming the row), bad attribute lengths.
+    StoreExistsError
+        ``store`` already holds data and ``overwrite`` is False.
+
+    Examples
+    --------
+    >>> import zarr_vectors as zv
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> pts = np.array([[1.0, 2.0, 3.0], [15.0, 2.0, 3.0]])
+    >>> zv.write_points(store, pts, chunk_shape=(10, 10, 10)).chunk_count
+    2
+    >>> zv.read_points(store, bbox=([0, 0, 0], [10, 10, 10])).positions.tolist()
+    [[1.0, 2.0, 3.0]]
+    >>> len(zv.read_points(store, bbox=([50, 50, 50], [60, 60, 60])))
+    0
+    """
+    parts = _points_parts(positions, attributes, object_ids, object_attributes, groups,
+                          group_attributes)
+    d = parts.positions.shape[1]
+    opts = StoreOptions(
+        chunk_shape=tuple(chunk_shape),
+        bin_shape=None if bin_shape is None else tuple(bin_shape),
+        bounds=None if bounds is None else parse_bbox(bounds, d),
+        zarr_format=zarr_format,
+        overwrite=overwrite,
+        compressor=compressor,
+        shards=None if shards is None else tuple(shards),
+        storage_options=storage_options,
+        coordinate_system=coordinate_system,
+        axis_units=axis_units if axis_units is None or isinstance(axis_units, str)
+        else tuple(axis_units),
+        axes=_axes(axis_names, axis_units, d),
+        source_description=source_description,
+        notes=notes,
+        custom_metadata=custom_metadata,
+    )
+    return write_store(store, GeometryTypeName.POINT_CLOUD, parts, opts)
+
+
+def _axes(names: Sequence[str] | None, units: str | Sequence[str] | None,
+          d: int) -> tuple[Axis, ...] | None:
+    if names is None:
+        return None
+    if len(names) != d:
+        raise InvalidInputError(f"axis_names has {len(names)} names, expected {d}")
+    per = [units] * d if units is None or isinstance(units, str) else list(units)
+    return tuple(Axis(name=n, type="time" if n == "t" else "space", unit=u)
+                 for n, u in zip(names, per, strict=True))
+
+
+@register_geometry_type
+class PointCloudType(GeometryType):
+    """Plug-in for ``point_cloud`` stores."""
+
+    name = GeometryTypeName.POINT_CLOUD
+    ordered = False
+
+    @classmethod
+    def read(cls, reader: LevelReader, query: Query) -> Points:
+        """Return the points selected by ``query``."""
+        names = query.attributes if query.attributes is not None else tuple(
+            reader.names(L.ATTRIBUTES))
+        has_objects = reader.has(L.OBJECT_OFFSETS)
+        if query.object_ids is not None:
+            objs = reader.gather_objects(query.object_ids)
+            flats, rows = objs.chunks, objs.rows
+        else:
+            flats = reader.chunks(query.bbox)
+            rows = None
+        pos = reader.rows(L.VERTICES, flats).values
+        obj = reader.vertex_object_ids(flats) if has_objects else None
+        if rows is not None:
+            pos = pos[rows]
+            obj = None if obj is None else obj[rows]
+        keep = None
+        if query.bbox is not None:
+            lo, hi = np.asarray(query.bbox.min), np.asarray(query.bbox.max)
+            keep = np.flatnonzero(np.all((pos >= lo) & (pos < hi), axis=1))
+            pos = pos[keep]
+            obj = None if obj is None else obj[keep]
+        attrs: dict[str, Column] = {}
+        for name in names:
+            col = reader.column(f"{L.ATTRIBUTES}/{name}", flats)
+            if rows is not None:
+                col = col.take(rows)
+            if keep is not None:
+                col = col.take(keep)
+            attrs[name] = col
+        ids_out = None
+        if obj is not None:
+            stored = user_ids(reader)
+            ids_out = obj if stored is None else stored[obj]
+        return Points(pos, decode_columns(attrs), ids_out)
+
+
+def read_points(
+    store: StoreLike,
+    *,
+    level: int = 0,
+    bbox: BBoxLike | None = None,
+    attributes: bool | str | Sequence[str] = True,
+    object_ids: npt.ArrayLike | None = None,
+    group: str | int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Points:
+    """Read points from a ``point_cloud`` store.
+
+    Parameters
+    ----------
+    store
+        Path, URL or zarr store of an existing store.
+    level
+        Resolution level (0 = full resolution).
+    bbox
+        ``(min, max)`` box; only points with ``min <= p < max`` on every axis are returned.
+    attributes
+        True for all per-point attributes, False for none, or names.
+    object_ids
+        Return only points of these (user) object ids.
+    group
+        Return only points of objects in this group (name or index).
+    storage_options
+        fsspec options for URL stores.
+
+    Returns
+    -------
+    Points
+        Positions, attributes and object ids of the selected points, in storage order.
+    """
+    root = open_store(store, mode="r", storage_options=storage_options)
+    reader = LevelReader(root, level)
+    return PointCloudType.read(reader, _query(reader, bbox, attributes, object_ids, group))
+
+
+def _query(reader: LevelReader, bbox: BBoxLike | None, attributes: Any, object_ids: Any,
+           group: str | int | None) -> Query:
+    if reader.meta.geometry_type is not GeometryTypeName.POINT_CLOUD:
+        raise InvalidInputError(
+            f"store holds {reader.meta.geometry_type.value!r}, not 'point_cloud'")
+    ids = None
+    if object_ids is not None or group is not None:
+        if not reader.has(L.OBJECT_OFFSETS):
+            raise InvalidInputError("this point cloud has no objects; object_ids/group do "
+                                    "not apply")
+        if object_ids is not None:
+            ids = resolve_user_ids(reader, object_ids)
+        if group is not None:
+            table = reader.groups
+            if table is None:
+                raise InvalidInputError("this store has no groups")
+            members = table.members_of(group)
+            ids = members if ids is None else np.intersect1d(ids, members)
+    box: BoundingBox | None = None if bbox is None else parse_bbox(bbox, reader.layout.ndim)
+    return Query(
+        bbox=box,
+        object_ids=ids,
+        attributes=attribute_selection(reader.names(L.ATTRIBUTES), attributes),
+    )
