@@ -23,6 +23,13 @@ from zarr_vectors.errors import (
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import BoundingBox, RootMetadata
 from zarr_vectors.types.points import Points, read_points, write_points
+from zarr_vectors.types.polylines import (
+    Polylines,
+    read_polylines,
+    read_streamlines,
+    write_polylines,
+    write_streamlines,
+)
 
 try:
     from zarr_vectors._version import __version__
@@ -39,6 +46,7 @@ __all__ = [
     "MetadataValidationError",
     "OutOfBoundsError",
     "Points",
+    "Polylines",
     "RootMetadata",
     "StoreExistsError",
     "StoreNotFoundError",
@@ -50,7 +58,11 @@ __all__ = [
     "list_resolution_levels",
     "open_store",
     "read_points",
+    "read_polylines",
+    "read_streamlines",
     "remove_resolution_level",
     "write_multiscale_metadata",
     "write_points",
+    "write_polylines",
+    "write_streamlines",
 ]

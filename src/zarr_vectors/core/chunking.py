@@ -81,25 +81,37 @@ class ChunkLayout:
 
     def chunk_coords(self, positions: FloatArray) -> IntArray:
         """Return the chunk coordinate of each position, shape (N, D)."""
-        c = np.asarray(self.chunk_shape, dtype=np.float64)
-        return np.floor(positions / c).astype(np.int64)
+        out = np.empty(positions.shape, dtype=np.int64)
+        for d in range(self.ndim):
+            # floor(p / C) exactly as the spec says (floor_divide differs on rounding edges)
+            out[:, d] = np.floor(positions[:, d] / self.chunk_shape[d])
+        return out
 
     def bin_flat(self, positions: FloatArray, chunk_coords: IntArray) -> IntArray:
         """Return the flat (C-order) bin index of each position inside its chunk."""
-        c = np.asarray(self.chunk_shape, dtype=np.float64)
-        b = np.asarray(self.bin_shape, dtype=np.float64)
-        nb = np.asarray(self.bins_per_chunk, dtype=np.int64)
-        local = np.floor((positions - chunk_coords * c) / b).astype(np.int64)
-        np.clip(local, 0, nb - 1, out=local)
-        return np.ravel_multi_index(tuple(local.T), tuple(nb)).astype(np.int64)
+        nb = self.bins_per_chunk
+        flat = np.zeros(len(positions), dtype=np.int64)
+        for d in range(self.ndim):
+            if nb[d] == 1:
+                continue
+            local = positions[:, d] - chunk_coords[:, d] * self.chunk_shape[d]
+            local /= self.bin_shape[d]
+            b = np.floor(local).astype(np.int64)
+            np.clip(b, 0, nb[d] - 1, out=b)
+            flat *= nb[d]
+            flat += b
+        return flat
 
     def storage_index(self, chunk_coords: IntArray) -> IntArray:
         """Return grid indices ``c - origin``; raise if a chunk falls outside the grid."""
         idx = chunk_coords - np.asarray(self.grid.origin, dtype=np.int64)
-        shape = np.asarray(self.grid.shape, dtype=np.int64)
-        bad = np.any((idx < 0) | (idx >= shape), axis=1)
-        if bad.any():
-            row = int(np.argmax(bad))
+        if len(idx) == 0:
+            return idx
+        lo = np.array([idx[:, d].min() for d in range(self.ndim)])
+        hi = np.array([idx[:, d].max() for d in range(self.ndim)])
+        if np.any(lo < 0) or np.any(hi >= np.asarray(self.grid.shape)):
+            shape = np.asarray(self.grid.shape, dtype=np.int64)
+            row = int(np.argmax(np.any((idx < 0) | (idx >= shape), axis=1)))
             raise OutOfBoundsError(
                 f"chunk {chunk_coords[row].tolist()} is outside the store's chunk grid "
                 f"(origin {list(self.grid.origin)}, shape {list(self.grid.shape)}); create the "
@@ -110,7 +122,11 @@ class ChunkLayout:
     def flat_index(self, chunk_coords: IntArray) -> IntArray:
         """Return the C-order flat grid index of chunk coordinates (N, D)."""
         idx = self.storage_index(chunk_coords)
-        return np.ravel_multi_index(tuple(idx.T), self.grid.shape).astype(np.int64)
+        flat = np.zeros(len(idx), dtype=np.int64)
+        for d in range(self.ndim):
+            flat *= self.grid.shape[d]
+            flat += idx[:, d]
+        return flat
 
     def coords_of_flat(self, flat: IntArray) -> IntArray:
         """Return chunk coordinates (N, D) of flat grid indices."""

@@ -183,14 +183,15 @@ def _get_many(store: Store, keys: Sequence[str]) -> list[bytes | None]:
 def _set_many(store: Store, items: Sequence[tuple[str, bytes]]) -> None:
     root = _local_root(store)
     if root is not None:
-        made: set[Path] = set()
-        for k, v in items:
-            path = root / k
-            if path.parent not in made:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                made.add(path.parent)
-            with open(path, "wb") as f:
-                f.write(v)
+        paths = [root / k for k, _ in items]
+        for parent in {p.parent for p in paths}:
+            parent.mkdir(parents=True, exist_ok=True)
+
+        def put_file(i: int) -> None:
+            with open(paths[i], "wb") as f:
+                f.write(items[i][1])
+
+        _map(put_file, list(range(len(items))), sum(len(v) for _, v in items))
         return
     proto = default_buffer_prototype()
 

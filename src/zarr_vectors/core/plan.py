@@ -101,6 +101,10 @@ def _traversal_rank(parts: GeometryParts) -> IntArray:
     return rank
 
 
+def _is_identity(rank: IntArray) -> bool:
+    return bool(rank.size == 0 or (rank[0] == 0 and np.all(rank[1:] > rank[:-1])))
+
+
 def plan_level(parts: GeometryParts, layout: ChunkLayout) -> LevelPlan:
     """Compute the placement of every vertex, fragment, manifest ref and link."""
     pos = parts.positions
@@ -114,7 +118,12 @@ def plan_level(parts: GeometryParts, layout: ChunkLayout) -> LevelPlan:
     if obj is None:
         order = sort_order([flat, bins], [layout.n_chunks, nbins])
     elif parts.ordered:
-        order = sort_order([flat, rank], [layout.n_chunks, max(n, 1)])
+        # rows of a chunk in traversal order: visit vertices by rank, then stable-sort by chunk
+        by_rank = np.argsort(rank, kind="stable") if not _is_identity(rank) else None
+        if by_rank is None:
+            order = sort_order([flat], [layout.n_chunks])
+        else:
+            order = by_rank[sort_order([flat[by_rank]], [layout.n_chunks])]
     else:
         order = sort_order([flat, obj, bins], [layout.n_chunks, max(parts.n_objects, 1), nbins])
     s_flat, s_bin = flat[order], bins[order]
@@ -133,7 +142,7 @@ def plan_level(parts: GeometryParts, layout: ChunkLayout) -> LevelPlan:
     gap = np.zeros(n, dtype=bool)
     if obj is not None and parts.ordered and n:
         gap[1:] = s_rank[1:] != s_rank[:-1] + 1
-    f_starts = np.union1d(run_starts(s_flat, s_obj, s_bin), np.flatnonzero(gap)).astype(np.int64)
+    f_starts = run_starts(s_flat, s_obj, s_bin, extra=gap)
     f_counts = np.diff(np.append(f_starts, n))
     fragments = np.stack(
         [s_bin[f_starts], s_obj[f_starts], row_in_chunk[f_starts], f_counts], axis=1
@@ -144,7 +153,7 @@ def plan_level(parts: GeometryParts, layout: ChunkLayout) -> LevelPlan:
     ref_chunk = ref_first = ref_last = np.zeros(0, dtype=np.int64)
     ref_obj = np.zeros(0, dtype=np.int64)
     if obj is not None:
-        r_starts = np.union1d(run_starts(s_flat, s_obj), np.flatnonzero(gap)).astype(np.int64)
+        r_starts = run_starts(s_flat, s_obj, extra=gap)
         r_counts = np.diff(np.append(r_starts, n))
         ref_obj = s_obj[r_starts]
         key2 = s_rank[r_starts] if parts.ordered else s_flat[r_starts]

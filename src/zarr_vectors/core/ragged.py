@@ -57,8 +57,11 @@ def concat_ranges(starts: npt.ArrayLike, counts: npt.ArrayLike) -> IntArray:
     return np.cumsum(out)
 
 
-def run_starts(*keys: npt.NDArray[np.generic]) -> IntArray:
+def run_starts(*keys: npt.NDArray[np.generic], extra: npt.NDArray[np.bool_] | None = None,
+               ) -> IntArray:
     """Return indices where any of the equally long key arrays changes value (first is 0).
+
+    ``extra`` marks further rows that start a run.
 
     Examples
     --------
@@ -72,6 +75,8 @@ def run_starts(*keys: npt.NDArray[np.generic]) -> IntArray:
     change[0] = True
     for k in keys:
         change[1:] |= k[1:] != k[:-1]
+    if extra is not None:
+        change |= extra
     return np.flatnonzero(change).astype(np.int64)
 
 
@@ -96,5 +101,7 @@ def sort_order(keys: list[IntArray], sizes: list[int]) -> IntArray:
         for k, s in zip(keys, sizes, strict=True):
             packed *= max(int(s), 1)
             packed += k
+        if total <= 2**16:  # numpy's stable sort is a radix sort for 16-bit keys
+            packed = packed.astype(np.uint16)
         return np.argsort(packed, kind="stable").astype(np.int64)
     return np.lexsort(tuple(reversed(keys))).astype(np.int64)

@@ -9,7 +9,8 @@ payloads of many chunks), :meth:`LevelReader.object_refs` (manifest rows of some
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -86,6 +87,7 @@ class LevelReader:
             raise StoreNotFoundError("root metadata has no chunk_grid; cannot locate chunks")
         self.layout = ChunkLayout(self.meta.chunk_shape, self.level_meta.bin_shape, grid)
         self._arrays: dict[str, PayloadArray] = {}
+        self._cache: dict[tuple[str, int], bytes] | None = None
 
     # -- metadata -----------------------------------------------------------------------------
 
@@ -130,6 +132,25 @@ class LevelReader:
         touching = self.layout.chunks_touching(bbox)
         return np.sort(touching[self.vertex_counts[touching] > 0])
 
+    @contextmanager
+    def caching(self) -> Iterator[None]:
+        """Keep fetched payloads for the duration of the block (multi-phase queries)."""
+        self._cache = {}
+        try:
+            yield
+        finally:
+            self._cache = None
+
+    def _payloads(self, path: str, flats: IntArray) -> list[bytes]:
+        arr = self.payload(path)
+        if self._cache is None:
+            return arr.read(flats)
+        cache = self._cache
+        missing = np.array([f for f in flats.tolist() if (path, f) not in cache], np.int64)
+        for f, p in zip(missing.tolist(), arr.read(missing), strict=True):
+            cache[(path, f)] = p
+        return [cache[(path, f)] for f in flats.tolist()]
+
     def rows(self, path: str, flats: IntArray) -> RowBlock:
         """Fetch and decode the rows of ``path`` for the chunks ``flats``."""
         arr = self.payload(path)
@@ -139,7 +160,7 @@ class LevelReader:
             width = int(attrs["width"])
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptPayloadError(f"{arr.name}: bad dtype/width attributes ({exc})") from exc
-        payloads = arr.read(flats)
+        payloads = self._payloads(path, flats)
         row_bytes = dtype.itemsize * width
         counts = np.zeros(len(payloads), dtype=np.int64)
         for i, p in enumerate(payloads):

@@ -200,9 +200,10 @@ def write_level(
     *,
     compressor: Compressor | str = "default",
     shards: tuple[int, ...] | None = None,
+    plan: LevelPlan | None = None,
 ) -> LevelMetadata:
     """Write every array of one level into ``group`` and return its completed metadata."""
-    plan = plan_level(parts, layout)
+    plan = plan_level(parts, layout) if plan is None else plan
     w = _LevelWriter(group, layout.grid.shape, compressor, shards)
     row_chunk = np.repeat(plan.chunks, np.diff(plan.chunk_offsets))
     w.payload(L.VERTICES, ArrayKind.VERTICES, parts.positions[plan.order], row_chunk)
@@ -279,9 +280,9 @@ def _store_bounds(parts: GeometryParts, opts: StoreOptions) -> tuple[ChunkGrid, 
     pos = parts.positions
     d = pos.shape[1]
     data_box = None
-    if len(pos):
-        data_box = BoundingBox(min=tuple(pos.min(axis=0).tolist()),
-                               max=tuple(pos.max(axis=0).tolist()))
+    if len(pos):  # per column: a reduction over axis 0 of an (N, 3) array is ~10x slower
+        data_box = BoundingBox(min=tuple(float(pos[:, i].min()) for i in range(d)),
+                               max=tuple(float(pos[:, i].max()) for i in range(d)))
     cover = opts.bounds or data_box
     if cover is None:
         return ChunkGrid(origin=(0,) * d, shape=(1,) * d), None
@@ -313,7 +314,7 @@ def write_store(
         custom_metadata=opts.custom_metadata, type_metadata=dict(opts.type_metadata),
     )
     layout = ChunkLayout(chunk, bins, grid)
-    layout.flat_index(layout.chunk_coords(parts.positions))  # fail before touching the store
+    plan = plan_level(parts, layout)  # every input error surfaces before the store is touched
     if opts.shards is not None and opts.zarr_format == 2:
         raise InvalidInputError("sharding needs Zarr v3 (zarr_format=3)")
     handle = resolve_store(store, mode="w" if opts.overwrite else "w-",
@@ -328,7 +329,7 @@ def write_store(
         level = write_level(
             root.create_group(L.level_path(0)), parts, layout,
             LevelMetadata(level=0, bin_ratio=ds.bin_ratio, bin_shape=ds.bin_shape),
-            compressor=opts.compressor, shards=opts.shards,
+            compressor=opts.compressor, shards=opts.shards, plan=plan,
         )
         root.attrs.put(root_meta.to_dict())
     except BaseException:

@@ -130,11 +130,13 @@ def resolve_user_ids(reader: LevelReader, ids: npt.ArrayLike) -> IntArray:
         return reader.dense_ids(arr)
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64)
-    pos = np.searchsorted(stored, arr)
-    ok = (pos < len(stored)) & (stored[np.minimum(pos, len(stored) - 1)] == arr)
+    order = np.argsort(stored, kind="stable")
+    ranked = stored[order]
+    pos = np.searchsorted(ranked, arr)
+    ok = (pos < len(ranked)) & (ranked[np.minimum(pos, len(ranked) - 1)] == arr)
     if not ok.all():
         raise InvalidInputError(f"object id {arr[np.argmax(~ok)]!r} is not in the store")
-    return pos.astype(np.int64)
+    return order[pos].astype(np.int64)
 
 
 def attribute_selection(

@@ -1,0 +1,426 @@
+"""Paths: ``polyline`` and ``streamline`` stores, and ``line`` segments (FORMAT.md §7).
+
+A path is an object whose vertices are connected in order.  Vertices are placed in the chunk
+they fall in; each run of a path inside one chunk is a manifest ref, consecutive refs are joined,
+and where they sit in different chunks a ``cross_chunk_links`` record names the real rows.
+Streamlines are polylines with tractography metadata; lines are two-vertex paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.core.columns import normalize_columns
+from zarr_vectors.core.io import Compressor
+from zarr_vectors.core.plan import GeometryParts
+from zarr_vectors.core.reader import BBoxLike, LevelReader, parse_bbox
+from zarr_vectors.core.store import StoreLike, open_store
+from zarr_vectors.core.writer import StoreOptions, WriteSummary, write_store
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.types._base import (
+    GeometryType,
+    Query,
+    attribute_selection,
+    decode_columns,
+    register_geometry_type,
+)
+from zarr_vectors.types._objects import (
+    UserIdMap,
+    flatten_ragged,
+    group_members_out,
+    groups_table,
+    in_box,
+    output_ids,
+    ragged_columns,
+    read_objects,
+    select_objects,
+)
+from zarr_vectors.types.points import _axes
+
+__all__ = [
+    "Polylines",
+    "read_polylines",
+    "read_streamlines",
+    "write_polylines",
+    "write_streamlines",
+]
+
+PathType = Literal["polyline", "streamline"]
+_PATH_TYPES = (GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE, GeometryTypeName.LINE)
+
+
+@dataclass(frozen=True)
+class Polylines:
+    """Result of :func:`read_polylines`: ragged paths as flat positions plus offsets.
+
+    Indexing and iteration give each path as an (Ni, D) array.
+
+    Examples
+    --------
+    >>> pl = Polylines(np.arange(6.0).reshape(3, 2), np.array([0, 1, 3]), np.array([7, 9]))
+    >>> len(pl), pl[1].tolist()
+    (2, [[2.0, 3.0], [4.0, 5.0]])
+    """
+
+    positions: npt.NDArray[np.floating]
+    """(N, D) vertices of all paths, concatenated in traversal order."""
+    offsets: npt.NDArray[np.int64]
+    """(n + 1,) path i is ``positions[offsets[i]:offsets[i+1]]``."""
+    object_ids: npt.NDArray[Any]
+    """(n,) id of each path (user ids when given at write time, else input index)."""
+    attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-vertex attributes, aligned with ``positions``."""
+    object_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-path attributes, aligned with ``object_ids``."""
+    groups: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Group name -> ids of the returned paths that belong to it."""
+    group_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-group attributes, in group order."""
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> npt.NDArray[np.floating]:
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"path {i} out of range ({n} paths)")
+        i %= n
+        return self.positions[self.offsets[i] : self.offsets[i + 1]]
+
+    def __iter__(self) -> Iterator[npt.NDArray[np.floating]]:
+        for i in range(len(self)):
+            yield self[i]
+
+    @property
+    def lengths(self) -> npt.NDArray[np.int64]:
+        """Vertices per path."""
+        return np.diff(self.offsets)
+
+    def vertex_attribute(self, name: str, i: int) -> npt.NDArray[Any]:
+        """Per-vertex attribute ``name`` of path ``i``."""
+        return self.attributes[name][self.offsets[i] : self.offsets[i + 1]]
+
+
+def _path_parts(
+    paths: Any,
+    offsets: Any,
+    attributes: Mapping[str, Any] | None,
+    object_attributes: Mapping[str, Any] | None,
+    ids: Any,
+    groups: Mapping[str, Any] | None,
+    group_attributes: Mapping[str, Any] | None,
+) -> GeometryParts:
+    pos, off = flatten_ragged(paths, offsets, "polylines")
+    n_obj = len(off) - 1
+    counts = np.diff(off)
+    idmap = UserIdMap.from_user(ids, n_obj)
+    obj_attrs = normalize_columns(object_attributes, n_obj, "object attribute")
+    if "id" in obj_attrs:
+        raise InvalidInputError("object attribute 'id' is reserved; pass user ids as ids=")
+    obj_attrs.update(idmap.columns())
+    return GeometryParts(
+        positions=pos,
+        vertex_object=np.repeat(np.arange(n_obj, dtype=np.int64), counts),
+        n_objects=n_obj,
+        ordered=True,
+        sequential=True,
+        vertex_attributes=ragged_columns(attributes, off, "attribute"),
+        object_attributes=obj_attrs,
+        groups=groups_table(groups, group_attributes, idmap, n_obj),
+    )
+
+
+def write_polylines(
+    store: StoreLike,
+    polylines: Sequence[npt.ArrayLike] | npt.ArrayLike,
+    *,
+    offsets: npt.ArrayLike | None = None,
+    geometry_type: PathType | GeometryTypeName = "polyline",
+    chunk_shape: Sequence[float],
+    bin_shape: Sequence[float] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    object_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    ids: npt.ArrayLike | None = None,
+    groups: Mapping[str, npt.ArrayLike] | None = None,
+    group_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    bounds: BBoxLike | None = None,
+    zarr_format: Literal[2, 3] = 3,
+    overwrite: bool = False,
+    compressor: Compressor | Literal["default"] = "default",
+    shards: Sequence[int] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    coordinate_system: str = "unknown",
+    axis_units: str | Sequence[str] | None = None,
+    axis_names: Sequence[str] | None = None,
+    source_description: str | None = None,
+    notes: str | None = None,
+    custom_metadata: Mapping[str, Any] | None = None,
+    type_metadata: Mapping[str, Any] | None = None,
+) -> WriteSummary:
+    """Write polylines (or streamlines) to a new ZVF store.
+
+    Parameters
+    ----------
+    store
+        Local path, ``.zip`` path, URL or zarr store.
+    polylines
+        A list of (Ni, D) arrays, or — with ``offsets`` — one flat (N, D) array (fast path).
+    offsets
+        (n + 1,) CSR offsets into the flat positions.
+    geometry_type
+        ``"polyline"`` or ``"streamline"``.
+    chunk_shape, bin_shape
+        Chunk and level-0 bin extent per axis, physical units.
+    attributes
+        Per-vertex values: flat (N, ...) arrays or one array per path.
+    object_attributes
+        Per-path values, (n, ...) arrays.
+    ids
+        Per-path user ids (unique integers, e.g. uint64); default: the input index.
+    groups, group_attributes
+        Named groups of paths ``{name: ids}`` and per-group values.
+    bounds, zarr_format, overwrite, compressor, shards, storage_options
+        As in :func:`~zarr_vectors.write_points`.
+    coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
+        Root metadata.
+    type_metadata
+        Extra type-specific root keys (used by :func:`write_streamlines`).
+
+    Returns
+    -------
+    WriteSummary
+        Counts and chunk grid of what was written.
+
+    Examples
+    --------
+    >>> import zarr_vectors as zv
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> paths = [np.array([[0.0, 0.0], [15.0, 5.0], [25.0, 5.0]]), np.array([[1.0, 1.0]])]
+    >>> zv.write_polylines(store, paths, chunk_shape=(10, 10)).object_count
+    2
+    >>> zv.read_polylines(store, bbox=([20, 0], [30, 10]))[0].tolist()
+    [[0.0, 0.0], [15.0, 5.0], [25.0, 5.0]]
+    >>> len(zv.read_polylines(store, bbox=([90, 90], [99, 99])))
+    0
+    """
+    gtype = GeometryTypeName.parse(geometry_type)
+    if gtype not in (GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE):
+        raise InvalidInputError(f"geometry_type must be 'polyline' or 'streamline', got {gtype}")
+    parts = _path_parts(polylines, offsets, attributes, object_attributes, ids, groups,
+                        group_attributes)
+    return write_store(store, gtype, parts, _options(parts, locals(), type_metadata))
+
+
+def _options(parts: GeometryParts, kw: Mapping[str, Any],
+             type_metadata: Mapping[str, Any] | None) -> StoreOptions:
+    d = parts.positions.shape[1]
+    units = kw["axis_units"]
+    return StoreOptions(
+        chunk_shape=tuple(kw["chunk_shape"]),
+        bin_shape=None if kw["bin_shape"] is None else tuple(kw["bin_shape"]),
+        bounds=None if kw["bounds"] is None else parse_bbox(kw["bounds"], d),
+        zarr_format=kw["zarr_format"],
+        overwrite=kw["overwrite"],
+        compressor=kw["compressor"],
+        shards=None if kw["shards"] is None else tuple(kw["shards"]),
+        storage_options=kw["storage_options"],
+        coordinate_system=kw["coordinate_system"],
+        axis_units=units if units is None or isinstance(units, str) else tuple(units),
+        axes=_axes(kw["axis_names"], units, d),
+        source_description=kw["source_description"],
+        notes=kw["notes"],
+        custom_metadata=kw["custom_metadata"],
+        type_metadata={k: v for k, v in (type_metadata or {}).items() if v is not None},
+    )
+
+
+def write_streamlines(
+    store: StoreLike,
+    streamlines: Sequence[npt.ArrayLike] | npt.ArrayLike,
+    *,
+    step_size: float | None = None,
+    step_size_unit: str | None = None,
+    seeding_strategy: str | None = None,
+    propagation_algorithm: str | None = None,
+    reference_image: str | None = None,
+    tractography_software: str | None = None,
+    **kwargs: Any,
+) -> WriteSummary:
+    """Write streamlines (tractography) to a new store; see :func:`write_polylines`.
+
+    The tractography keywords become the optional root keys of FORMAT.md §3; every other
+    keyword is passed to :func:`write_polylines`.
+
+    Examples
+    --------
+    >>> import zarr_vectors as zv
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> sl = [np.cumsum(np.ones((5, 3)), axis=0)]
+    >>> _ = zv.write_streamlines(store, sl, chunk_shape=(2, 2, 2), step_size=1.0)
+    >>> zv.open_store(store).attrs["step_size"]
+    1.0
+    """
+    meta = {
+        "step_size": None if step_size is None else float(step_size),
+        "step_size_unit": step_size_unit,
+        "seeding_strategy": seeding_strategy,
+        "propagation_algorithm": propagation_algorithm,
+        "reference_image": reference_image,
+        "tractography_software": tractography_software,
+    }
+    return write_polylines(store, streamlines, geometry_type="streamline", type_metadata=meta,
+                           **kwargs)
+
+
+@register_geometry_type
+class PolylineType(GeometryType):
+    """Plug-in for ``polyline`` stores."""
+
+    name = GeometryTypeName.POLYLINE
+    sequential = True
+
+    @classmethod
+    def read(cls, reader: LevelReader, query: Query) -> Polylines:
+        """Return whole paths selected by ``query``."""
+        return read_paths(reader, query, clip=False)
+
+
+@register_geometry_type
+class StreamlineType(PolylineType):
+    """Plug-in for ``streamline`` stores."""
+
+    name = GeometryTypeName.STREAMLINE
+
+
+def read_paths(reader: LevelReader, query: Query, *, clip: bool) -> Polylines:
+    """Run a query on a path store (shared by polylines, streamlines and lines)."""
+    names = query.attributes if query.attributes is not None else tuple(
+        reader.names(L.ATTRIBUTES))
+    with reader.caching():
+        dense = select_objects(reader, query)
+        got = read_objects(reader, dense, names)
+    obj_attrs = decode_columns(reader.object_attributes(dense))
+    obj_attrs.pop("id", None)
+    groups, group_attrs = group_members_out(reader, dense)
+    out_ids = output_ids(reader, dense)
+    attrs = decode_columns(got.attributes)
+    if clip and query.bbox is not None:
+        return _clip(got.positions, got.offsets, out_ids, attrs, obj_attrs, groups, group_attrs,
+                     query)
+    return Polylines(got.positions, got.offsets, out_ids, attrs, obj_attrs, groups, group_attrs)
+
+
+def _clip(pos: npt.NDArray[np.floating], offsets: npt.NDArray[np.int64],
+          ids: npt.NDArray[Any], attrs: dict[str, npt.NDArray[Any]],
+          obj_attrs: dict[str, npt.NDArray[Any]], groups: dict[str, npt.NDArray[Any]],
+          group_attrs: dict[str, npt.NDArray[Any]], query: Query) -> Polylines:
+    """Keep only the runs of vertices inside the box; each run becomes its own path."""
+    assert query.bbox is not None
+    inside = in_box(pos, query.bbox)
+    owner = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    rows = np.flatnonzero(inside)
+    start = np.ones(len(rows), dtype=bool)
+    start[1:] = (rows[1:] != rows[:-1] + 1) | (owner[rows[1:]] != owner[rows[:-1]])
+    piece_start = np.flatnonzero(start)
+    piece_owner = owner[rows[piece_start]]
+    new_off = np.append(piece_start, len(rows)).astype(np.int64)
+    return Polylines(
+        pos[rows], new_off, ids[piece_owner],
+        {k: v[rows] for k, v in attrs.items()},
+        {k: v[piece_owner] for k, v in obj_attrs.items()},
+        groups, group_attrs,
+    )
+
+
+def path_query(
+    reader: LevelReader,
+    allowed: tuple[GeometryTypeName, ...],
+    bbox: BBoxLike | None,
+    object_ids: Any,
+    group: str | int | None,
+    attributes: Any,
+) -> Query:
+    """Validate read arguments against a path store and build the query."""
+    if reader.meta.geometry_type not in allowed:
+        names = ", ".join(repr(a.value) for a in allowed)
+        raise InvalidInputError(
+            f"store holds {reader.meta.geometry_type.value!r}; this reader needs {names}")
+    ids = None
+    if object_ids is not None:
+        from_user = UserIdMap(_stored_ids(reader))
+        arr = np.atleast_1d(np.asarray(object_ids))
+        ids = reader.dense_ids(from_user.to_dense(arr, "object_ids"))
+    if group is not None:
+        table = reader.groups
+        if table is None:
+            raise InvalidInputError("this store has no groups")
+        members = table.members_of(group)
+        ids = members if ids is None else ids[np.isin(ids, members)]
+    return Query(
+        bbox=None if bbox is None else parse_bbox(bbox, reader.layout.ndim),
+        object_ids=ids,
+        attributes=attribute_selection(reader.names(L.ATTRIBUTES), attributes),
+    )
+
+
+def _stored_ids(reader: LevelReader) -> npt.NDArray[Any] | None:
+    path = f"{L.OBJECT_ATTRIBUTES}/id"
+    return reader.object_attributes(None)["id"].values if reader.has(path) else None
+
+
+def read_polylines(
+    store: StoreLike,
+    *,
+    level: int = 0,
+    bbox: BBoxLike | None = None,
+    object_ids: npt.ArrayLike | None = None,
+    group: str | int | None = None,
+    attributes: bool | str | Sequence[str] = True,
+    clip: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Polylines:
+    """Read paths from a ``polyline`` or ``streamline`` store.
+
+    Parameters
+    ----------
+    store
+        Path, URL or zarr store.
+    level
+        Resolution level.
+    bbox
+        ``(min, max)``: paths with at least one vertex in ``min <= p < max`` come back whole
+        (or, with ``clip=True``, only their pieces inside the box, split where they leave it).
+    object_ids
+        Paths to read, by id (user ids when the store has them), in the order given.
+    group
+        Read the paths of one group (name or index).
+    attributes
+        True for all per-vertex attributes, False for none, or names.
+    clip
+        Cut paths to the box.
+    storage_options
+        fsspec options for URL stores.
+
+    Returns
+    -------
+    Polylines
+        The selected paths, in id order (or in ``object_ids`` order).
+    """
+    root = open_store(store, mode="r", storage_options=storage_options)
+    reader = LevelReader(root, level)
+    query = path_query(reader, _PATH_TYPES, bbox, object_ids, group, attributes)
+    return read_paths(reader, query, clip=clip)
+
+
+def read_streamlines(store: StoreLike, **kwargs: Any) -> Polylines:
+    """Read streamlines; same arguments as :func:`read_polylines`."""
+    return read_polylines(store, **kwargs)
