@@ -22,6 +22,7 @@ from zarr_vectors.errors import (
 )
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import BoundingBox, RootMetadata
+from zarr_vectors.types.lines import Lines, read_lines, write_lines
 from zarr_vectors.types.points import Points, read_points, write_points
 from zarr_vectors.types.polylines import (
     Polylines,
@@ -43,6 +44,7 @@ __all__ = [
     "GeometryError",
     "GeometryTypeName",
     "InvalidInputError",
+    "Lines",
     "MetadataValidationError",
     "OutOfBoundsError",
     "Points",
@@ -57,10 +59,12 @@ __all__ = [
     "create_store",
     "list_resolution_levels",
     "open_store",
+    "read_lines",
     "read_points",
     "read_polylines",
     "read_streamlines",
     "remove_resolution_level",
+    "write_lines",
     "write_multiscale_metadata",
     "write_points",
     "write_polylines",

@@ -1,0 +1,175 @@
+"""Line segments (``line``): each object is one two-vertex segment (FORMAT.md §7).
+
+A segment whose endpoints fall in different chunks is stored as one row in each chunk plus a
+``cross_chunk_links`` record, exactly like a two-vertex polyline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.core.io import Compressor
+from zarr_vectors.core.reader import BBoxLike, LevelReader
+from zarr_vectors.core.store import StoreLike, open_store
+from zarr_vectors.core.writer import WriteSummary, write_store
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.types._base import GeometryType, Query, register_geometry_type
+from zarr_vectors.types.polylines import _options, _path_parts, path_query, read_paths
+
+__all__ = ["Lines", "read_lines", "write_lines"]
+
+
+@dataclass(frozen=True)
+class Lines:
+    """Result of :func:`read_lines`.
+
+    Examples
+    --------
+    >>> seg = Lines(np.zeros((1, 2, 3)), np.array([0]))
+    >>> len(seg)
+    1
+    """
+
+    endpoints: npt.NDArray[np.floating]
+    """(M, 2, D) segment endpoints, physical units."""
+    object_ids: npt.NDArray[Any]
+    """(M,) segment ids."""
+    attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-endpoint attributes, (M, 2, ...)."""
+    object_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-segment attributes, (M, ...)."""
+    groups: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Group name -> ids of returned segments in the group."""
+
+    def __len__(self) -> int:
+        return len(self.endpoints)
+
+
+def write_lines(
+    store: StoreLike,
+    endpoints: npt.ArrayLike,
+    *,
+    chunk_shape: Sequence[float],
+    bin_shape: Sequence[float] | None = None,
+    attributes: Mapping[str, npt.ArrayLike] | None = None,
+    object_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    ids: npt.ArrayLike | None = None,
+    groups: Mapping[str, npt.ArrayLike] | None = None,
+    group_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    bounds: BBoxLike | None = None,
+    zarr_format: Literal[2, 3] = 3,
+    overwrite: bool = False,
+    compressor: Compressor | Literal["default"] = "default",
+    shards: Sequence[int] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    coordinate_system: str = "unknown",
+    axis_units: str | Sequence[str] | None = None,
+    axis_names: Sequence[str] | None = None,
+    source_description: str | None = None,
+    notes: str | None = None,
+    custom_metadata: Mapping[str, Any] | None = None,
+) -> WriteSummary:
+    """Write line segments to a new ZVF store.
+
+    Parameters
+    ----------
+    store
+        Local path, ``.zip`` path, URL or zarr store.
+    endpoints
+        (M, 2, D) segment endpoints, physical units.
+    attributes
+        Per-endpoint values, (M, 2) or (M, 2, K).
+    object_attributes
+        Per-segment values, (M, ...).
+    ids, groups, group_attributes
+        Segment user ids, named groups of segments, per-group values.
+    chunk_shape, bin_shape, bounds, zarr_format, overwrite, compressor, shards, storage_options
+        As in :func:`~zarr_vectors.write_points`.
+    coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
+        Root metadata.
+
+    Returns
+    -------
+    WriteSummary
+        What was written.
+
+    Examples
+    --------
+    >>> import zarr_vectors as zv
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> seg = np.array([[[0.0, 0.0], [12.0, 3.0]]])
+    >>> zv.write_lines(store, seg, chunk_shape=(10, 10)).chunk_count
+    2
+    >>> zv.read_lines(store).endpoints.tolist()
+    [[[0.0, 0.0], [12.0, 3.0]]]
+    """
+    ends = np.asarray(endpoints)
+    if ends.ndim != 3 or ends.shape[1] != 2:
+        raise InvalidInputError(f"endpoints must have shape (M, 2, D), got {ends.shape}")
+    m, _, d = ends.shape
+    flat_attrs: dict[str, Any] = {}
+    for name, values in (attributes or {}).items():
+        arr = np.asarray(values)
+        if arr.ndim < 2 or arr.shape[:2] != (m, 2):
+            raise InvalidInputError(f"attribute {name!r} must have shape (M, 2, ...) with "
+                                    f"M={m}, got {arr.shape}")
+        flat_attrs[name] = arr.reshape(2 * m, *arr.shape[2:])
+    offsets = np.arange(0, 2 * m + 1, 2, dtype=np.int64)
+    parts = _path_parts(ends.reshape(2 * m, d), offsets, flat_attrs, object_attributes, ids,
+                        groups, group_attributes)
+    opts = _options(parts, locals(), None)
+    return write_store(store, GeometryTypeName.LINE, parts, opts)
+
+
+@register_geometry_type
+class LineType(GeometryType):
+    """Plug-in for ``line`` stores."""
+
+    name = GeometryTypeName.LINE
+    sequential = True
+
+    @classmethod
+    def read(cls, reader: LevelReader, query: Query) -> Lines:
+        """Return whole segments selected by ``query``."""
+        pl = read_paths(reader, query, clip=False)
+        if not np.all(np.diff(pl.offsets) == 2):
+            raise InvalidInputError("a line store holds an object that is not two vertices "
+                                    "(is this a pyramid level? read it with read_polylines)")
+        m = len(pl)
+        return Lines(
+            pl.positions.reshape(m, 2, -1),
+            pl.object_ids,
+            {k: v.reshape(m, 2, *v.shape[1:]) for k, v in pl.attributes.items()},
+            pl.object_attributes,
+            pl.groups,
+        )
+
+
+def read_lines(
+    store: StoreLike,
+    *,
+    level: int = 0,
+    bbox: BBoxLike | None = None,
+    object_ids: npt.ArrayLike | None = None,
+    group: str | int | None = None,
+    attributes: bool | str | Sequence[str] = True,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Lines:
+    """Read segments from a ``line`` store (a segment with an endpoint in ``bbox`` comes whole).
+
+    Returns
+    -------
+    Lines
+        Endpoints, ids and attributes of the selected segments.
+    """
+    root = open_store(store, mode="r", storage_options=storage_options)
+    reader = LevelReader(root, level)
+    query = path_query(reader, (GeometryTypeName.LINE,), bbox, object_ids, group, attributes)
+    return LineType.read(reader, query)
