@@ -28,7 +28,7 @@ from zarr_vectors.errors import CorruptPayloadError, InvalidInputError, StoreNot
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.metadata import BoundingBox, LevelMetadata, RootMetadata
 
-__all__ = ["BBoxLike", "LevelReader", "ObjectRows", "RowBlock", "parse_bbox"]
+__all__ = ["BBoxLike", "LevelReader", "LinkBlock", "ObjectRows", "RowBlock", "parse_bbox"]
 
 IntArray = npt.NDArray[np.int64]
 BBoxLike = BoundingBox | Sequence[Sequence[float]] | npt.NDArray[np.floating]
@@ -72,6 +72,16 @@ class ObjectRows:
     """Flat indices of the chunks fetched, ascending."""
     rows: IntArray
     """Indices into the concatenated rows of ``chunks`` (``RowBlock`` order)."""
+
+
+@dataclass(frozen=True)
+class LinkBlock:
+    """Links of some chunks with endpoints as indices into the chunks' concatenated rows."""
+
+    ends: IntArray
+    """(L, k) endpoint rows; -1 where the endpoint's chunk was not fetched."""
+    attributes: dict[str, Column]
+    """Link attributes aligned with ``ends``."""
 
 
 class LevelReader:
@@ -273,6 +283,60 @@ class LevelReader:
             read_dense(self.group, L.GROUP_MEMBERS).astype(np.int64),
             attrs,
         )
+
+    def links(self, flats: IntArray, attributes: Sequence[str] = ()) -> LinkBlock:
+        """Links stored in chunks ``flats``, endpoints as rows of the ``flats`` concatenation.
+
+        Local links come from ``links``; cross-chunk links from ``cross_chunk_links`` (stored
+        in the chunk of endpoint 0).  An endpoint in a chunk outside ``flats`` is -1.  Link
+        attributes named in ``attributes`` are aligned with the returned links.
+        """
+        base = offsets_from_counts(self.vertex_counts[flats])
+        parts: list[IntArray] = []
+        attr_parts: dict[str, list[npt.NDArray[Any]]] = {a: [] for a in attributes}
+        if self.has(L.LINKS):
+            block = self.rows(L.LINKS, flats)
+            owner = np.repeat(np.arange(len(flats)), np.diff(block.offsets))
+            local = block.values.astype(np.int64)
+            bad = (local < 0) | (local >= self.vertex_counts[flats][owner][:, None])
+            if bad.any():
+                raise CorruptPayloadError(f"{self.group.path}/{L.LINKS}: a link names a row "
+                                          "outside its chunk")
+            parts.append(local + base[owner][:, None])
+            for a in attributes:
+                attr_parts[a].append(self.rows(f"{L.LINK_ATTRIBUTES}/{a}", flats).values)
+        if self.has(L.CROSS_CHUNK_LINKS):
+            cross = self.rows(L.CROSS_CHUNK_LINKS, flats).values
+            parts.append(self._cross_endpoints(cross, flats, base))
+            for a in attributes:
+                path = f"{L.CROSS_CHUNK_LINK_ATTRIBUTES}/{a}"
+                if self.has(path):
+                    attr_parts[a].append(self.rows(path, flats).values)
+        k = parts[0].shape[1] if parts else 0
+        ends = np.concatenate(parts) if parts else np.zeros((0, k), dtype=np.int64)
+        attrs = {}
+        for a, pieces in attr_parts.items():
+            attrs[a] = self._as_column(np.concatenate(pieces), self.payload(
+                f"{L.LINK_ATTRIBUTES}/{a}").attrs)
+        return LinkBlock(ends, attrs)
+
+    def _cross_endpoints(self, cross: IntArray, flats: IntArray, base: IntArray) -> IntArray:
+        d = self.layout.ndim
+        k = cross.shape[1] // (d + 1)
+        out = np.full((len(cross), k), -1, dtype=np.int64)
+        for j in range(k):
+            coords = cross[:, j * (d + 1) : j * (d + 1) + d]
+            row = cross[:, j * (d + 1) + d]
+            idx = coords - np.asarray(self.layout.grid.origin)
+            inside = np.all((idx >= 0) & (idx < np.asarray(self.layout.grid.shape)), axis=1)
+            flat = np.full(len(cross), -1, dtype=np.int64)
+            if inside.any():
+                flat[inside] = self.layout.flat_index(coords[inside])
+            pos = np.searchsorted(flats, flat)
+            pos_c = np.minimum(pos, max(len(flats) - 1, 0))
+            hit = inside & (len(flats) > 0) & (flats[pos_c] == flat)
+            out[hit, j] = base[pos_c[hit]] + row[hit]
+        return out
 
     def vertex_object_ids(self, flats: IntArray) -> IntArray:
         """Object id of every row of ``flats`` (from fragments; -1 where there is none)."""

@@ -16,8 +16,6 @@ from zarr_vectors.spec.conventions import Severity
 
 __all__ = ["Finding", "ValidationReport"]
 
-_NOT_IMPLEMENTED = "validate.not_implemented"
-
 
 @dataclass(frozen=True, kw_only=True)
 class Finding:

@@ -1,0 +1,383 @@
+"""What every check reads: the raw metadata documents of each node, and facts derived from them.
+
+The validator does not trust zarr-python to open a damaged store, so it first reads every node's
+metadata documents itself (``zarr.json``, ``.zgroup``, ``.zarray``, ``.zattrs``, ``.zmetadata``)
+by walking the hierarchy with the store's ``list_dir``, without descending into arrays.  A
+document that cannot be read or parsed is recorded, never raised.  Facts such as
+:attr:`ValidationContext.spatial_dims` are ``None`` when the underlying key is missing or
+malformed, which is how a check whose prerequisite failed knows to skip: the check that owns the
+key reports it, every other check stays silent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+import zarr
+from zarr.abc.store import Store
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+from zarr.storage import StorePath
+
+from zarr_vectors.errors import MetadataValidationError
+from zarr_vectors.spec.conventions import GeometryTypeName, Severity
+from zarr_vectors.spec.layout import ArraySpec
+from zarr_vectors.spec.metadata import BoundingBox, ChunkGrid
+from zarr_vectors.validate._report import Finding
+
+__all__ = ["ArrayInfo", "BadDocument", "RawNode", "ValidationContext", "display_path", "scan"]
+
+JSON = Any
+ZARR_JSON = "zarr.json"
+V2_DOCS = (".zgroup", ".zarray", ".zattrs", ".zmetadata")
+DOC_NAMES = frozenset((ZARR_JSON, *V2_DOCS))
+ZarrFormat = Literal[2, 3]
+
+
+def display_path(path: str) -> str:
+    """Return the node path shown in findings: ``"/"`` for the root, ``"/0/vertices"`` else.
+
+    Examples
+    --------
+    >>> display_path(""), display_path("0/vertices")
+    ('/', '/0/vertices')
+    """
+    return "/" + path.strip("/")
+
+
+def join(*parts: str) -> str:
+    """Join store path components, skipping empty ones."""
+    return "/".join(p.strip("/") for p in parts if p.strip("/"))
+
+
+@dataclass(frozen=True)
+class BadDocument:
+    """A metadata document that exists but cannot be read or is not a JSON object."""
+
+    path: str
+    """Node path."""
+    name: str
+    """Document file name, e.g. ``"zarr.json"``."""
+    reason: str
+    """Parser or I/O error."""
+
+
+@dataclass(frozen=True)
+class RawNode:
+    """A node of the hierarchy as its metadata documents describe it."""
+
+    path: str
+    """Path from the store root (``""`` for the root)."""
+    docs: Mapping[str, Mapping[str, JSON]]
+    """Parsed documents by file name; malformed ones are left out (see :class:`BadDocument`)."""
+    present: frozenset[str]
+    """Names of every document that exists, parsed or not."""
+
+    @property
+    def name(self) -> str:
+        """Last path component."""
+        return self.path.rsplit("/", 1)[-1]
+
+    def kind(self, fmt: ZarrFormat | None) -> Literal["group", "array"] | None:
+        """Return the node type the ``fmt`` documents declare, or None."""
+        if fmt == 3:
+            node_type = self.docs.get(ZARR_JSON, {}).get("node_type")
+            return node_type if node_type in ("group", "array") else None
+        if ".zarray" in self.docs:
+            return "array"
+        return "group" if ".zgroup" in self.docs else None
+
+    def attrs(self, fmt: ZarrFormat | None) -> Mapping[str, JSON] | None:
+        """Return the node attributes in format ``fmt`` (``{}`` when none, None if malformed)."""
+        if fmt == 3:
+            value = self.docs.get(ZARR_JSON, {}).get("attributes", {})
+        else:
+            value = self.docs.get(".zattrs", {})
+        return value if isinstance(value, Mapping) else None
+
+    def maybe_group(self) -> bool:
+        """Whether any document declares a group (so the walk descends into it)."""
+        return self.kind(3) == "group" or self.kind(2) == "group"
+
+
+@dataclass(frozen=True)
+class Scan:
+    """Result of walking a store."""
+
+    nodes: Mapping[str, RawNode]
+    """Every node found, by path."""
+    bad: tuple[BadDocument, ...]
+    """Documents that could not be read or parsed."""
+    listing: bool
+    """False when the store cannot list keys (only the root was read)."""
+
+
+def _parse_doc(raw: bytes) -> Mapping[str, JSON]:
+    doc = json.loads(raw)
+    if not isinstance(doc, dict):
+        raise TypeError(f"expected a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+def scan(store_path: StorePath) -> Scan:
+    """Read the metadata documents of every node reachable from the root of ``store_path``."""
+    store, prefix = store_path.store, store_path.path
+    return sync(_scan(store, prefix))
+
+
+async def _scan(store: Store, prefix: str) -> Scan:
+    proto = default_buffer_prototype()
+    nodes: dict[str, RawNode] = {}
+    bad: list[BadDocument] = []
+    listing = store.supports_listing
+
+    async def fetch(path: str, name: str) -> bytes | None:
+        try:
+            buf = await store.get(join(prefix, path, name), proto)
+        except OSError as exc:
+            bad.append(BadDocument(path, name, f"cannot be read ({exc})"))
+            return None
+        return None if buf is None else buf.to_bytes()
+
+    async def visit(path: str) -> None:
+        names = sorted(DOC_NAMES)
+        raws = await asyncio.gather(*(fetch(path, n) for n in names))
+        docs: dict[str, Mapping[str, JSON]] = {}
+        for name, raw in zip(names, raws, strict=True):
+            if raw is None:
+                continue
+            try:
+                docs[name] = _parse_doc(raw)
+            except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeError are both
+                bad.append(BadDocument(path, name, f"is not a valid JSON object ({exc})"))
+        present = frozenset(n for n, r in zip(names, raws, strict=True) if r is not None)
+        if not present:
+            return
+        node = RawNode(path, docs, present)
+        nodes[path] = node
+        if node.maybe_group() and listing:
+            children = sorted({c async for c in store.list_dir(join(prefix, path))} - DOC_NAMES)
+            await asyncio.gather(*(visit(join(path, c)) for c in children))
+
+    await store._ensure_open()
+    await visit("")
+    return Scan(nodes, tuple(bad), listing)
+
+
+@dataclass
+class ArrayInfo:
+    """An array of a level group matched against the layout table."""
+
+    path: str
+    """Store path of the array."""
+    spec: ArraySpec
+    """The row of ``ARRAY_SPECS`` it matches."""
+    attrs: Mapping[str, JSON]
+    """Its attributes."""
+    array: zarr.Array | None = None
+    """The array opened by zarr-python, or None when that failed."""
+
+
+@dataclass
+class ValidationContext:
+    """Shared state of one validation run: the scanned store, facts, and the findings so far."""
+
+    store_path: StorePath
+    """The opened store (and path prefix) being validated."""
+    scan: Scan
+    """Raw metadata of every node."""
+    findings: list[Finding] = field(default_factory=list)
+    """Findings emitted so far."""
+    arrays: dict[str, ArrayInfo] = field(default_factory=dict)
+    """Arrays of level groups that L1 matched to the layout table, by store path."""
+    reported: set[str] = field(default_factory=set)
+    """Node paths already reported as missing, so later checks do not repeat it."""
+
+    def add(self, check: str, severity: Severity, path: str, message: str) -> None:
+        """Record a finding about node ``path`` (store path, ``""`` for the root)."""
+        self.findings.append(
+            Finding(check=check, severity=severity, path=display_path(path), message=message)
+        )
+
+    def error(self, check: str, path: str, message: str) -> None:
+        """Record an error."""
+        self.add(check, Severity.ERROR, path, message)
+
+    def warning(self, check: str, path: str, message: str) -> None:
+        """Record a warning."""
+        self.add(check, Severity.WARNING, path, message)
+
+    # -- hierarchy ------------------------------------------------------------------------------
+
+    def node(self, path: str) -> RawNode | None:
+        """Return the node at ``path``, or None."""
+        return self.scan.nodes.get(path)
+
+    @cached_property
+    def zarr_format(self) -> ZarrFormat | None:
+        """Zarr format of the store, from the root documents (v3 wins when both exist)."""
+        root = self.node("")
+        if root is None:
+            return None
+        if ZARR_JSON in root.present:
+            return 3
+        return 2 if root.present & {".zgroup", ".zarray", ".zattrs"} else None
+
+    def kind(self, path: str) -> Literal["group", "array"] | None:
+        """Return the node type at ``path`` in the store's format, or None if absent."""
+        node = self.node(path)
+        return None if node is None else node.kind(self.zarr_format)
+
+    def attrs(self, path: str) -> Mapping[str, JSON] | None:
+        """Return the attributes of the node at ``path`` (None when absent or malformed)."""
+        node = self.node(path)
+        return None if node is None else node.attrs(self.zarr_format)
+
+    def descendants(self, path: str) -> list[RawNode]:
+        """Return every node below ``path`` that is a group or array in the store's format."""
+        start = f"{path}/"
+        return [
+            n
+            for p, n in sorted(self.scan.nodes.items())
+            if p.startswith(start) and n.kind(self.zarr_format) is not None
+        ]
+
+    @cached_property
+    def root_is_group(self) -> bool:
+        """True when the root is a Zarr group in the store's format."""
+        return self.kind("") == "group"
+
+    @cached_property
+    def root_attrs(self) -> Mapping[str, JSON]:
+        """Root attributes (empty when the root is not a readable group)."""
+        attrs = self.attrs("") if self.root_is_group else None
+        return attrs or {}
+
+    @cached_property
+    def level_paths(self) -> list[str]:
+        """Paths of the level groups present (root children whose name is all digits)."""
+        return sorted(
+            (p for p in self.scan.nodes if "/" not in p and p.isdigit() and self.kind(p)),
+            key=lambda p: (int(p), p),
+        )
+
+    # -- root facts (None when missing or malformed; the owning check reports why) ------------
+
+    @cached_property
+    def spatial_dims(self) -> int | None:
+        """``spatial_dims`` when it is an integer >= 1."""
+        value = self.root_attrs.get("spatial_dims")
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
+        return None
+
+    @cached_property
+    def geometry_type(self) -> GeometryTypeName | None:
+        """``geometry_type`` when it is one of the seven constants."""
+        value = self.root_attrs.get("geometry_type")
+        try:
+            return GeometryTypeName(value) if isinstance(value, str) else None
+        except ValueError:
+            return None
+
+    @cached_property
+    def chunk_shape(self) -> tuple[float, ...] | None:
+        """``chunk_shape`` when it is a list of finite numbers."""
+        return numbers(self.root_attrs.get("chunk_shape"))
+
+    @cached_property
+    def base_bin_shape(self) -> tuple[float, ...] | None:
+        """``base_bin_shape`` when it is a list of finite numbers."""
+        return numbers(self.root_attrs.get("base_bin_shape"))
+
+    @cached_property
+    def shapes_ok(self) -> bool:
+        """True when chunk and base bin shapes are valid D-tuples of positive numbers."""
+        d, c, b = self.spatial_dims, self.chunk_shape, self.base_bin_shape
+        if d is None or c is None or b is None or len(c) != d or len(b) != d:
+            return False
+        return all(v > 0 for v in (*c, *b))
+
+    @cached_property
+    def chunk_grid(self) -> ChunkGrid | None:
+        """``chunk_grid`` when it parses and has ``spatial_dims`` dimensions."""
+        value = self.root_attrs.get("chunk_grid")
+        if not isinstance(value, Mapping):
+            return None
+        try:
+            grid = ChunkGrid.from_dict(value)
+        except (MetadataValidationError, TypeError):
+            return None
+        return grid if len(grid.shape) == self.spatial_dims else None
+
+    @cached_property
+    def bounding_box(self) -> BoundingBox | None:
+        """``bounding_box`` when it parses and has ``spatial_dims`` dimensions."""
+        value = self.root_attrs.get("bounding_box")
+        if not isinstance(value, Mapping):
+            return None
+        try:
+            box = BoundingBox.from_dict(value)
+        except (MetadataValidationError, TypeError):
+            return None
+        return box if box.ndim == self.spatial_dims else None
+
+    @cached_property
+    def multiscale(self) -> Mapping[str, JSON] | None:
+        """``multiscales[0]`` when ``multiscales`` is a non-empty list starting with an object."""
+        ms = self.root_attrs.get("multiscales")
+        if isinstance(ms, list) and ms and isinstance(ms[0], Mapping):
+            return ms[0]
+        return None
+
+    @cached_property
+    def datasets(self) -> list[Mapping[str, JSON]]:
+        """The object entries of ``multiscales[0].datasets`` (empty when malformed)."""
+        ds = (self.multiscale or {}).get("datasets")
+        return [d for d in ds if isinstance(d, Mapping)] if isinstance(ds, list) else []
+
+    @cached_property
+    def dataset_by_level(self) -> dict[int, Mapping[str, JSON]]:
+        """Datasets entries by their integer ``level`` (first entry wins on duplicates)."""
+        out: dict[int, Mapping[str, JSON]] = {}
+        for d in self.datasets:
+            level = d.get("level")
+            if isinstance(level, int) and not isinstance(level, bool):
+                out.setdefault(level, d)
+        return out
+
+
+def numbers(value: object) -> tuple[float, ...] | None:
+    """Return ``value`` as floats when it is a list of finite JSON numbers, else None.
+
+    Examples
+    --------
+    >>> numbers([1, 2.5]), numbers([1, "2"]), numbers(3)
+    ((1.0, 2.5), None, None)
+    """
+    if not isinstance(value, list):
+        return None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+        return None
+    out = tuple(float(v) for v in value)
+    return out if all(math.isfinite(v) for v in out) else None
+
+
+def integers(value: object) -> tuple[int, ...] | None:
+    """Return ``value`` as ints when it is a list of integral JSON numbers, else None.
+
+    Examples
+    --------
+    >>> integers([1, 2.0]), integers([1.5])
+    ((1, 2), None)
+    """
+    floats = numbers(value)
+    if floats is None or any(f != int(f) for f in floats):
+        return None
+    return tuple(int(f) for f in floats)
