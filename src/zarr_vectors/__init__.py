@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from zarr_vectors.api import Reader, open
 from zarr_vectors.core.columns import Column
 from zarr_vectors.core.multiscale import (
     add_resolution_level,
@@ -49,6 +50,7 @@ __all__ = [
     "OutOfBoundsError",
     "Points",
     "Polylines",
+    "Reader",
     "RootMetadata",
     "StoreExistsError",
     "StoreNotFoundError",
@@ -58,6 +60,7 @@ __all__ = [
     "add_resolution_level",
     "create_store",
     "list_resolution_levels",
+    "open",
     "open_store",
     "read_lines",
     "read_points",

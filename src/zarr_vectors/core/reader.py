@@ -21,9 +21,9 @@ import zarr
 
 from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.columns import Column, GroupTable
-from zarr_vectors.core.io import PayloadArray, open_payload_array, quiet_vlen, read_dense
+from zarr_vectors.core.io import PayloadArray, quiet_vlen
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts
-from zarr_vectors.core.store import open_level, read_level_metadata, read_root_metadata
+from zarr_vectors.core.store import open_level, read_root_metadata
 from zarr_vectors.errors import CorruptPayloadError, InvalidInputError, StoreNotFoundError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.metadata import BoundingBox, LevelMetadata, RootMetadata
@@ -90,8 +90,8 @@ class LevelReader:
     def __init__(self, root: zarr.Group, level: int = 0) -> None:
         self.root = root
         self.meta: RootMetadata = read_root_metadata(root)
-        self.level_meta: LevelMetadata = read_level_metadata(root, level)
         self.group = open_level(root, level)
+        self.level_meta: LevelMetadata = LevelMetadata.from_dict(self.group.attrs.asdict())
         grid = self.meta.chunk_grid
         if grid is None:
             raise StoreNotFoundError("root metadata has no chunk_grid; cannot locate chunks")
@@ -104,7 +104,7 @@ class LevelReader:
     @cached_property
     def vertex_counts(self) -> IntArray:
         """Vertices per chunk, flat over the grid."""
-        counts = read_dense(self.group, L.VERTEX_COUNTS).astype(np.int64).ravel()
+        counts = np.asarray(self.node(L.VERTEX_COUNTS)[...]).astype(np.int64).ravel()
         if counts.size != self.layout.n_chunks:
             raise CorruptPayloadError(
                 f"{self.group.path}/{L.VERTEX_COUNTS} has {counts.size} entries, the chunk grid "
@@ -112,25 +112,35 @@ class LevelReader:
             )
         return counts
 
-    def has(self, path: str) -> bool:
-        """Whether an array exists at ``path`` in the level group."""
+    @cached_property
+    def _nodes(self) -> dict[str, zarr.Array | zarr.Group]:
+        # one listing plus concurrent metadata reads for the whole level
         with quiet_vlen():
-            return path in self.group
+            return dict(self.group.members(max_depth=None))
+
+    def has(self, path: str) -> bool:
+        """Whether a node exists at ``path`` in the level group."""
+        return path in self._nodes
+
+    def node(self, path: str) -> zarr.Array:
+        """Return the array at ``path``, raising ``StoreNotFoundError`` if absent."""
+        node = self._nodes.get(path)
+        if not isinstance(node, zarr.Array):
+            raise StoreNotFoundError(f"array {self.group.path}/{path} does not exist")
+        return node
 
     def names(self, prefix: str) -> list[str]:
         """Names of the arrays under ``prefix`` (``attributes``, ``object_attributes``, ...)."""
-        if not self.has(prefix):
-            return []
-        node = self.group[prefix]
-        if not isinstance(node, zarr.Group):
-            return []
-        with quiet_vlen():
-            return sorted(name for name, _ in node.arrays())
+        head = prefix + "/"
+        return sorted(
+            k[len(head):] for k, v in self._nodes.items()
+            if k.startswith(head) and "/" not in k[len(head):] and isinstance(v, zarr.Array)
+        )
 
     def payload(self, path: str) -> PayloadArray:
         """Return (and cache) the payload array at ``path``."""
         if path not in self._arrays:
-            self._arrays[path] = open_payload_array(self.group, path)
+            self._arrays[path] = PayloadArray(self.node(path))
         return self._arrays[path]
 
     # -- chunks -------------------------------------------------------------------------------
@@ -200,7 +210,7 @@ class LevelReader:
     @cached_property
     def object_offsets(self) -> IntArray:
         """CSR offsets of the object manifest (n_objects + 1,)."""
-        return read_dense(self.group, L.OBJECT_OFFSETS).astype(np.int64)
+        return np.asarray(self.node(L.OBJECT_OFFSETS)[...]).astype(np.int64)
 
     @property
     def n_objects(self) -> int:
@@ -225,8 +235,7 @@ class LevelReader:
         take = concat_ranges(starts, counts)
         if take.size == 0:
             return np.zeros((0, self.layout.ndim + 2), dtype=np.int64), counts
-        manifest = self.group[L.OBJECT_MANIFEST]
-        assert isinstance(manifest, zarr.Array)
+        manifest = self.node(L.OBJECT_MANIFEST)
         lo, hi = int(take.min()), int(take.max()) + 1
         if hi - lo <= 4 * take.size + L.DENSE_CHUNK_ROWS:
             refs = np.asarray(manifest[lo:hi])[take - lo]
@@ -258,8 +267,7 @@ class LevelReader:
         out: dict[str, Column] = {}
         for name in self.names(L.OBJECT_ATTRIBUTES):
             path = f"{L.OBJECT_ATTRIBUTES}/{name}"
-            arr = self.group[path]
-            assert isinstance(arr, zarr.Array)
+            arr = self.node(path)
             values = np.asarray(arr[...]) if ids is None else np.asarray(arr[...])[ids]
             cats = arr.attrs.get("categories")
             out[name] = Column(values, None if cats is None else tuple(cats))  # type: ignore[arg-type]
@@ -270,17 +278,16 @@ class LevelReader:
         """Named groups of objects, or None."""
         if not self.has(L.GROUP_OFFSETS):
             return None
-        names = self.group[L.GROUPINGS].attrs.get("names", [])
+        names = self._nodes[L.GROUPINGS].attrs.get("names", [])
         attrs: dict[str, Column] = {}
         for name in self.names(L.GROUPINGS_ATTRIBUTES):
-            arr = self.group[f"{L.GROUPINGS_ATTRIBUTES}/{name}"]
-            assert isinstance(arr, zarr.Array)
+            arr = self.node(f"{L.GROUPINGS_ATTRIBUTES}/{name}")
             cats = arr.attrs.get("categories")
             attrs[name] = Column(np.asarray(arr[...]), None if cats is None else tuple(cats))  # type: ignore[arg-type]
         return GroupTable(
             tuple(str(n) for n in names),  # type: ignore[union-attr]
-            read_dense(self.group, L.GROUP_OFFSETS).astype(np.int64),
-            read_dense(self.group, L.GROUP_MEMBERS).astype(np.int64),
+            np.asarray(self.node(L.GROUP_OFFSETS)[...]).astype(np.int64),
+            np.asarray(self.node(L.GROUP_MEMBERS)[...]).astype(np.int64),
             attrs,
         )
 

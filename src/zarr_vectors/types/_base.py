@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column
-from zarr_vectors.core.reader import LevelReader
+from zarr_vectors.core.reader import LevelReader, parse_bbox
 from zarr_vectors.errors import InvalidInputError, UnknownGeometryTypeError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
@@ -29,6 +29,7 @@ __all__ = [
     "GeometryType",
     "Query",
     "attribute_selection",
+    "build_query",
     "dense_object_ids",
     "get_geometry_type",
     "register_geometry_type",
@@ -48,6 +49,8 @@ class Query:
     """Dense object ids to read, or None."""
     attributes: tuple[str, ...] | None = None
     """Per-vertex attribute names to return (None = all)."""
+    clip: bool = False
+    """Paths: cut objects to the box instead of returning them whole."""
 
 
 class GeometryType(ABC):
@@ -137,6 +140,35 @@ def resolve_user_ids(reader: LevelReader, ids: npt.ArrayLike) -> IntArray:
     if not ok.all():
         raise InvalidInputError(f"object id {arr[np.argmax(~ok)]!r} is not in the store")
     return order[pos].astype(np.int64)
+
+
+def build_query(
+    reader: LevelReader,
+    *,
+    bbox: Any = None,
+    object_ids: npt.ArrayLike | None = None,
+    group: str | int | None = None,
+    attributes: bool | str | Sequence[str] | None = True,
+    clip: bool = False,
+) -> Query:
+    """Validate generic read arguments against a level and build the :class:`Query`."""
+    ids = None
+    if (object_ids is not None or group is not None) and not reader.has(L.OBJECT_OFFSETS):
+        raise InvalidInputError("this store has no objects; object_ids/group do not apply")
+    if object_ids is not None:
+        ids = resolve_user_ids(reader, object_ids)
+    if group is not None:
+        table = reader.groups
+        if table is None:
+            raise InvalidInputError("this store has no groups")
+        members = table.members_of(group)
+        ids = members if ids is None else ids[np.isin(ids, members)]
+    return Query(
+        bbox=None if bbox is None else parse_bbox(bbox, reader.layout.ndim),
+        object_ids=ids,
+        attributes=attribute_selection(reader.names(L.ATTRIBUTES), attributes),
+        clip=clip,
+    )
 
 
 def attribute_selection(

@@ -138,7 +138,7 @@ class LineType(GeometryType):
     @classmethod
     def read(cls, reader: LevelReader, query: Query) -> Lines:
         """Return whole segments selected by ``query``."""
-        pl = read_paths(reader, query, clip=False)
+        pl = read_paths(reader, query)
         if not np.all(np.diff(pl.offsets) == 2):
             raise InvalidInputError("a line store holds an object that is not two vertices "
                                     "(is this a pyramid level? read it with read_polylines)")

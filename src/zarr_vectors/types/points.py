@@ -25,15 +25,14 @@ from zarr_vectors.core.writer import StoreOptions, WriteSummary, check_positions
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
-from zarr_vectors.spec.metadata import Axis, BoundingBox
+from zarr_vectors.spec.metadata import Axis
 from zarr_vectors.types._base import (
     GeometryType,
     Query,
-    attribute_selection,
+    build_query,
     decode_columns,
     dense_object_ids,
     register_geometry_type,
-    resolve_user_ids,
     user_ids,
 )
 
@@ -325,22 +324,5 @@ def _query(reader: LevelReader, bbox: BBoxLike | None, attributes: Any, object_i
     if reader.meta.geometry_type is not GeometryTypeName.POINT_CLOUD:
         raise InvalidInputError(
             f"store holds {reader.meta.geometry_type.value!r}, not 'point_cloud'")
-    ids = None
-    if object_ids is not None or group is not None:
-        if not reader.has(L.OBJECT_OFFSETS):
-            raise InvalidInputError("this point cloud has no objects; object_ids/group do "
-                                    "not apply")
-        if object_ids is not None:
-            ids = resolve_user_ids(reader, object_ids)
-        if group is not None:
-            table = reader.groups
-            if table is None:
-                raise InvalidInputError("this store has no groups")
-            members = table.members_of(group)
-            ids = members if ids is None else np.intersect1d(ids, members)
-    box: BoundingBox | None = None if bbox is None else parse_bbox(bbox, reader.layout.ndim)
-    return Query(
-        bbox=box,
-        object_ids=ids,
-        attributes=attribute_selection(reader.names(L.ATTRIBUTES), attributes),
-    )
+    return build_query(reader, bbox=bbox, object_ids=object_ids, group=group,
+                       attributes=attributes)

@@ -27,7 +27,7 @@ from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.types._base import (
     GeometryType,
     Query,
-    attribute_selection,
+    build_query,
     decode_columns,
     register_geometry_type,
 )
@@ -291,7 +291,7 @@ class PolylineType(GeometryType):
     @classmethod
     def read(cls, reader: LevelReader, query: Query) -> Polylines:
         """Return whole paths selected by ``query``."""
-        return read_paths(reader, query, clip=False)
+        return read_paths(reader, query)
 
 
 @register_geometry_type
@@ -301,7 +301,7 @@ class StreamlineType(PolylineType):
     name = GeometryTypeName.STREAMLINE
 
 
-def read_paths(reader: LevelReader, query: Query, *, clip: bool) -> Polylines:
+def read_paths(reader: LevelReader, query: Query) -> Polylines:
     """Run a query on a path store (shared by polylines, streamlines and lines)."""
     names = query.attributes if query.attributes is not None else tuple(
         reader.names(L.ATTRIBUTES))
@@ -313,7 +313,7 @@ def read_paths(reader: LevelReader, query: Query, *, clip: bool) -> Polylines:
     groups, group_attrs = group_members_out(reader, dense)
     out_ids = output_ids(reader, dense)
     attrs = decode_columns(got.attributes)
-    if clip and query.bbox is not None:
+    if query.clip and query.bbox is not None:
         return _clip(got.positions, got.offsets, out_ids, attrs, obj_attrs, groups, group_attrs,
                      query)
     return Polylines(got.positions, got.offsets, out_ids, attrs, obj_attrs, groups, group_attrs)
@@ -348,33 +348,15 @@ def path_query(
     object_ids: Any,
     group: str | int | None,
     attributes: Any,
+    clip: bool = False,
 ) -> Query:
     """Validate read arguments against a path store and build the query."""
     if reader.meta.geometry_type not in allowed:
         names = ", ".join(repr(a.value) for a in allowed)
         raise InvalidInputError(
             f"store holds {reader.meta.geometry_type.value!r}; this reader needs {names}")
-    ids = None
-    if object_ids is not None:
-        from_user = UserIdMap(_stored_ids(reader))
-        arr = np.atleast_1d(np.asarray(object_ids))
-        ids = reader.dense_ids(from_user.to_dense(arr, "object_ids"))
-    if group is not None:
-        table = reader.groups
-        if table is None:
-            raise InvalidInputError("this store has no groups")
-        members = table.members_of(group)
-        ids = members if ids is None else ids[np.isin(ids, members)]
-    return Query(
-        bbox=None if bbox is None else parse_bbox(bbox, reader.layout.ndim),
-        object_ids=ids,
-        attributes=attribute_selection(reader.names(L.ATTRIBUTES), attributes),
-    )
-
-
-def _stored_ids(reader: LevelReader) -> npt.NDArray[Any] | None:
-    path = f"{L.OBJECT_ATTRIBUTES}/id"
-    return reader.object_attributes(None)["id"].values if reader.has(path) else None
+    return build_query(reader, bbox=bbox, object_ids=object_ids, group=group,
+                       attributes=attributes, clip=clip)
 
 
 def read_polylines(
@@ -417,8 +399,8 @@ def read_polylines(
     """
     root = open_store(store, mode="r", storage_options=storage_options)
     reader = LevelReader(root, level)
-    query = path_query(reader, _PATH_TYPES, bbox, object_ids, group, attributes)
-    return read_paths(reader, query, clip=clip)
+    query = path_query(reader, _PATH_TYPES, bbox, object_ids, group, attributes, clip)
+    return read_paths(reader, query)
 
 
 def read_streamlines(store: StoreLike, **kwargs: Any) -> Polylines:

@@ -263,7 +263,7 @@ class ValidationContext:
     def level_paths(self) -> list[str]:
         """Paths of the level groups present (root children whose name is all digits)."""
         return sorted(
-            (p for p in self.scan.nodes if "/" not in p and p.isdigit() and self.kind(p)),
+            (p for p in self.scan.nodes if "/" not in p and p.isdigit() and self.kind(p) == "group"),
             key=lambda p: (int(p), p),
         )
 

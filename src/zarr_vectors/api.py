@@ -1,0 +1,98 @@
+"""Thin top-level verbs: :func:`open` a store once and query it many times.
+
+``zv.open(store)`` returns a :class:`Reader` that caches metadata, per-chunk vertex counts and
+array handles, so each further query costs only the payload reads it needs.  ``Reader.read``
+dispatches on the store's geometry type and returns that type's typed result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import numpy.typing as npt
+import zarr
+
+from zarr_vectors.core.reader import BBoxLike, LevelReader
+from zarr_vectors.core.store import StoreLike, list_resolution_levels, open_store
+from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.metadata import RootMetadata
+from zarr_vectors.types._base import build_query, get_geometry_type
+
+__all__ = ["Reader", "open"]
+
+
+class Reader:
+    """An open ZVF store for repeated queries (a context manager).
+
+    Examples
+    --------
+    >>> import numpy as np, zarr_vectors as zv
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> _ = zv.write_points(store, np.array([[1.0, 1.0], [5.0, 5.0]]), chunk_shape=(4, 4))
+    >>> with zv.open(store) as r:
+    ...     r.geometry_type.value, len(r.read(bbox=([0, 0], [4, 4])))
+    ('point_cloud', 1)
+    """
+
+    def __init__(self, store: StoreLike, *,
+                 storage_options: Mapping[str, Any] | None = None) -> None:
+        self.root: zarr.Group = open_store(store, mode="r", storage_options=storage_options)
+        self._levels: dict[int, LevelReader] = {}
+        self.metadata: RootMetadata = self.level(0).meta
+
+    @property
+    def geometry_type(self) -> GeometryTypeName:
+        """Geometry type of the store."""
+        return self.metadata.geometry_type
+
+    @property
+    def levels(self) -> list[int]:
+        """Resolution levels present, ascending."""
+        return list_resolution_levels(self.root)
+
+    def level(self, n: int = 0) -> LevelReader:
+        """Return the (cached) low-level reader of level ``n``."""
+        if n not in self._levels:
+            self._levels[n] = LevelReader(self.root, n)
+        return self._levels[n]
+
+    def read(
+        self,
+        *,
+        level: int = 0,
+        bbox: BBoxLike | None = None,
+        object_ids: npt.ArrayLike | None = None,
+        group: str | int | None = None,
+        attributes: bool | str | Sequence[str] = True,
+        clip: bool = False,
+    ) -> Any:
+        """Query one level; the result type depends on the geometry type (``Points``...).
+
+        Arguments mean what they mean in :func:`~zarr_vectors.read_points` and
+        :func:`~zarr_vectors.read_polylines`.
+        """
+        reader = self.level(level)
+        query = build_query(reader, bbox=bbox, object_ids=object_ids, group=group,
+                            attributes=attributes, clip=clip)
+        return get_geometry_type(self.geometry_type).read(reader, query)
+
+    def close(self) -> None:
+        """Drop cached readers."""
+        self._levels.clear()
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def open(  # noqa: A001 - the verb users expect, as in laspy.open
+    store: StoreLike, *, storage_options: Mapping[str, Any] | None = None
+) -> Reader:
+    """Open an existing store for reading and return a :class:`Reader`."""
+    return Reader(store, storage_options=storage_options)
