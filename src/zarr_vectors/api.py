@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import numpy.typing as npt
 import zarr
@@ -37,8 +37,9 @@ class Reader:
     ('point_cloud', 1)
     """
 
-    def __init__(self, store: StoreLike, *,
-                 storage_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, store: StoreLike, *, storage_options: Mapping[str, Any] | None = None
+    ) -> None:
         self.root: zarr.Group = open_store(store, mode="r", storage_options=storage_options)
         self._levels: dict[int, LevelReader] = {}
         self.metadata: RootMetadata = self.level(0).meta
@@ -75,24 +76,27 @@ class Reader:
         :func:`~zarr_vectors.read_polylines`.
         """
         reader = self.level(level)
-        query = build_query(reader, bbox=bbox, object_ids=object_ids, group=group,
-                            attributes=attributes, clip=clip)
+        query = build_query(
+            reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes, clip=clip
+        )
         return get_geometry_type(self.geometry_type).read(reader, query)
 
     def close(self) -> None:
         """Drop cached readers."""
         self._levels.clear()
 
-    def __enter__(self) -> Reader:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
 
-def open(  # noqa: A001 - the verb users expect, as in laspy.open
-    store: StoreLike, *, storage_options: Mapping[str, Any] | None = None
-) -> Reader:
+def open(store: StoreLike, *, storage_options: Mapping[str, Any] | None = None) -> Reader:
     """Open an existing store for reading and return a :class:`Reader`."""
     return Reader(store, storage_options=storage_options)

@@ -36,22 +36,39 @@ def main(argv: list[str] | None = None) -> int:
     n = 200_000
     pts = rng.uniform(0, 1000, (n, 3)).astype(np.float32)
     t = time.perf_counter()
-    write_points(out / "spots.zarrvectors", pts, chunk_shape=(250, 250, 250),
-                 bin_shape=(50, 50, 50), overwrite=True, axis_units="micrometer",
-                 attributes={"intensity": rng.random(n, dtype=np.float32),
-                             "gene": rng.choice(np.array(["Gad1", "Slc17a7", "Pvalb"]), n)})
+    write_points(
+        out / "spots.zarrvectors",
+        pts,
+        chunk_shape=(250, 250, 250),
+        bin_shape=(50, 50, 50),
+        overwrite=True,
+        axis_units="micrometer",
+        attributes={
+            "intensity": rng.random(n, dtype=np.float32),
+            "gene": rng.choice(np.array(["Gad1", "Slc17a7", "Pvalb"]), n),
+        },
+    )
     t_write = time.perf_counter() - t
     t = time.perf_counter()
     box = read_points(out / "spots.zarrvectors", bbox=([100, 100, 100], [300, 300, 300]))
     t_box = time.perf_counter() - t
     expected = int(np.all((pts >= 100) & (pts < 300), axis=1).sum())
-    print(f"points: wrote {n:,} in {t_write * 1e3:.0f} ms; bbox read {len(box):,} points "
-          f"(expected {expected:,}) in {t_box * 1e3:.1f} ms; genes {sorted(set(box.attributes['gene']))}")
+    print(
+        f"points: wrote {n:,} in {t_write * 1e3:.0f} ms; bbox read {len(box):,} points "
+        f"(expected {expected:,}) in {t_box * 1e3:.1f} ms; genes {sorted(set(box.attributes['gene']))}"
+    )
 
     walks = _random_walks(rng, 2_000, 100)
-    write_streamlines(out / "tracts.zarrvectors", walks, chunk_shape=(50, 50, 50),
-                      bin_shape=(25, 25, 25), step_size=1.0, step_size_unit="millimeter",
-                      overwrite=True, attributes={"fa": [rng.random(len(w)) for w in walks]})
+    write_streamlines(
+        out / "tracts.zarrvectors",
+        walks,
+        chunk_shape=(50, 50, 50),
+        bin_shape=(25, 25, 25),
+        step_size=1.0,
+        step_size_unit="millimeter",
+        overwrite=True,
+        attributes={"fa": [rng.random(len(w)) for w in walks]},
+    )
     one = read_streamlines(out / "tracts.zarrvectors", object_ids=[42])
     same = bool(np.array_equal(one[0], walks[42]))
     print(f"streamlines: wrote {len(walks):,}; streamline 42 read back exactly: {same}")
@@ -60,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("spots.zarrvectors", "tracts.zarrvectors"):
         report = validate(out / name, level=2)
         ok &= report.ok
-        print(f"validate {name}: {'OK' if report.ok else 'ERRORS'} "
-              f"({len(report.findings)} findings)")
+        print(
+            f"validate {name}: {'OK' if report.ok else 'ERRORS'} ({len(report.findings)} findings)"
+        )
     ok &= len(box) == expected and same
     print(f"stores are in {out.resolve()}")
     return 0 if ok else 1

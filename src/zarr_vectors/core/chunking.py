@@ -70,9 +70,7 @@ class ChunkLayout:
     @property
     def bins_per_chunk(self) -> tuple[int, ...]:
         """Bins along each axis of a chunk."""
-        return tuple(
-            round(c / b) for c, b in zip(self.chunk_shape, self.bin_shape, strict=True)
-        )
+        return tuple(round(c / b) for c, b in zip(self.chunk_shape, self.bin_shape, strict=True))
 
     @property
     def n_chunks(self) -> int:
@@ -159,4 +157,7 @@ class ChunkLayout:
     def chunks_inside(self, flat: IntArray, bbox: BoundingBox) -> npt.NDArray[np.bool_]:
         """Return, per flat chunk index, whether the chunk lies wholly inside ``bbox``."""
         lo, hi = self.chunk_box(self.coords_of_flat(flat))
-        return np.all((lo >= np.asarray(bbox.min)) & (hi <= np.asarray(bbox.max)), axis=1)
+        inside: npt.NDArray[np.bool_] = np.all(
+            (lo >= np.asarray(bbox.min)) & (hi <= np.asarray(bbox.max)), axis=1
+        )
+        return inside

@@ -46,7 +46,8 @@ class Column:
         if self.categories is None:
             return self.values
         labels = np.asarray(self.categories, dtype=object)
-        return labels[self.values]
+        out: npt.NDArray[Any] = labels[self.values]
+        return out
 
 
 def to_column(name: str, values: Any, n: int, what: str) -> Column:
@@ -76,9 +77,7 @@ def to_column(name: str, values: Any, n: int, what: str) -> Column:
     return Column(np.ascontiguousarray(arr), cats)
 
 
-def normalize_columns(
-    columns: Mapping[str, Any] | None, n: int, what: str
-) -> dict[str, Column]:
+def normalize_columns(columns: Mapping[str, Any] | None, n: int, what: str) -> dict[str, Column]:
     """Validate a mapping of attribute name to values (names must be identifiers)."""
     out: dict[str, Column] = {}
     for name, values in (columns or {}).items():
@@ -114,8 +113,7 @@ class GroupTable:
         for name, ids in groups.items():
             if not isinstance(name, str):
                 raise InvalidInputError(f"group name {name!r} must be a string")
-            dense = np.asarray(dense_of(np.asarray(ids).ravel(), f"group {name!r}"),
-                               dtype=np.int64)
+            dense = np.asarray(dense_of(np.asarray(ids).ravel(), f"group {name!r}"), dtype=np.int64)
             if dense.size and (dense.min() < 0 or dense.max() >= n_objects):
                 raise InvalidInputError(f"group {name!r} names an object id out of range")
             names.append(name)
@@ -124,8 +122,12 @@ class GroupTable:
         offsets = np.zeros(len(names) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         flat = np.concatenate(members) if members else np.zeros(0, dtype=np.int64)
-        return cls(tuple(names), offsets, flat,
-                   normalize_columns(attributes, len(names), "group attribute"))
+        return cls(
+            tuple(names),
+            offsets,
+            flat,
+            normalize_columns(attributes, len(names), "group attribute"),
+        )
 
     def index_of(self, group: str | int) -> int:
         """Return the group id of a name or id, with a clear error if unknown."""

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numcodecs
 import numpy as np
@@ -35,9 +35,10 @@ import zarr
 from numcodecs.abc import Codec as NumcodecsCodec
 from zarr.abc.codec import BytesBytesCodec
 from zarr.abc.store import Store
-from zarr.codecs import ZstdCodec
+from zarr.codecs import VLenBytesCodec, ZstdCodec
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.dtype import VariableLengthBytes
+from zarr.core.metadata import ArrayV3Metadata
 from zarr.core.sync import sync
 from zarr.errors import UnstableSpecificationWarning
 from zarr.storage import LocalStore
@@ -58,7 +59,7 @@ __all__ = [
 DEFAULT_ZSTD_LEVEL = 3
 """zstd level of every array unless ``compressor=`` says otherwise (see BENCHMARKS.md)."""
 
-Compressor = BytesBytesCodec | NumcodecsCodec | None
+Compressor: TypeAlias = BytesBytesCodec | NumcodecsCodec | None
 """A zarr v3 bytes-to-bytes codec, a numcodecs codec (Zarr v2), or None for no compression."""
 
 _HEADER = struct.Struct("<II")
@@ -122,23 +123,22 @@ class _ElementCodec:
         return raw[_HEADER.size :]
 
 
-def _fast_codec(array: zarr.Array) -> _ElementCodec | None:
+def _fast_codec(array: zarr.Array[Any]) -> _ElementCodec | None:
     """Return a fast codec when the array's chain is vlen-bytes [+ zstd], else None."""
     meta = array.metadata
-    if meta.zarr_format == 3:
-        names = [c.to_dict()["name"] for c in meta.codecs]  # type: ignore[union-attr]
-        if names == ["vlen-bytes"]:
+    if isinstance(meta, ArrayV3Metadata):
+        codecs = list(meta.codecs)
+        if [type(c) for c in codecs] == [VLenBytesCodec]:
             return _ElementCodec(None)
-        if names == ["vlen-bytes", "zstd"]:
-            conf = meta.codecs[1].to_dict()["configuration"]  # type: ignore[union-attr,index]
-            return _ElementCodec(
-                numcodecs.Zstd(level=int(conf["level"]), checksum=bool(conf["checksum"]))
-            )
+        if [type(c) for c in codecs] == [VLenBytesCodec, ZstdCodec]:
+            zstd = codecs[1]
+            assert isinstance(zstd, ZstdCodec)
+            return _ElementCodec(numcodecs.Zstd(level=zstd.level, checksum=zstd.checksum))
         return None
-    filters = [f.get_config()["id"] for f in (meta.filters or ())]  # type: ignore[union-attr]
+    filters = [f.get_config()["id"] for f in (meta.filters or ())]
     if filters != ["vlen-bytes"]:
         return None
-    comp = meta.compressor  # type: ignore[union-attr]
+    comp = meta.compressor
     if comp is None:
         return _ElementCodec(None)
     if comp.codec_id == "zstd":
@@ -222,7 +222,7 @@ def _map(func: Any, items: Sequence[Any], nbytes: int) -> list[Any]:
 class PayloadArray:
     """A per-chunk payload array: one variable-length element per spatial chunk."""
 
-    array: zarr.Array
+    array: zarr.Array[Any]
     """The underlying Zarr array (shape = chunk grid shape)."""
 
     @property
@@ -252,9 +252,10 @@ class PayloadArray:
             return
         nbytes = sum(len(p) for _, p in pairs)
         encoded = _map(lambda ip: codec.encode(ip[1]), pairs, nbytes)
-        _set_many(self.array.store_path.store, [
-            (self._key(i), e) for (i, _), e in zip(pairs, encoded, strict=True)
-        ])
+        _set_many(
+            self.array.store_path.store,
+            [(self._key(i), e) for (i, _), e in zip(pairs, encoded, strict=True)],
+        )
 
     def _write_generic(self, pairs: list[tuple[int, bytes]]) -> None:
         idx = np.unravel_index(np.array([i for i, _ in pairs]), self.array.shape)
@@ -274,8 +275,8 @@ class PayloadArray:
         raw = _get_many(self.array.store_path.store, [self._key(i) for i in flats])
         nbytes = sum(len(r) for r in raw if r is not None)
         return _map(
-            lambda pair: b"" if pair[1] is None else codec.decode(
-                pair[1], f"{self.name} chunk {pair[0]}"
+            lambda pair: (
+                b"" if pair[1] is None else codec.decode(pair[1], f"{self.name} chunk {pair[0]}")
             ),
             list(zip(flats, raw, strict=True)),
             nbytes,
@@ -334,7 +335,7 @@ def create_dense_array(
     attributes: Mapping[str, Any],
     chunks: Sequence[int],
     compressor: Compressor | str = "default",
-) -> zarr.Array:
+) -> zarr.Array[Any]:
     """Create a dense numeric array holding ``data`` with Zarr chunk shape ``chunks``."""
     data = np.ascontiguousarray(data)
     if data.dtype.byteorder == ">":

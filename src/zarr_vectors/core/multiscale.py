@@ -5,6 +5,8 @@ The seed fixes :func:`write_multiscale_metadata` at this path.
 
 from __future__ import annotations
 
+from typing import Any
+
 import zarr
 
 from zarr_vectors.core.store import (
@@ -48,8 +50,9 @@ def build_multiscales(root: zarr.Group) -> MultiscaleMetadata:
             )
         )
     old = meta.multiscales
-    return MultiscaleMetadata(axes=old.axes, datasets=tuple(datasets), name=old.name,
-                              version=old.version)
+    return MultiscaleMetadata(
+        axes=old.axes, datasets=tuple(datasets), name=old.name, version=old.version
+    )
 
 
 def write_multiscale_metadata(root: zarr.Group) -> MultiscaleMetadata:
@@ -63,7 +66,8 @@ def write_multiscale_metadata(root: zarr.Group) -> MultiscaleMetadata:
         The block written.
     """
     ms = build_multiscales(root)
-    root.attrs["multiscales"] = [ms.to_dict()]
+    doc: dict[str, Any] = dict(ms.to_dict())
+    root.attrs["multiscales"] = [doc]
     return ms
 
 

@@ -144,9 +144,11 @@ def plan_level(parts: GeometryParts, layout: ChunkLayout) -> LevelPlan:
         gap[1:] = s_rank[1:] != s_rank[:-1] + 1
     f_starts = run_starts(s_flat, s_obj, s_bin, extra=gap)
     f_counts = np.diff(np.append(f_starts, n))
-    fragments = np.stack(
-        [s_bin[f_starts], s_obj[f_starts], row_in_chunk[f_starts], f_counts], axis=1
-    ).astype(np.int64).reshape(-1, 4)
+    fragments = (
+        np.stack([s_bin[f_starts], s_obj[f_starts], row_in_chunk[f_starts], f_counts], axis=1)
+        .astype(np.int64)
+        .reshape(-1, 4)
+    )
 
     manifest = np.zeros((0, layout.ndim + 2), dtype=np.int64)
     object_offsets = np.zeros(parts.n_objects + 1, dtype=np.int64)
@@ -170,7 +172,15 @@ def plan_level(parts: GeometryParts, layout: ChunkLayout) -> LevelPlan:
     links = None
     if parts.links is not None or (parts.sequential and obj is not None):
         links = _plan_links(
-            parts, layout, order, s_flat, row_in_chunk, ref_obj, ref_chunk, ref_first, ref_last,
+            parts,
+            layout,
+            order,
+            s_flat,
+            row_in_chunk,
+            ref_obj,
+            ref_chunk,
+            ref_first,
+            ref_last,
             coords,
         )
     return LevelPlan(
@@ -219,8 +229,10 @@ def _plan_links(
         cross_idx = np.flatnonzero(~same)
         e = ends[cross_idx]
         rows = np.concatenate(
-            [np.concatenate([s_coords[e[:, j]], row_in_chunk[e[:, j], None]], axis=1)
-             for j in range(e.shape[1])],
+            [
+                np.concatenate([s_coords[e[:, j]], row_in_chunk[e[:, j], None]], axis=1)
+                for j in range(e.shape[1])
+            ],
             axis=1,
         )
         pieces_chunk.append(owner[cross_idx])
@@ -250,4 +262,3 @@ def _plan_links(
         cross_rows = np.zeros((0, width), dtype=np.int64)
         cross_src = np.zeros(0, dtype=np.int64)
     return LinkPlan(local_chunk, local_rows, local_src, cross_chunk, cross_rows, cross_src)
-

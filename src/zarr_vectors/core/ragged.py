@@ -57,8 +57,10 @@ def concat_ranges(starts: npt.ArrayLike, counts: npt.ArrayLike) -> IntArray:
     return np.cumsum(out)
 
 
-def run_starts(*keys: npt.NDArray[np.generic], extra: npt.NDArray[np.bool_] | None = None,
-               ) -> IntArray:
+def run_starts(
+    *keys: npt.NDArray[np.generic],
+    extra: npt.NDArray[np.bool_] | None = None,
+) -> IntArray:
     """Return indices where any of the equally long key arrays changes value (first is 0).
 
     ``extra`` marks further rows that start a run.

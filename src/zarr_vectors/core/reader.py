@@ -42,8 +42,9 @@ def parse_bbox(bbox: BBoxLike, ndim: int) -> BoundingBox:
     else:
         arr = np.asarray(bbox, dtype=np.float64)
         if arr.shape != (2, ndim):
-            raise InvalidInputError(f"bbox must be (min, max) with {ndim} values each, "
-                                    f"got shape {arr.shape}")
+            raise InvalidInputError(
+                f"bbox must be (min, max) with {ndim} values each, got shape {arr.shape}"
+            )
         box = BoundingBox(min=tuple(arr[0].tolist()), max=tuple(arr[1].tolist()))
     if box.ndim != ndim:
         raise InvalidInputError(f"bbox has {box.ndim} dimensions, the store has {ndim}")
@@ -113,7 +114,7 @@ class LevelReader:
         return counts
 
     @cached_property
-    def _nodes(self) -> dict[str, zarr.Array | zarr.Group]:
+    def _nodes(self) -> dict[str, zarr.Array[Any] | zarr.Group]:
         # one listing plus concurrent metadata reads for the whole level
         with quiet_vlen():
             return dict(self.group.members(max_depth=None))
@@ -122,7 +123,7 @@ class LevelReader:
         """Whether a node exists at ``path`` in the level group."""
         return path in self._nodes
 
-    def node(self, path: str) -> zarr.Array:
+    def node(self, path: str) -> zarr.Array[Any]:
         """Return the array at ``path``, raising ``StoreNotFoundError`` if absent."""
         node = self._nodes.get(path)
         if not isinstance(node, zarr.Array):
@@ -133,8 +134,9 @@ class LevelReader:
         """Names of the arrays under ``prefix`` (``attributes``, ``object_attributes``, ...)."""
         head = prefix + "/"
         return sorted(
-            k[len(head):] for k, v in self._nodes.items()
-            if k.startswith(head) and "/" not in k[len(head):] and isinstance(v, zarr.Array)
+            k[len(head) :]
+            for k, v in self._nodes.items()
+            if k.startswith(head) and "/" not in k[len(head) :] and isinstance(v, zarr.Array)
         )
 
     def payload(self, path: str) -> PayloadArray:
@@ -186,7 +188,7 @@ class LevelReader:
         for i, p in enumerate(payloads):
             if len(p) % row_bytes:
                 raise CorruptPayloadError(
-                    f"{arr.name} chunk {self.layout.coords_of_flat(flats[i:i + 1])[0].tolist()}: "
+                    f"{arr.name} chunk {self.layout.coords_of_flat(flats[i : i + 1])[0].tolist()}: "
                     f"{len(p)} bytes is not a whole number of {width}x{dtype} rows"
                 )
             counts[i] = len(p) // row_bytes
@@ -223,8 +225,9 @@ class LevelReader:
         n = self.n_objects
         bad = (arr < 0) | (arr >= n)
         if bad.any():
-            raise InvalidInputError(f"object id {int(arr[np.argmax(bad)])} out of range "
-                                    f"(store has {n} objects)")
+            raise InvalidInputError(
+                f"object id {int(arr[np.argmax(bad)])} out of range (store has {n} objects)"
+            )
         return arr
 
     def object_refs(self, ids: IntArray) -> tuple[IntArray, IntArray]:
@@ -254,11 +257,15 @@ class LevelReader:
         starts = base[np.searchsorted(chunks, ref_flat)] + refs[:, d]
         bad = (refs[:, d] < 0) | (refs[:, d] + refs[:, d + 1] > self.vertex_counts[ref_flat])
         if bad.any():
-            raise CorruptPayloadError(f"{self.group.path}/{L.OBJECT_MANIFEST}: a ref points "
-                                      "outside its chunk's rows")
+            raise CorruptPayloadError(
+                f"{self.group.path}/{L.OBJECT_MANIFEST}: a ref points outside its chunk's rows"
+            )
         rows = concat_ranges(starts, refs[:, d + 1])
-        vert_per_object = np.add.reduceat(refs[:, d + 1], offsets_from_counts(per_object)[:-1]) \
-            if len(refs) else np.zeros(len(ids), np.int64)
+        vert_per_object = (
+            np.add.reduceat(refs[:, d + 1], offsets_from_counts(per_object)[:-1])
+            if len(refs)
+            else np.zeros(len(ids), np.int64)
+        )
         vert_per_object = np.where(per_object > 0, vert_per_object, 0)
         return ObjectRows(ids, offsets_from_counts(vert_per_object), chunks, rows)
 
@@ -307,8 +314,9 @@ class LevelReader:
             local = block.values.astype(np.int64)
             bad = (local < 0) | (local >= self.vertex_counts[flats][owner][:, None])
             if bad.any():
-                raise CorruptPayloadError(f"{self.group.path}/{L.LINKS}: a link names a row "
-                                          "outside its chunk")
+                raise CorruptPayloadError(
+                    f"{self.group.path}/{L.LINKS}: a link names a row outside its chunk"
+                )
             parts.append(local + base[owner][:, None])
             for a in attributes:
                 attr_parts[a].append(self.rows(f"{L.LINK_ATTRIBUTES}/{a}", flats).values)
@@ -323,8 +331,9 @@ class LevelReader:
         ends = np.concatenate(parts) if parts else np.zeros((0, k), dtype=np.int64)
         attrs = {}
         for a, pieces in attr_parts.items():
-            attrs[a] = self._as_column(np.concatenate(pieces), self.payload(
-                f"{L.LINK_ATTRIBUTES}/{a}").attrs)
+            attrs[a] = self._as_column(
+                np.concatenate(pieces), self.payload(f"{L.LINK_ATTRIBUTES}/{a}").attrs
+            )
         return LinkBlock(ends, attrs)
 
     def _cross_endpoints(self, cross: IntArray, flats: IntArray, base: IntArray) -> IntArray:

@@ -18,7 +18,7 @@ import zarr
 from zarr.abc.store import Store
 from zarr.core.sync import sync
 from zarr.errors import GroupNotFoundError, NodeNotFoundError
-from zarr.storage import LocalStore, MemoryStore, StorePath, ZipStore
+from zarr.storage import FsspecStore, LocalStore, MemoryStore, StorePath, ZipStore
 
 from zarr_vectors.core.io import quiet_vlen
 from zarr_vectors.errors import (
@@ -29,7 +29,7 @@ from zarr_vectors.errors import (
     StoreNotFoundError,
 )
 from zarr_vectors.spec.layout import level_path
-from zarr_vectors.spec.metadata import LevelMetadata, RootMetadata, parse_int_tuple
+from zarr_vectors.spec.metadata import LevelMetadata, RootMetadata
 
 __all__ = [
     "OpenMode",
@@ -86,8 +86,10 @@ def resolve_store(
         return StoreHandle(store, owned=False, local_path=_local_dir(inner))
     text = os.fspath(store)
     if "://" in text and not text.startswith("file://"):
-        sp = sync(StorePath.open(text, mode=mode, storage_options=dict(storage_options or {})))  # type: ignore[arg-type]
-        return StoreHandle(sp, owned=True, local_path=None)
+        remote = FsspecStore.from_url(
+            text, storage_options=dict(storage_options or {}), read_only=(mode == "r")
+        )
+        return StoreHandle(remote, owned=True, local_path=None)
     if storage_options:
         raise InvalidInputError("storage_options only apply to URLs such as s3://bucket/path")
     path = Path(text.removeprefix("file://")).expanduser()
@@ -200,9 +202,7 @@ def init_root(
     if zarr_format not in (2, 3):
         raise InvalidInputError(f"zarr_format must be 2 or 3, got {zarr_format!r}")
     if not overwrite and _has_data(handle):
-        raise StoreExistsError(
-            f"{where} already holds data; pass overwrite=True to replace it"
-        )
+        raise StoreExistsError(f"{where} already holds data; pass overwrite=True to replace it")
     return zarr.open_group(handle.store, mode="w", zarr_format=zarr_format)
 
 

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
@@ -120,8 +121,9 @@ def check_positions(positions: Any, *, ndim: int | None = None) -> npt.NDArray[n
     return np.ascontiguousarray(arr)
 
 
-def _array_attrs(kind: ArrayKind, values: npt.NDArray[Any], width: int,
-                 extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def _array_attrs(
+    kind: ArrayKind, values: npt.NDArray[Any], width: int, extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     attrs: dict[str, Any] = {
         "zv_array": kind.value,
         "dtype": values.dtype.str,
@@ -139,49 +141,72 @@ def _column_attrs(col: Column) -> dict[str, Any]:
     return extra
 
 
-def _split(rows: npt.NDArray[Any], chunk_of_row: npt.NDArray[np.int64]) -> tuple[
-    npt.NDArray[np.int64], list[bytes]
-]:
+def _split(
+    rows: npt.NDArray[Any], chunk_of_row: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], list[bytes]]:
     """Split sorted (n, K) rows into one payload per chunk (rows sorted by chunk)."""
     if len(rows) == 0:
         return np.zeros(0, dtype=np.int64), []
     starts = np.flatnonzero(np.r_[True, chunk_of_row[1:] != chunk_of_row[:-1]])
     bounds = np.append(starts, len(rows))
     data = np.ascontiguousarray(rows)
-    return chunk_of_row[starts], [data[a:b].tobytes() for a, b in zip(bounds[:-1], bounds[1:],
-                                                                       strict=True)]
+    return chunk_of_row[starts], [data[a:b].tobytes() for a, b in pairwise(bounds)]
 
 
 class _LevelWriter:
     """Writes the arrays of one level group from a plan."""
 
-    def __init__(self, group: zarr.Group, grid_shape: tuple[int, ...],
-                 compressor: Compressor | str, shards: tuple[int, ...] | None) -> None:
+    def __init__(
+        self,
+        group: zarr.Group,
+        grid_shape: tuple[int, ...],
+        compressor: Compressor | str,
+        shards: tuple[int, ...] | None,
+    ) -> None:
         self.group = group
         self.grid_shape = grid_shape
         self.compressor = compressor
         self.shards = shards
 
-    def payload(self, path: str, kind: ArrayKind, rows: npt.NDArray[Any],
-                chunk_of_row: npt.NDArray[np.int64], extra: Mapping[str, Any] | None = None,
-                ) -> None:
+    def payload(
+        self,
+        path: str,
+        kind: ArrayKind,
+        rows: npt.NDArray[Any],
+        chunk_of_row: npt.NDArray[np.int64],
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
         rows = rows.reshape(len(rows), -1) if rows.ndim != 2 else rows
         arr = create_payload_array(
-            self.group, path, self.grid_shape,
+            self.group,
+            path,
+            self.grid_shape,
             attributes=_array_attrs(kind, rows, rows.shape[1], extra),
-            compressor=self.compressor, shards=self.shards,
+            compressor=self.compressor,
+            shards=self.shards,
         )
         flats, payloads = _split(rows, chunk_of_row)
         arr.write(flats, payloads)
 
-    def dense(self, path: str, kind: ArrayKind, data: npt.NDArray[Any],
-              extra: Mapping[str, Any] | None = None) -> None:
+    def dense(
+        self,
+        path: str,
+        kind: ArrayKind,
+        data: npt.NDArray[Any],
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
         width = 1 if data.ndim < 2 else int(np.prod(data.shape[1:]))
         chunks = (L.DENSE_CHUNK_ROWS, *data.shape[1:])
         if kind is ArrayKind.VERTEX_COUNTS:
             chunks = _grid_chunks(data.shape)
-        create_dense_array(self.group, path, data, attributes=_array_attrs(
-            kind, data, width, extra), chunks=chunks, compressor=self.compressor)
+        create_dense_array(
+            self.group,
+            path,
+            data,
+            attributes=_array_attrs(kind, data, width, extra),
+            chunks=chunks,
+            compressor=self.compressor,
+        )
 
 
 def _grid_chunks(shape: Sequence[int], max_elements: int = 1 << 20) -> tuple[int, ...]:
@@ -207,19 +232,27 @@ def write_level(
     w = _LevelWriter(group, layout.grid.shape, compressor, shards)
     row_chunk = np.repeat(plan.chunks, np.diff(plan.chunk_offsets))
     w.payload(L.VERTICES, ArrayKind.VERTICES, parts.positions[plan.order], row_chunk)
-    w.payload(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, plan.fragments,
-              plan.fragment_chunk)
+    w.payload(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, plan.fragments, plan.fragment_chunk)
     for name, col in parts.vertex_attributes.items():
-        w.payload(L.attribute_path(L.ATTRIBUTES, name), ArrayKind.ATTRIBUTE,
-                  col.rows[plan.order], row_chunk, _column_attrs(col))
+        w.payload(
+            L.attribute_path(L.ATTRIBUTES, name),
+            ArrayKind.ATTRIBUTE,
+            col.rows[plan.order],
+            row_chunk,
+            _column_attrs(col),
+        )
     _write_links(w, parts, plan)
     w.dense(L.VERTEX_COUNTS, ArrayKind.VERTEX_COUNTS, plan.vertex_counts)
     if parts.vertex_object is not None:
         w.dense(L.OBJECT_OFFSETS, ArrayKind.OBJECT_OFFSETS, plan.object_offsets)
         w.dense(L.OBJECT_MANIFEST, ArrayKind.OBJECT_MANIFEST, plan.manifest)
     for name, col in parts.object_attributes.items():
-        w.dense(L.attribute_path(L.OBJECT_ATTRIBUTES, name), ArrayKind.OBJECT_ATTRIBUTE,
-                col.values, _column_attrs(col))
+        w.dense(
+            L.attribute_path(L.OBJECT_ATTRIBUTES, name),
+            ArrayKind.OBJECT_ATTRIBUTE,
+            col.values,
+            _column_attrs(col),
+        )
     _write_groups(w, parts)
     done = LevelMetadata(
         level=level.level,
@@ -242,22 +275,41 @@ def _write_links(w: _LevelWriter, parts: GeometryParts, plan: LevelPlan) -> None
     if lp is None:
         return
     if parts.links is not None:
-        w.payload(L.LINKS, ArrayKind.LINKS, lp.local_rows, lp.local_chunk,
-                  {"arity": int(lp.local_rows.shape[1]) if lp.local_rows.ndim == 2 else 0})
+        w.payload(
+            L.LINKS,
+            ArrayKind.LINKS,
+            lp.local_rows,
+            lp.local_chunk,
+            {"arity": int(lp.local_rows.shape[1]) if lp.local_rows.ndim == 2 else 0},
+        )
         for name, col in parts.link_attributes.items():
-            w.payload(L.attribute_path(L.LINK_ATTRIBUTES, name), ArrayKind.LINK_ATTRIBUTE,
-                      col.rows[lp.local_source], lp.local_chunk, _column_attrs(col))
+            w.payload(
+                L.attribute_path(L.LINK_ATTRIBUTES, name),
+                ArrayKind.LINK_ATTRIBUTE,
+                col.rows[lp.local_source],
+                lp.local_chunk,
+                _column_attrs(col),
+            )
     if len(lp.cross_chunk) == 0:
         return
-    w.payload(L.CROSS_CHUNK_LINKS, ArrayKind.CROSS_CHUNK_LINKS, lp.cross_rows, lp.cross_chunk,
-              {"endpoints": _endpoints(lp.cross_rows, len(w.grid_shape))})
+    w.payload(
+        L.CROSS_CHUNK_LINKS,
+        ArrayKind.CROSS_CHUNK_LINKS,
+        lp.cross_rows,
+        lp.cross_chunk,
+        {"endpoints": _endpoints(lp.cross_rows, len(w.grid_shape))},
+    )
     explicit = lp.cross_source >= 0
     for name, col in parts.link_attributes.items():
         if not explicit.all():
             raise InvalidInputError("link attributes are not supported on implicit path links")
-        w.payload(L.attribute_path(L.CROSS_CHUNK_LINK_ATTRIBUTES, name),
-                  ArrayKind.CROSS_CHUNK_LINK_ATTRIBUTE, col.rows[lp.cross_source],
-                  lp.cross_chunk, _column_attrs(col))
+        w.payload(
+            L.attribute_path(L.CROSS_CHUNK_LINK_ATTRIBUTES, name),
+            ArrayKind.CROSS_CHUNK_LINK_ATTRIBUTE,
+            col.rows[lp.cross_source],
+            lp.cross_chunk,
+            _column_attrs(col),
+        )
 
 
 def _endpoints(rows: npt.NDArray[np.int64], ndim: int) -> int:
@@ -272,8 +324,12 @@ def _write_groups(w: _LevelWriter, parts: GeometryParts) -> None:
     w.dense(L.GROUP_MEMBERS, ArrayKind.GROUP_MEMBERS, g.members)
     w.group[L.GROUPINGS].attrs["names"] = list(g.names)
     for name, col in g.attributes.items():
-        w.dense(L.attribute_path(L.GROUPINGS_ATTRIBUTES, name), ArrayKind.GROUP_ATTRIBUTE,
-                col.values, _column_attrs(col))
+        w.dense(
+            L.attribute_path(L.GROUPINGS_ATTRIBUTES, name),
+            ArrayKind.GROUP_ATTRIBUTE,
+            col.values,
+            _column_attrs(col),
+        )
 
 
 def _store_bounds(parts: GeometryParts, opts: StoreOptions) -> tuple[ChunkGrid, BoundingBox | None]:
@@ -281,15 +337,17 @@ def _store_bounds(parts: GeometryParts, opts: StoreOptions) -> tuple[ChunkGrid, 
     d = pos.shape[1]
     data_box = None
     if len(pos):  # per column: a reduction over axis 0 of an (N, 3) array is ~10x slower
-        data_box = BoundingBox(min=tuple(float(pos[:, i].min()) for i in range(d)),
-                               max=tuple(float(pos[:, i].max()) for i in range(d)))
+        data_box = BoundingBox(
+            min=tuple(float(pos[:, i].min()) for i in range(d)),
+            max=tuple(float(pos[:, i].max()) for i in range(d)),
+        )
     cover = opts.bounds or data_box
     if cover is None:
         return ChunkGrid(origin=(0,) * d, shape=(1,) * d), None
     if opts.bounds is not None and data_box is not None:
         lo = np.minimum(data_box.min, opts.bounds.min)
         hi = np.maximum(data_box.max, opts.bounds.max)
-        return grid_for_bounds(lo, hi, opts.chunk_shape), data_box
+        return grid_for_bounds(lo.tolist(), hi.tolist(), opts.chunk_shape), data_box
     return grid_for_bounds(cover.min, cover.max, opts.chunk_shape), data_box
 
 
@@ -302,34 +360,50 @@ def write_store(
     """Write a complete single-level store (root metadata last)."""
     d = parts.positions.shape[1]
     chunk = parse_float_tuple(opts.chunk_shape, "chunk_shape", length=d, positive=True)
-    bins = chunk if opts.bin_shape is None else parse_float_tuple(
-        opts.bin_shape, "bin_shape", length=d, positive=True)
+    bins = (
+        chunk
+        if opts.bin_shape is None
+        else parse_float_tuple(opts.bin_shape, "bin_shape", length=d, positive=True)
+    )
     grid, data_box = _store_bounds(parts, opts)
     root_meta = RootMetadata.create(
-        geometry_type=geometry_type, chunk_shape=chunk, base_bin_shape=bins, axes=opts.axes,
-        axis_units=opts.axis_units, coordinate_system=opts.coordinate_system,
-        bounding_box=data_box, chunk_grid=grid,
+        geometry_type=geometry_type,
+        chunk_shape=chunk,
+        base_bin_shape=bins,
+        axes=opts.axes,
+        axis_units=opts.axis_units,
+        coordinate_system=opts.coordinate_system,
+        bounding_box=data_box,
+        chunk_grid=grid,
         creation_timestamp=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        source_description=opts.source_description, notes=_notes(opts),
-        custom_metadata=opts.custom_metadata, type_metadata=dict(opts.type_metadata),
+        source_description=opts.source_description,
+        notes=_notes(opts),
+        custom_metadata=opts.custom_metadata,
+        type_metadata=dict(opts.type_metadata),
     )
     layout = ChunkLayout(chunk, bins, grid)
     plan = plan_level(parts, layout)  # every input error surfaces before the store is touched
     if opts.shards is not None and opts.zarr_format == 2:
         raise InvalidInputError("sharding needs Zarr v3 (zarr_format=3)")
-    handle = resolve_store(store, mode="w" if opts.overwrite else "w-",
-                           storage_options=opts.storage_options)
+    handle = resolve_store(
+        store, mode="w" if opts.overwrite else "w-", storage_options=opts.storage_options
+    )
     final_dir = handle.local_path
     if final_dir is not None and opts.overwrite and final_dir.exists():
         handle = resolve_store(_staging_dir(final_dir), mode="w")
     try:
-        root = init_root(handle, zarr_format=opts.zarr_format, overwrite=opts.overwrite,
-                         where=str(store))
+        root = init_root(
+            handle, zarr_format=opts.zarr_format, overwrite=opts.overwrite, where=str(store)
+        )
         ds = root_meta.multiscales.datasets[0]
         level = write_level(
-            root.create_group(L.level_path(0)), parts, layout,
+            root.create_group(L.level_path(0)),
+            parts,
+            layout,
             LevelMetadata(level=0, bin_ratio=ds.bin_ratio, bin_shape=ds.bin_shape),
-            compressor=opts.compressor, shards=opts.shards, plan=plan,
+            compressor=opts.compressor,
+            shards=opts.shards,
+            plan=plan,
         )
         root.attrs.put(root_meta.to_dict())
     except BaseException:
@@ -340,8 +414,9 @@ def write_store(
         handle.close()
     if handle.local_path is not None and final_dir is not None and handle.local_path != final_dir:
         _swap_in(handle.local_path, final_dir)
-    return WriteSummary(geometry_type, level.vertex_count, level.object_count,
-                        level.chunk_count, grid)
+    return WriteSummary(
+        geometry_type, level.vertex_count, level.object_count, level.chunk_count, grid
+    )
 
 
 def _notes(opts: StoreOptions) -> str | None:

@@ -78,8 +78,11 @@ LINK_ARITY: Mapping[GeometryTypeName, int] = {
 _ALL = frozenset(GeometryTypeName)
 _OBJECTS = frozenset(g for g in GeometryTypeName if g.has_objects)
 _LINKED = frozenset(g for g, k in LINK_ARITY.items() if k > 0)
-_CROSSING = _LINKED | {GeometryTypeName.LINE, GeometryTypeName.POLYLINE,
-                       GeometryTypeName.STREAMLINE}
+_CROSSING = _LINKED | {
+    GeometryTypeName.LINE,
+    GeometryTypeName.POLYLINE,
+    GeometryTypeName.STREAMLINE,
+}
 
 
 @dataclass(frozen=True)
@@ -107,21 +110,50 @@ ARRAY_SPECS: tuple[ArraySpec, ...] = (
     ArraySpec(ArrayKind.VERTEX_FRAGMENTS, VERTEX_FRAGMENTS, True, "<i8", "4", _ALL, _ALL),
     ArraySpec(ArrayKind.ATTRIBUTE, ATTRIBUTES + "/{name}", True, None, "K", _ALL, frozenset()),
     ArraySpec(ArrayKind.LINKS, LINKS, True, "<i4", "arity", _LINKED, frozenset()),
-    ArraySpec(ArrayKind.LINK_ATTRIBUTE, LINK_ATTRIBUTES + "/{name}", True, None, "K", _LINKED,
-              frozenset()),
-    ArraySpec(ArrayKind.CROSS_CHUNK_LINKS, CROSS_CHUNK_LINKS, True, "<i8", "L(D+1)", _CROSSING,
-              frozenset()),
-    ArraySpec(ArrayKind.CROSS_CHUNK_LINK_ATTRIBUTE, CROSS_CHUNK_LINK_ATTRIBUTES + "/{name}", True,
-              None, "K", _LINKED, frozenset()),
+    ArraySpec(
+        ArrayKind.LINK_ATTRIBUTE, LINK_ATTRIBUTES + "/{name}", True, None, "K", _LINKED, frozenset()
+    ),
+    ArraySpec(
+        ArrayKind.CROSS_CHUNK_LINKS,
+        CROSS_CHUNK_LINKS,
+        True,
+        "<i8",
+        "L(D+1)",
+        _CROSSING,
+        frozenset(),
+    ),
+    ArraySpec(
+        ArrayKind.CROSS_CHUNK_LINK_ATTRIBUTE,
+        CROSS_CHUNK_LINK_ATTRIBUTES + "/{name}",
+        True,
+        None,
+        "K",
+        _LINKED,
+        frozenset(),
+    ),
     ArraySpec(ArrayKind.VERTEX_COUNTS, VERTEX_COUNTS, False, "<i8", "grid", _ALL, _ALL),
     ArraySpec(ArrayKind.OBJECT_OFFSETS, OBJECT_OFFSETS, False, "<i8", "1", _ALL, _OBJECTS),
     ArraySpec(ArrayKind.OBJECT_MANIFEST, OBJECT_MANIFEST, False, "<i8", "D+2", _ALL, _OBJECTS),
-    ArraySpec(ArrayKind.OBJECT_ATTRIBUTE, OBJECT_ATTRIBUTES + "/{name}", False, None, "K", _ALL,
-              frozenset()),
+    ArraySpec(
+        ArrayKind.OBJECT_ATTRIBUTE,
+        OBJECT_ATTRIBUTES + "/{name}",
+        False,
+        None,
+        "K",
+        _ALL,
+        frozenset(),
+    ),
     ArraySpec(ArrayKind.GROUP_OFFSETS, GROUP_OFFSETS, False, "<i8", "1", _ALL, frozenset()),
     ArraySpec(ArrayKind.GROUP_MEMBERS, GROUP_MEMBERS, False, "<i8", "1", _ALL, frozenset()),
-    ArraySpec(ArrayKind.GROUP_ATTRIBUTE, GROUPINGS_ATTRIBUTES + "/{name}", False, None, "K", _ALL,
-              frozenset()),
+    ArraySpec(
+        ArrayKind.GROUP_ATTRIBUTE,
+        GROUPINGS_ATTRIBUTES + "/{name}",
+        False,
+        None,
+        "K",
+        _ALL,
+        frozenset(),
+    ),
 )
 """Every array a level group may contain (FORMAT.md §6)."""
 

@@ -422,7 +422,7 @@ class MultiscaleMetadata:
             "type": MULTISCALE_TYPE,
         }
         if self.name is not None:
-            out = {"version": self.version, "name": self.name, **out}  # type: ignore[typeddict-item]
+            out = {"version": self.version, "name": self.name, **out}
         return out
 
     @classmethod
@@ -523,8 +523,10 @@ class RootMetadata:
         object.__setattr__(self, "chunk_shape", chunk)
         object.__setattr__(self, "base_bin_shape", bins)
         if len(self.multiscales.axes) != d:
-            raise _fail("multiscales.axes", f"expected {d} axes (spatial_dims), got "
-                        f"{len(self.multiscales.axes)}")
+            raise _fail(
+                "multiscales.axes",
+                f"expected {d} axes (spatial_dims), got {len(self.multiscales.axes)}",
+            )
         if self.multiscales.datasets[0].level != 0 or any(
             r != 1 for r in self.multiscales.datasets[0].bin_ratio
         ):
@@ -556,11 +558,13 @@ class RootMetadata:
         """Build metadata for a new single-level store with default axes and ``multiscales``."""
         chunk = parse_float_tuple(chunk_shape, "chunk_shape", positive=True)
         d = len(chunk)
-        bins = chunk if base_bin_shape is None else parse_float_tuple(
-            base_bin_shape, "base_bin_shape", length=d, positive=True
+        bins = (
+            chunk
+            if base_bin_shape is None
+            else parse_float_tuple(base_bin_shape, "base_bin_shape", length=d, positive=True)
         )
-        units = axis_units if axis_units is None or isinstance(axis_units, str) else tuple(
-            axis_units
+        units = (
+            axis_units if axis_units is None or isinstance(axis_units, str) else tuple(axis_units)
         )
         if axes is None:
             per_axis = units if isinstance(units, tuple) else (units,) * d
@@ -612,9 +616,7 @@ class RootMetadata:
             "chunk_grid": None if self.chunk_grid is None else self.chunk_grid.to_dict(),
             "source_description": self.source_description,
             "notes": self.notes,
-            "custom_metadata": None if self.custom_metadata is None else dict(
-                self.custom_metadata
-            ),
+            "custom_metadata": None if self.custom_metadata is None else dict(self.custom_metadata),
             "draco_compressed": self.draco_compressed,
         }
         out.update({k: v for k, v in optional.items() if v is not None})
@@ -649,8 +651,9 @@ class RootMetadata:
             base_bin_shape=_require(doc, "base_bin_shape", where),
             chunk_shape=_require(doc, "chunk_shape", where),
             multiscales=MultiscaleMetadata.from_dict(ms[0]),
-            coordinate_system=_parse_str(doc.get("coordinate_system", "unknown"),
-                                         "coordinate_system"),
+            coordinate_system=_parse_str(
+                doc.get("coordinate_system", "unknown"), "coordinate_system"
+            ),
             axis_units=_parse_units(doc.get("axis_units")),
             bounding_box=None if bbox is None else BoundingBox.from_dict(bbox),
             creation_timestamp=_opt_str(doc, "creation_timestamp"),
@@ -738,7 +741,8 @@ class LevelMetadata:
         ratio = parse_int_tuple(self.bin_ratio, "bin_ratio", minimum=1)
         object.__setattr__(self, "bin_ratio", ratio)
         object.__setattr__(
-            self, "bin_shape",
+            self,
+            "bin_shape",
             parse_float_tuple(self.bin_shape, "bin_shape", length=len(ratio), positive=True),
         )
         for name in ("vertex_count", "object_count", "chunk_count"):
@@ -748,7 +752,8 @@ class LevelMetadata:
         )
         if self.sparsity_strategy is not None:
             object.__setattr__(
-                self, "sparsity_strategy",
+                self,
+                "sparsity_strategy",
                 SparsityStrategy.parse(self.sparsity_strategy, field="sparsity_strategy"),
             )
 
@@ -786,7 +791,9 @@ class LevelMetadata:
             object_count=_parse_int(doc.get("object_count", 0), "object_count", minimum=0),
             chunk_count=_parse_int(doc.get("chunk_count", 0), "chunk_count", minimum=0),
             object_sparsity=doc.get("object_sparsity", 1.0),
-            sparsity_strategy=None if strategy is None else SparsityStrategy.parse(
+            sparsity_strategy=None
+            if strategy is None
+            else SparsityStrategy.parse(
                 _parse_str(strategy, "sparsity_strategy"), field="sparsity_strategy"
             ),
             coarsening=coarsening,

@@ -111,9 +111,7 @@ def dense_object_ids(
     if arr.dtype.kind not in "iu":
         raise InvalidInputError(f"{what} must be integers, got dtype {arr.dtype}")
     distinct, dense = np.unique(arr, return_inverse=True)
-    identity = bool(
-        distinct.size == 0 or (distinct[0] == 0 and distinct[-1] == distinct.size - 1)
-    )
+    identity = bool(distinct.size == 0 or (distinct[0] == 0 and distinct[-1] == distinct.size - 1))
     return dense.astype(np.int64), distinct, identity
 
 

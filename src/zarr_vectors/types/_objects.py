@@ -57,8 +57,9 @@ def flatten_ragged(
             raise InvalidInputError(f"{what}: a flat (N, D) array needs offsets=")
         arrays = [np.asarray(a) for a in items]
         if not arrays:
-            raise InvalidInputError(f"{what}: give at least one object, or positions of shape "
-                                    "(0, D) with offsets=[0]")
+            raise InvalidInputError(
+                f"{what}: give at least one object, or positions of shape (0, D) with offsets=[0]"
+            )
         for i, a in enumerate(arrays):
             if a.ndim != 2:
                 raise InvalidInputError(f"{what}: object {i} has shape {a.shape}, expected (N, D)")
@@ -73,8 +74,9 @@ def flatten_ragged(
         raise InvalidInputError(f"{what}: offsets must be a 1-D integer array of n+1 entries")
     off = off.astype(np.int64)
     if off[0] != 0 or off[-1] != len(pos):
-        raise InvalidInputError(f"{what}: offsets must start at 0 and end at {len(pos)} "
-                                f"(got {off[0]} .. {off[-1]})")
+        raise InvalidInputError(
+            f"{what}: offsets must start at 0 and end at {len(pos)} (got {off[0]} .. {off[-1]})"
+        )
     bad = np.flatnonzero(np.diff(off) < 0)
     if bad.size:
         raise InvalidInputError(f"{what}: offsets decrease at object {bad[0]}")
@@ -88,15 +90,20 @@ def ragged_columns(
     n = int(offsets[-1])
     flat: dict[str, Any] = {}
     for name, values in (columns or {}).items():
-        if isinstance(values, list | tuple) and len(values) == len(offsets) - 1 and not (
-            len(values) == n and np.ndim(values[0]) == 0
+        if (
+            isinstance(values, list | tuple)
+            and len(values) == len(offsets) - 1
+            and not (len(values) == n and np.ndim(values[0]) == 0)
         ):
             for i, v in enumerate(values):
                 if len(v) != offsets[i + 1] - offsets[i]:
-                    raise InvalidInputError(f"{what} {name!r}: object {i} has {len(v)} values, "
-                                            f"expected {offsets[i + 1] - offsets[i]}")
-            flat[name] = np.concatenate([np.asarray(v) for v in values], axis=0) if values \
-                else np.zeros(0)
+                    raise InvalidInputError(
+                        f"{what} {name!r}: object {i} has {len(v)} values, "
+                        f"expected {offsets[i + 1] - offsets[i]}"
+                    )
+            flat[name] = (
+                np.concatenate([np.asarray(v) for v in values], axis=0) if values else np.zeros(0)
+            )
         else:
             flat[name] = values
     return normalize_columns(flat, n, what)
@@ -115,8 +122,10 @@ class UserIdMap:
             return cls(None)
         arr = np.asarray(ids)
         if arr.shape != (n,) or arr.dtype.kind not in "iu":
-            raise InvalidInputError(f"ids must be {n} integers (one per object), got "
-                                    f"shape {arr.shape} dtype {arr.dtype}")
+            raise InvalidInputError(
+                f"ids must be {n} integers (one per object), got "
+                f"shape {arr.shape} dtype {arr.dtype}"
+            )
         uniq, counts = np.unique(arr, return_counts=True)
         if (counts > 1).any():
             dup = uniq[np.argmax(counts > 1)]
@@ -138,7 +147,7 @@ class UserIdMap:
         return order[pos].astype(np.int64)
 
     def columns(self) -> dict[str, Column]:
-        """The ``id`` object attribute to store, if any."""
+        """Return the ``id`` object attribute to store, if any."""
         return {} if self.ids is None else {"id": Column(np.ascontiguousarray(self.ids))}
 
 
@@ -199,9 +208,7 @@ def read_objects(reader: LevelReader, ids: IntArray, names: Sequence[str]) -> Ob
     """Fetch objects ``ids`` whole, vertices in traversal order."""
     where = reader.gather_objects(ids)
     pos = reader.rows(L.VERTICES, where.chunks).values[where.rows]
-    attrs = {
-        n: reader.column(f"{L.ATTRIBUTES}/{n}", where.chunks).take(where.rows) for n in names
-    }
+    attrs = {n: reader.column(f"{L.ATTRIBUTES}/{n}", where.chunks).take(where.rows) for n in names}
     return ObjectVertices(pos, where.offsets, attrs, where)
 
 
@@ -214,7 +221,7 @@ def output_ids(reader: LevelReader, dense: IntArray) -> npt.NDArray[Any]:
 def group_members_out(
     reader: LevelReader, dense: IntArray
 ) -> tuple[dict[str, npt.NDArray[Any]], dict[str, npt.NDArray[Any]]]:
-    """Groups restricted to the returned objects (user ids), and per-group attributes."""
+    """Return groups restricted to the returned objects (user ids) and group attributes."""
     table = reader.groups
     if table is None:
         return {}, {}

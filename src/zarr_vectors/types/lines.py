@@ -118,12 +118,20 @@ def write_lines(
     for name, values in (attributes or {}).items():
         arr = np.asarray(values)
         if arr.ndim < 2 or arr.shape[:2] != (m, 2):
-            raise InvalidInputError(f"attribute {name!r} must have shape (M, 2, ...) with "
-                                    f"M={m}, got {arr.shape}")
+            raise InvalidInputError(
+                f"attribute {name!r} must have shape (M, 2, ...) with M={m}, got {arr.shape}"
+            )
         flat_attrs[name] = arr.reshape(2 * m, *arr.shape[2:])
     offsets = np.arange(0, 2 * m + 1, 2, dtype=np.int64)
-    parts = _path_parts(ends.reshape(2 * m, d), offsets, flat_attrs, object_attributes, ids,
-                        groups, group_attributes)
+    parts = _path_parts(
+        ends.reshape(2 * m, d),
+        offsets,
+        flat_attrs,
+        object_attributes,
+        ids,
+        groups,
+        group_attributes,
+    )
     opts = _options(parts, locals(), None)
     return write_store(store, GeometryTypeName.LINE, parts, opts)
 
@@ -140,8 +148,10 @@ class LineType(GeometryType):
         """Return whole segments selected by ``query``."""
         pl = read_paths(reader, query)
         if not np.all(np.diff(pl.offsets) == 2):
-            raise InvalidInputError("a line store holds an object that is not two vertices "
-                                    "(is this a pyramid level? read it with read_polylines)")
+            raise InvalidInputError(
+                "a line store holds an object that is not two vertices "
+                "(is this a pyramid level? read it with read_polylines)"
+            )
         m = len(pl)
         return Lines(
             pl.positions.reshape(m, 2, -1),

@@ -83,8 +83,9 @@ def _points_parts(
         return GeometryParts(positions=pos, vertex_attributes=attrs, ordered=False)
     ids = np.asarray(object_ids)
     if ids.shape != (n,):
-        raise InvalidInputError(f"object_ids must have one entry per point ({n}), "
-                                f"got shape {ids.shape}")
+        raise InvalidInputError(
+            f"object_ids must have one entry per point ({n}), got shape {ids.shape}"
+        )
     dense, distinct, identity = dense_object_ids(ids)
     obj_attrs = normalize_columns(object_attributes, len(distinct), "object attribute")
     if not identity:
@@ -201,8 +202,9 @@ def write_points(
     >>> len(zv.read_points(store, bbox=([50, 50, 50], [60, 60, 60])))
     0
     """
-    parts = _points_parts(positions, attributes, object_ids, object_attributes, groups,
-                          group_attributes)
+    parts = _points_parts(
+        positions, attributes, object_ids, object_attributes, groups, group_attributes
+    )
     d = parts.positions.shape[1]
     opts = StoreOptions(
         chunk_shape=tuple(chunk_shape),
@@ -214,7 +216,8 @@ def write_points(
         shards=None if shards is None else tuple(shards),
         storage_options=storage_options,
         coordinate_system=coordinate_system,
-        axis_units=axis_units if axis_units is None or isinstance(axis_units, str)
+        axis_units=axis_units
+        if axis_units is None or isinstance(axis_units, str)
         else tuple(axis_units),
         axes=_axes(axis_names, axis_units, d),
         source_description=source_description,
@@ -224,15 +227,18 @@ def write_points(
     return write_store(store, GeometryTypeName.POINT_CLOUD, parts, opts)
 
 
-def _axes(names: Sequence[str] | None, units: str | Sequence[str] | None,
-          d: int) -> tuple[Axis, ...] | None:
+def _axes(
+    names: Sequence[str] | None, units: str | Sequence[str] | None, d: int
+) -> tuple[Axis, ...] | None:
     if names is None:
         return None
     if len(names) != d:
         raise InvalidInputError(f"axis_names has {len(names)} names, expected {d}")
     per = [units] * d if units is None or isinstance(units, str) else list(units)
-    return tuple(Axis(name=n, type="time" if n == "t" else "space", unit=u)
-                 for n, u in zip(names, per, strict=True))
+    return tuple(
+        Axis(name=n, type="time" if n == "t" else "space", unit=u)
+        for n, u in zip(names, per, strict=True)
+    )
 
 
 @register_geometry_type
@@ -245,8 +251,9 @@ class PointCloudType(GeometryType):
     @classmethod
     def read(cls, reader: LevelReader, query: Query) -> Points:
         """Return the points selected by ``query``."""
-        names = query.attributes if query.attributes is not None else tuple(
-            reader.names(L.ATTRIBUTES))
+        names = (
+            query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
+        )
         has_objects = reader.has(L.OBJECT_OFFSETS)
         if query.object_ids is not None:
             objs = reader.gather_objects(query.object_ids)
@@ -319,10 +326,15 @@ def read_points(
     return PointCloudType.read(reader, _query(reader, bbox, attributes, object_ids, group))
 
 
-def _query(reader: LevelReader, bbox: BBoxLike | None, attributes: Any, object_ids: Any,
-           group: str | int | None) -> Query:
+def _query(
+    reader: LevelReader,
+    bbox: BBoxLike | None,
+    attributes: Any,
+    object_ids: Any,
+    group: str | int | None,
+) -> Query:
     if reader.meta.geometry_type is not GeometryTypeName.POINT_CLOUD:
         raise InvalidInputError(
-            f"store holds {reader.meta.geometry_type.value!r}, not 'point_cloud'")
-    return build_query(reader, bbox=bbox, object_ids=object_ids, group=group,
-                       attributes=attributes)
+            f"store holds {reader.meta.geometry_type.value!r}, not 'point_cloud'"
+        )
+    return build_query(reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes)

@@ -214,13 +214,15 @@ def write_polylines(
     gtype = GeometryTypeName.parse(geometry_type)
     if gtype not in (GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE):
         raise InvalidInputError(f"geometry_type must be 'polyline' or 'streamline', got {gtype}")
-    parts = _path_parts(polylines, offsets, attributes, object_attributes, ids, groups,
-                        group_attributes)
+    parts = _path_parts(
+        polylines, offsets, attributes, object_attributes, ids, groups, group_attributes
+    )
     return write_store(store, gtype, parts, _options(parts, locals(), type_metadata))
 
 
-def _options(parts: GeometryParts, kw: Mapping[str, Any],
-             type_metadata: Mapping[str, Any] | None) -> StoreOptions:
+def _options(
+    parts: GeometryParts, kw: Mapping[str, Any], type_metadata: Mapping[str, Any] | None
+) -> StoreOptions:
     d = parts.positions.shape[1]
     units = kw["axis_units"]
     return StoreOptions(
@@ -277,8 +279,9 @@ def write_streamlines(
         "reference_image": reference_image,
         "tractography_software": tractography_software,
     }
-    return write_polylines(store, streamlines, geometry_type="streamline", type_metadata=meta,
-                           **kwargs)
+    return write_polylines(
+        store, streamlines, geometry_type="streamline", type_metadata=meta, **kwargs
+    )
 
 
 @register_geometry_type
@@ -303,8 +306,7 @@ class StreamlineType(PolylineType):
 
 def read_paths(reader: LevelReader, query: Query) -> Polylines:
     """Run a query on a path store (shared by polylines, streamlines and lines)."""
-    names = query.attributes if query.attributes is not None else tuple(
-        reader.names(L.ATTRIBUTES))
+    names = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
     with reader.caching():
         dense = select_objects(reader, query)
         got = read_objects(reader, dense, names)
@@ -314,15 +316,22 @@ def read_paths(reader: LevelReader, query: Query) -> Polylines:
     out_ids = output_ids(reader, dense)
     attrs = decode_columns(got.attributes)
     if query.clip and query.bbox is not None:
-        return _clip(got.positions, got.offsets, out_ids, attrs, obj_attrs, groups, group_attrs,
-                     query)
+        return _clip(
+            got.positions, got.offsets, out_ids, attrs, obj_attrs, groups, group_attrs, query
+        )
     return Polylines(got.positions, got.offsets, out_ids, attrs, obj_attrs, groups, group_attrs)
 
 
-def _clip(pos: npt.NDArray[np.floating], offsets: npt.NDArray[np.int64],
-          ids: npt.NDArray[Any], attrs: dict[str, npt.NDArray[Any]],
-          obj_attrs: dict[str, npt.NDArray[Any]], groups: dict[str, npt.NDArray[Any]],
-          group_attrs: dict[str, npt.NDArray[Any]], query: Query) -> Polylines:
+def _clip(
+    pos: npt.NDArray[np.floating],
+    offsets: npt.NDArray[np.int64],
+    ids: npt.NDArray[Any],
+    attrs: dict[str, npt.NDArray[Any]],
+    obj_attrs: dict[str, npt.NDArray[Any]],
+    groups: dict[str, npt.NDArray[Any]],
+    group_attrs: dict[str, npt.NDArray[Any]],
+    query: Query,
+) -> Polylines:
     """Keep only the runs of vertices inside the box; each run becomes its own path."""
     assert query.bbox is not None
     inside = in_box(pos, query.bbox)
@@ -334,10 +343,13 @@ def _clip(pos: npt.NDArray[np.floating], offsets: npt.NDArray[np.int64],
     piece_owner = owner[rows[piece_start]]
     new_off = np.append(piece_start, len(rows)).astype(np.int64)
     return Polylines(
-        pos[rows], new_off, ids[piece_owner],
+        pos[rows],
+        new_off,
+        ids[piece_owner],
         {k: v[rows] for k, v in attrs.items()},
         {k: v[piece_owner] for k, v in obj_attrs.items()},
-        groups, group_attrs,
+        groups,
+        group_attrs,
     )
 
 
@@ -354,9 +366,11 @@ def path_query(
     if reader.meta.geometry_type not in allowed:
         names = ", ".join(repr(a.value) for a in allowed)
         raise InvalidInputError(
-            f"store holds {reader.meta.geometry_type.value!r}; this reader needs {names}")
-    return build_query(reader, bbox=bbox, object_ids=object_ids, group=group,
-                       attributes=attributes, clip=clip)
+            f"store holds {reader.meta.geometry_type.value!r}; this reader needs {names}"
+        )
+    return build_query(
+        reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes, clip=clip
+    )
 
 
 def read_polylines(

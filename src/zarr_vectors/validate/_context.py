@@ -31,13 +31,25 @@ from zarr_vectors.spec.layout import ArraySpec
 from zarr_vectors.spec.metadata import BoundingBox, ChunkGrid
 from zarr_vectors.validate._report import Finding
 
-__all__ = ["ArrayInfo", "BadDocument", "RawNode", "ValidationContext", "display_path", "scan"]
+__all__ = [
+    "REQUIRED_ROOT_KEYS",
+    "ArrayInfo", "BadDocument", "RawNode", "ValidationContext", "display_path", "scan"]
 
 JSON = Any
 ZARR_JSON = "zarr.json"
 V2_DOCS = (".zgroup", ".zarray", ".zattrs", ".zmetadata")
 DOC_NAMES = frozenset((ZARR_JSON, *V2_DOCS))
 ZarrFormat = Literal[2, 3]
+
+REQUIRED_ROOT_KEYS = (
+    "zarr_vectors_version",
+    "geometry_type",
+    "spatial_dims",
+    "base_bin_shape",
+    "chunk_shape",
+    "multiscales",
+)
+"""Root keys whose absence is an error (seed *Required keys*)."""
 
 
 def display_path(path: str) -> str:
@@ -258,6 +270,11 @@ class ValidationContext:
         """Root attributes (empty when the root is not a readable group)."""
         attrs = self.attrs("") if self.root_is_group else None
         return attrs or {}
+
+    @cached_property
+    def has_zvf_metadata(self) -> bool:
+        """True when the root is a group carrying at least one required ZVF key."""
+        return any(key in self.root_attrs for key in REQUIRED_ROOT_KEYS)
 
     @cached_property
     def level_paths(self) -> list[str]:

@@ -165,7 +165,7 @@ _OPTIONAL_STR = ("coordinate_system", "creation_timestamp", "source_description"
 
 def check_root_extras(ctx: ValidationContext) -> None:
     """Check the version, chunk grid, bounding box and the types of optional root keys."""
-    if not ctx.root_is_group:
+    if not ctx.has_zvf_metadata:
         return
     attrs = ctx.root_attrs
     version = attrs.get("zarr_vectors_version")

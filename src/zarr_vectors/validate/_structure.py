@@ -16,15 +16,15 @@ from zarr.errors import BaseZarrError
 from zarr_vectors.core.io import quiet_vlen
 from zarr_vectors.spec.layout import level_path
 from zarr_vectors.validate._context import (
+    JSON,
+    REQUIRED_ROOT_KEYS,
     V2_DOCS,
     ZARR_JSON,
-    JSON,
     ValidationContext,
     numbers,
 )
 
 __all__ = [
-    "REQUIRED_ROOT_KEYS",
     "check_documents",
     "check_format_mixing",
     "check_level_groups",
@@ -32,15 +32,6 @@ __all__ = [
     "check_root_keys",
 ]
 
-REQUIRED_ROOT_KEYS = (
-    "zarr_vectors_version",
-    "geometry_type",
-    "spatial_dims",
-    "base_bin_shape",
-    "chunk_shape",
-    "multiscales",
-)
-"""Root keys whose absence is an error (seed *Required keys*)."""
 
 
 def check_documents(ctx: ValidationContext) -> None:
@@ -145,7 +136,7 @@ def check_root_keys(ctx: ValidationContext) -> None:
 
 def check_level_groups(ctx: ValidationContext) -> None:
     """Check level 0 exists and that every level node (a root child named N) is a group."""
-    if not ctx.root_is_group:
+    if not ctx.has_zvf_metadata:
         return
     for path, node in sorted(ctx.scan.nodes.items()):
         if "/" in path or not path.isdigit():

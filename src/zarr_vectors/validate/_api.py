@@ -1,0 +1,105 @@
+"""The :func:`validate` entry point (FORMAT.md §11)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from zarr.storage import StorePath
+
+from zarr_vectors.core.store import StoreLike, resolve_store
+from zarr_vectors.errors import InvalidInputError, StoreNotFoundError
+from zarr_vectors.spec.conventions import Severity
+from zarr_vectors.validate._checks import CHECKS, LEVEL_NAMES, MAX_LEVEL
+from zarr_vectors.validate._context import ValidationContext, scan
+from zarr_vectors.validate._report import Finding, ValidationReport
+
+__all__ = ["validate"]
+
+
+def validate(
+    store: StoreLike,
+    level: int = 2,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+) -> ValidationReport:
+    """Check a store against ZVF 1.0 and return every finding.
+
+    Problems in the store never raise: each becomes a :class:`Finding` with a stable check id,
+    and the run continues (checks whose prerequisites failed are skipped).  A store that does not
+    exist at all gives a single ``L1.store.missing`` error.
+
+    Parameters
+    ----------
+    store
+        Local path, ``.zip`` path, URL (with ``storage_options``), zarr store or open root group.
+    level
+        Depth of checks, 1..5: 1 structure, 2 metadata (the seed's rules 1–7 and level-group
+        rules), 3 consistency, 4 geometry, 5 pyramid.  Levels 3–5 currently run L1 and L2 and add
+        an ``info`` finding saying the deeper checks are not implemented yet.
+    storage_options
+        fsspec options for URL stores.
+
+    Returns
+    -------
+    ValidationReport
+        All findings; ``report.ok`` is True when none is an error.
+
+    Raises
+    ------
+    InvalidInputError
+        ``level`` is not an integer in 1..5, or ``storage_options`` were given for a local path.
+
+    Examples
+    --------
+    >>> import numpy as np, zarr_vectors as zv
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> _ = zv.write_points(store, np.zeros((1, 3)), chunk_shape=(10, 10, 10))
+    >>> validate(store).ok
+    True
+    >>> print(validate(MemoryStore()))  # an empty store is not a Zarr group
+    ZVF validation (level 2): FAILED, 1 error, 0 warnings, 0 infos
+    severity  check              path  message
+    error     L1.root.not_group  /     no Zarr group metadata at the root (zarr.json for Zarr v3, .zgroup for v2); this is not a Zarr store
+    """  # noqa: E501
+    depth = _parse_level(level)
+    try:
+        handle = resolve_store(store, mode="r", storage_options=storage_options)
+    except (StoreNotFoundError, FileNotFoundError) as exc:
+        return _missing(depth, str(exc))
+    if handle.local_path is not None and not handle.local_path.is_dir():
+        what = "does not exist" if not handle.local_path.exists() else "is not a directory"
+        return _missing(depth, f"{handle.local_path} {what}")
+    sp = handle.store if isinstance(handle.store, StorePath) else StorePath(handle.store)
+    try:
+        ctx = ValidationContext(store_path=sp, scan=scan(sp))
+        for n in range(1, depth + 1):
+            for check in CHECKS[n]:
+                check(ctx)
+    except (StoreNotFoundError, FileNotFoundError) as exc:
+        return _missing(depth, str(exc))
+    finally:
+        handle.close()
+    todo = [n for n in range(1, depth + 1) if not CHECKS[n]]
+    if todo:
+        names = ", ".join(f"L{n} ({LEVEL_NAMES[n]})" for n in todo)
+        ctx.add("validate.not_implemented", Severity.INFO, "",
+                f"{names} checks are not implemented yet; only the implemented levels ran")
+    return ValidationReport(findings=tuple(ctx.findings), level=depth)
+
+
+def _parse_level(level: object) -> int:
+    if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= MAX_LEVEL:
+        raise InvalidInputError(f"level must be an integer from 1 to {MAX_LEVEL}, got {level!r}")
+    return level
+
+
+def _missing(depth: int, detail: str) -> ValidationReport:
+    finding = Finding(
+        check="L1.store.missing",
+        severity=Severity.ERROR,
+        path="/",
+        message=f"no store found: {detail}",
+    )
+    return ValidationReport(findings=(finding,), level=depth)

@@ -1,0 +1,72 @@
+"""The registry of checks per validation level (FORMAT.md §11).
+
+Level N of :func:`~zarr_vectors.validate.validate` runs the checks of levels 1..N in order.  A
+check is a function ``(ValidationContext) -> None`` that emits findings and never raises for
+anything it reads from the store.  Levels 3 (consistency), 4 (geometry) and 5 (pyramid) are
+placeholders: add a module (``_consistency.py``, ``_geometry.py``, ``_pyramid.py``) and list its
+functions here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+from zarr_vectors.validate._arrays import (
+    check_array_attr_values,
+    check_array_properties,
+    check_level_nodes,
+)
+from zarr_vectors.validate._context import ValidationContext
+from zarr_vectors.validate._levels import check_attribute_names, check_datasets, check_level_attrs
+from zarr_vectors.validate._metadata import (
+    check_multiscales_block,
+    check_root_extras,
+    check_seed_rules,
+)
+from zarr_vectors.validate._structure import (
+    check_documents,
+    check_format_mixing,
+    check_level_groups,
+    check_root_group,
+    check_root_keys,
+)
+
+__all__ = ["CHECKS", "LEVEL_NAMES", "MAX_LEVEL", "Check"]
+
+Check = Callable[[ValidationContext], None]
+"""A check: reads the context, appends findings."""
+
+LEVEL_NAMES: Mapping[int, str] = MappingProxyType(
+    {1: "structure", 2: "metadata", 3: "consistency", 4: "geometry", 5: "pyramid"}
+)
+"""What each validation level covers."""
+
+MAX_LEVEL = max(LEVEL_NAMES)
+
+CHECKS: Mapping[int, tuple[Check, ...]] = MappingProxyType(
+    {
+        1: (
+            check_documents,
+            check_root_group,
+            check_format_mixing,
+            check_root_keys,
+            check_level_groups,
+            check_level_nodes,
+            check_array_properties,
+        ),
+        2: (
+            check_seed_rules,
+            check_root_extras,
+            check_multiscales_block,
+            check_datasets,
+            check_level_attrs,
+            check_array_attr_values,
+            check_attribute_names,
+        ),
+        3: (),
+        4: (),
+        5: (),
+    }
+)
+"""Checks of each level, run in this order; an empty tuple means not implemented yet."""
