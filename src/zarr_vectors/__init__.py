@@ -21,6 +21,7 @@ from zarr_vectors.errors import (
     StoreNotFoundError,
     ZarrVectorsError,
 )
+from zarr_vectors.multiscale import PyramidLevel, build_pyramid, choose_level
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import BoundingBox, RootMetadata
 from zarr_vectors.types.lines import Lines, read_lines, write_lines
@@ -50,6 +51,7 @@ __all__ = [
     "OutOfBoundsError",
     "Points",
     "Polylines",
+    "PyramidLevel",
     "Reader",
     "RootMetadata",
     "StoreExistsError",
@@ -58,6 +60,8 @@ __all__ = [
     "ZarrVectorsError",
     "__version__",
     "add_resolution_level",
+    "build_pyramid",
+    "choose_level",
     "create_store",
     "list_resolution_levels",
     "open",

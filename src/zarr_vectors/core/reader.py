@@ -261,12 +261,9 @@ class LevelReader:
                 f"{self.group.path}/{L.OBJECT_MANIFEST}: a ref points outside its chunk's rows"
             )
         rows = concat_ranges(starts, refs[:, d + 1])
-        vert_per_object = (
-            np.add.reduceat(refs[:, d + 1], offsets_from_counts(per_object)[:-1])
-            if len(refs)
-            else np.zeros(len(ids), np.int64)
-        )
-        vert_per_object = np.where(per_object > 0, vert_per_object, 0)
+        owner = np.repeat(np.arange(len(ids)), per_object)
+        vert_per_object = np.bincount(owner, weights=refs[:, d + 1], minlength=len(ids))
+        vert_per_object = vert_per_object.astype(np.int64)
         return ObjectRows(ids, offsets_from_counts(vert_per_object), chunks, rows)
 
     def object_attributes(self, ids: IntArray | None) -> dict[str, Column]:

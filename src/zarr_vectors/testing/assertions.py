@@ -72,7 +72,7 @@ def assert_arrays_identical(actual: npt.ArrayLike, expected: npt.ArrayLike, what
         first = tuple(int(i) for i in where[0])
         raise AssertionError(
             f"{what}: values differ at {len(where)} of {a.size} elements "
-            f"(first at index {first}: {a[first]!r} != {e[first]!r})"
+            f"(first at index {first}: {a[first].tolist()!r} != {e[first].tolist()!r})"
         )
 
 
@@ -100,8 +100,9 @@ def _row_keys(points: Points, names: list[str], labels: Mapping[str, AnyArray]) 
     return np.concatenate([c.view(np.uint8).reshape(n, -1) for c in cols], axis=1)
 
 
-def _storage_free_order(points: Points, names: list[str],
-                        labels: Mapping[str, AnyArray]) -> npt.NDArray[np.intp]:
+def _storage_free_order(
+    points: Points, names: list[str], labels: Mapping[str, AnyArray]
+) -> npt.NDArray[np.intp]:
     if len(points) == 0:
         return np.arange(0)
     keys = _row_keys(points, names, labels)
@@ -140,7 +141,7 @@ def assert_points_equal(actual: Points, expected: Points, *, ignore_order: bool 
     >>> assert_points_equal(a, b, ignore_order=False)
     Traceback (most recent call last):
     ...
-    AssertionError: positions: values differ at 3 of 4 elements (first at index (0, 0): ...)
+    AssertionError: positions: values differ at 4 of 4 elements (first at index (0, 0): 1.0 != 0.0)
     """
     if len(actual) != len(expected):
         raise AssertionError(f"point count {len(actual)} != expected {len(expected)}")
@@ -223,5 +224,6 @@ def assert_geometry_equal(
         return
     prefix = _what or type(expected).__name__
     for f in dataclasses.fields(expected):
-        _assert_values_equal(getattr(actual, f.name), getattr(expected, f.name),
-                             f"{prefix}.{f.name}")
+        _assert_values_equal(
+            getattr(actual, f.name), getattr(expected, f.name), f"{prefix}.{f.name}"
+        )

@@ -22,7 +22,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,16 +91,22 @@ def chunk_and_bin_shapes(
     return chunk, bins
 
 
-def _axis_values(chunk: float, bin_size: float, span: int,
-                 allow_subnormal: bool) -> st.SearchStrategy[float]:
+def _axis_values(
+    chunk: float, bin_size: float, span: int, allow_subnormal: bool
+) -> st.SearchStrategy[float]:
     """Coordinates along one axis: chunk and bin boundaries, -0.0, or anything in range."""
     per_chunk = max(1, round(chunk / bin_size))
     return st.one_of(
         st.integers(-span, span).map(lambda k: k * chunk),
         st.integers(-span * per_chunk, span * per_chunk).map(lambda k: k * bin_size),
         st.just(-0.0),
-        st.floats(-span * chunk, span * chunk, allow_nan=False, allow_infinity=False,
-                  allow_subnormal=allow_subnormal),
+        st.floats(
+            -span * chunk,
+            span * chunk,
+            allow_nan=False,
+            allow_infinity=False,
+            allow_subnormal=allow_subnormal,
+        ),
     )
 
 
@@ -136,14 +142,20 @@ def point_arrays(
         division by a chunk size).
     """
     bins = tuple(chunk_shape) if bin_shape is None else tuple(bin_shape)
-    dt = np.dtype(dtype) if dtype is not None else draw(
-        st.sampled_from([np.dtype(np.float32), np.dtype(np.float64)]))
-    row = st.tuples(*[
-        _axis_values(float(c), float(b), span, allow_subnormal)
-        for c, b in zip(chunk_shape, bins, strict=True)
-    ])
+    dt: np.dtype[Any] = (
+        np.dtype(dtype)
+        if dtype is not None
+        else draw(st.sampled_from([np.dtype(np.float32), np.dtype(np.float64)]))
+    )
+    row = st.tuples(
+        *[
+            _axis_values(float(c), float(b), span, allow_subnormal)
+            for c, b in zip(chunk_shape, bins, strict=True)
+        ]
+    )
     rows = draw(st.lists(row, min_size=min_points, max_size=max_points))
-    arr = np.array(rows, dtype=np.float64).reshape(len(rows), len(chunk_shape)).astype(dt)
+    arr: AnyArray = np.array(rows, dtype=np.float64).reshape(len(rows), len(chunk_shape))
+    arr = arr.astype(dt)
     if len(arr) > 1:
         index = st.integers(0, len(arr) - 1)
         for src, dst in draw(st.lists(st.tuples(index, index), max_size=len(arr) // 2)):
@@ -151,10 +163,12 @@ def point_arrays(
     return arr
 
 
+def _times(factor: float) -> Callable[[int], float]:
+    return lambda k: k * factor
+
+
 @st.composite
-def bboxes(
-    draw: st.DrawFn, chunk_shape: Sequence[float], *, span: int = 4
-) -> tuple[Shape, Shape]:
+def bboxes(draw: st.DrawFn, chunk_shape: Sequence[float], *, span: int = 4) -> tuple[Shape, Shape]:
     """Draw a query box ``(min, max)`` (half-open ``min <= p < max``).
 
     Boxes are random, aligned with chunk boundaries on some axes, empty (``min == max`` on an
@@ -167,11 +181,10 @@ def bboxes(
         return tuple(-b for b in big), big
     lo: list[float] = []
     hi: list[float] = []
-    for c in chunk_shape:
+    for c in (float(x) for x in chunk_shape):
         value = st.one_of(
-            st.integers(-span, span).map(lambda k, c=c: k * float(c)),
-            st.floats(-span * float(c), span * float(c), allow_nan=False,
-                      allow_subnormal=False),
+            st.integers(-span, span).map(_times(c)),
+            st.floats(-span * float(c), span * float(c), allow_nan=False, allow_subnormal=False),
         )
         a, b = sorted((draw(value), draw(value)))
         lo.append(a)
@@ -190,7 +203,8 @@ def bboxes(
 def _attribute_values(kind: str, n: int) -> st.SearchStrategy[AnyArray]:
     if kind == "string":
         return st.lists(st.sampled_from(_LABELS), min_size=n, max_size=n).map(
-            lambda v: np.array(v, dtype=str).reshape(n))
+            lambda v: np.array(v, dtype=str).reshape(n)
+        )
     dtype, _, k = kind.partition("x")
     shape: tuple[int, ...] = (n,) if not k else (n, int(k))
     dt = np.dtype(dtype)
@@ -204,11 +218,16 @@ def _attribute_values(kind: str, n: int) -> st.SearchStrategy[AnyArray]:
 def attribute_columns(
     draw: st.DrawFn, n: int, *, max_columns: int = 3, kinds: Sequence[str] = _ATTRIBUTE_KINDS
 ) -> dict[str, AnyArray]:
-    """Draw per-point attributes: float32 (with NaN/inf), (N, K) floats and ints, int16,
-    full-range uint64, bool and strings (stored as categories)."""
+    """Draw per-point attributes of mixed dtypes.
+
+    Kinds: float32 (NaN and inf included), (N, 3) float64, (N, 2) int8, int16, full-range
+    uint64, bool and strings (stored as categories).
+    """
     chosen = draw(st.lists(st.sampled_from(tuple(kinds)), max_size=max_columns))
-    return {f"{kind.replace('x', '_')}_{i}": draw(_attribute_values(kind, n))
-            for i, kind in enumerate(chosen)}
+    return {
+        f"{kind.replace('x', '_')}_{i}": draw(_attribute_values(kind, n))
+        for i, kind in enumerate(chosen)
+    }
 
 
 @st.composite
@@ -273,8 +292,7 @@ def point_clouds(
     """Draw a complete point-cloud write: shapes, positions, optional attributes and ids."""
     d = draw(spatial_dims()) if ndim is None else ndim
     chunk, bins = draw(chunk_and_bin_shapes(d, exact=exact))
-    pos = draw(point_arrays(chunk, bins, dtype=dtype, min_points=min_points,
-                            max_points=max_points))
+    pos = draw(point_arrays(chunk, bins, dtype=dtype, min_points=min_points, max_points=max_points))
     attrs = draw(attribute_columns(len(pos))) if attributes else {}
     ids = draw(object_id_arrays(len(pos))) if objects else None
     return PointCloudCase(pos, chunk, bins, attrs, ids)
@@ -325,13 +343,14 @@ class MeshCase:
 
 
 def _walk(draw: st.DrawFn, chunk_shape: Sequence[float], n: int, dtype: np.dtype[Any]) -> AnyArray:
-    """A random walk of ``n`` vertices whose steps reach up to one chunk (so it crosses)."""
+    """Draw a random walk of ``n`` vertices whose steps reach up to one chunk (so it crosses)."""
     ndim = len(chunk_shape)
     c = np.asarray(chunk_shape, dtype=np.float64)
     start = draw(point_arrays(chunk_shape, dtype=np.float64, min_points=1, max_points=1))[0]
     unit = st.floats(-1.0, 1.0, allow_nan=False, allow_subnormal=False)
-    steps = np.array(draw(st.lists(st.tuples(*[unit] * ndim), min_size=n - 1, max_size=n - 1)),
-                     dtype=np.float64).reshape(n - 1, ndim)
+    steps = np.array(
+        draw(st.lists(st.tuples(*[unit] * ndim), min_size=n - 1, max_size=n - 1)), dtype=np.float64
+    ).reshape(n - 1, ndim)
     walk = np.concatenate([start[None, :], start + np.cumsum(steps * c, axis=0)])
     return walk.astype(dtype)
 
@@ -349,8 +368,9 @@ def ragged_paths(
 ) -> PathsCase:
     """Draw paths as random walks that cross chunk boundaries; single-vertex paths included."""
     dt = np.dtype(dtype)
-    counts = draw(st.lists(st.integers(min_vertices, max_vertices), min_size=min_paths,
-                           max_size=max_paths))
+    counts = draw(
+        st.lists(st.integers(min_vertices, max_vertices), min_size=min_paths, max_size=max_paths)
+    )
     walks = [_walk(draw, chunk_shape, n, dt) for n in counts]
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
@@ -391,7 +411,10 @@ def graphs(
 
 @st.composite
 def meshes(
-    draw: st.DrawFn, chunk_shape: Sequence[float], *, max_vertices: int = 10,
+    draw: st.DrawFn,
+    chunk_shape: Sequence[float],
+    *,
+    max_vertices: int = 10,
     max_faces: int = 12,
 ) -> MeshCase:
     """Draw a triangle soup over shared vertices (faces have three distinct vertices)."""

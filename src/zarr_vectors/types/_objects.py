@@ -187,7 +187,10 @@ def select_objects(reader: LevelReader, query: Query) -> IntArray:
         return ids
     if query.bbox is not None:
         return objects_touching(reader, query.bbox)
-    return np.arange(reader.n_objects, dtype=np.int64)
+    ids = np.arange(reader.n_objects, dtype=np.int64)
+    if reader.level_meta.level > 0:  # coarse levels return only the objects they kept
+        ids = ids[np.diff(reader.object_offsets) > 0]
+    return ids
 
 
 @dataclass(frozen=True)

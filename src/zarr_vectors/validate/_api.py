@@ -58,11 +58,10 @@ def validate(
     >>> _ = zv.write_points(store, np.zeros((1, 3)), chunk_shape=(10, 10, 10))
     >>> validate(store).ok
     True
-    >>> print(validate(MemoryStore()))  # an empty store is not a Zarr group
-    ZVF validation (level 2): FAILED, 1 error, 0 warnings, 0 infos
-    severity  check              path  message
-    error     L1.root.not_group  /     no Zarr group metadata at the root (zarr.json for Zarr v3, .zgroup for v2); this is not a Zarr store
-    """  # noqa: E501
+    >>> report = validate(MemoryStore())  # empty: not a Zarr group
+    >>> report.ok, [f.check for f in report.errors]
+    (False, ['L1.root.not_group'])
+    """
     depth = _parse_level(level)
     try:
         handle = resolve_store(store, mode="r", storage_options=storage_options)
@@ -84,8 +83,12 @@ def validate(
     todo = [n for n in range(1, depth + 1) if not CHECKS[n]]
     if todo:
         names = ", ".join(f"L{n} ({LEVEL_NAMES[n]})" for n in todo)
-        ctx.add("validate.not_implemented", Severity.INFO, "",
-                f"{names} checks are not implemented yet; only the implemented levels ran")
+        ctx.add(
+            "validate.not_implemented",
+            Severity.INFO,
+            "",
+            f"{names} checks are not implemented yet; only the implemented levels ran",
+        )
     return ValidationReport(findings=tuple(ctx.findings), level=depth)
 
 

@@ -20,6 +20,8 @@ L2 (attribute values): ``L2.array.kind``, ``L2.array.dtype``, ``L2.array.width``
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import zarr
 from zarr.core.dtype import VariableLengthBytes
@@ -85,19 +87,22 @@ def check_level_nodes(ctx: ValidationContext) -> None:
             if spec is None:
                 if not (kind == "group" and rel in _CONTAINERS):
                     ctx.warning(
-                        "L1.level.unknown_node", node.path,
+                        "L1.level.unknown_node",
+                        node.path,
                         f"{kind} {rel!r} is not part of the ZVF layout (FORMAT.md §6); "
                         "readers ignore it",
                     )
                 continue
             found.add(spec.kind)
             if kind != "array":
-                ctx.error("L1.array.not_array", node.path, f"{rel!r} must be an array, "
-                          "found a group")
+                ctx.error(
+                    "L1.array.not_array", node.path, f"{rel!r} must be an array, found a group"
+                )
                 continue
             if gtype is not None and gtype not in spec.types:
                 ctx.error(
-                    "L1.array.not_allowed", node.path,
+                    "L1.array.not_allowed",
+                    node.path,
                     f"{gtype.value!r} stores may not hold {spec.kind.value!r} arrays",
                 )
             ctx.arrays[node.path] = ArrayInfo(node.path, spec, node.attrs(fmt) or {})
@@ -106,7 +111,8 @@ def check_level_nodes(ctx: ValidationContext) -> None:
         for spec in ARRAY_SPECS:
             if gtype in spec.required and spec.kind not in found:
                 ctx.error(
-                    "L1.array.missing", join(level, spec.path),
+                    "L1.array.missing",
+                    join(level, spec.path),
                     f"required array {spec.path!r} is missing from level {level} "
                     f"({gtype.value!r} stores need it at every level)",
                 )
@@ -122,8 +128,7 @@ def check_array_properties(ctx: ValidationContext) -> None:
                     ctx.store_path / info.path, mode="r", zarr_format=ctx.zarr_format
                 )
         except (BaseZarrError, ValueError, TypeError, KeyError, OSError) as exc:
-            ctx.error("L1.array.unreadable", info.path,
-                      f"zarr-python cannot open the array: {exc}")
+            ctx.error("L1.array.unreadable", info.path, f"zarr-python cannot open the array: {exc}")
             continue
         if info.spec.per_chunk:
             _check_per_chunk(ctx, info, info.array)
@@ -135,7 +140,8 @@ def _check_attr_presence(ctx: ValidationContext, info: ArrayInfo) -> None:
     missing = [k for k in _ATTR_TYPES if k not in info.attrs]
     if missing:
         ctx.error(
-            "L1.array.attr_missing", info.path,
+            "L1.array.attr_missing",
+            info.path,
             f"array attribute(s) {', '.join(map(repr, missing))} missing "
             f"(every ZVF array carries zv_array, dtype, width and encoding)",
         )
@@ -143,40 +149,54 @@ def _check_attr_presence(ctx: ValidationContext, info: ArrayInfo) -> None:
         value = info.attrs.get(key)
         if key in info.attrs and (not isinstance(value, typ) or isinstance(value, bool)):
             ctx.error(
-                "L1.array.attr_type", info.path,
+                "L1.array.attr_type",
+                info.path,
                 f"array attribute {key!r} must be a JSON {'integer' if typ is int else 'string'}"
                 f", got {value!r}",
             )
 
 
-def _check_per_chunk(ctx: ValidationContext, info: ArrayInfo, arr: zarr.Array) -> None:
+def _check_per_chunk(ctx: ValidationContext, info: ArrayInfo, arr: zarr.Array[Any]) -> None:
     if not isinstance(arr.metadata.dtype, VariableLengthBytes):
         ctx.error(
-            "L1.array.vlen_dtype", info.path,
+            "L1.array.vlen_dtype",
+            info.path,
             f"per-chunk array must have the variable-length-bytes data type (v3 "
             f"'variable_length_bytes', v2 object dtype with the vlen-bytes filter), got "
             f"{arr.metadata.dtype}",
         )
     if arr.chunks != (1,) * arr.ndim:
-        ctx.error("L1.array.chunks", info.path,
-                  f"per-chunk array must have chunks {(1,) * arr.ndim}, got {arr.chunks}")
+        ctx.error(
+            "L1.array.chunks",
+            info.path,
+            f"per-chunk array must have chunks {(1,) * arr.ndim}, got {arr.chunks}",
+        )
     _check_grid_shape(ctx, info, arr)
 
 
-def _check_grid_shape(ctx: ValidationContext, info: ArrayInfo, arr: zarr.Array) -> None:
+def _check_grid_shape(ctx: ValidationContext, info: ArrayInfo, arr: zarr.Array[Any]) -> None:
     grid, d = ctx.chunk_grid, ctx.spatial_dims
     if grid is not None and arr.shape != grid.shape:
-        ctx.error("L1.array.shape", info.path,
-                  f"shape {arr.shape} must equal the root chunk_grid.shape {grid.shape}")
+        ctx.error(
+            "L1.array.shape",
+            info.path,
+            f"shape {arr.shape} must equal the root chunk_grid.shape {grid.shape}",
+        )
     elif grid is None and d is not None and arr.ndim != d:
-        ctx.error("L1.array.shape", info.path,
-                  f"array has {arr.ndim} dimensions, must have spatial_dims={d}")
+        ctx.error(
+            "L1.array.shape",
+            info.path,
+            f"array has {arr.ndim} dimensions, must have spatial_dims={d}",
+        )
 
 
-def _check_dense(ctx: ValidationContext, info: ArrayInfo, arr: zarr.Array) -> None:
+def _check_dense(ctx: ValidationContext, info: ArrayInfo, arr: zarr.Array[Any]) -> None:
     if np.dtype(arr.dtype).kind not in "biuf":
-        ctx.error("L1.array.numeric", info.path,
-                  f"dense array must hold numbers or booleans, got dtype {arr.dtype}")
+        ctx.error(
+            "L1.array.numeric",
+            info.path,
+            f"dense array must hold numbers or booleans, got dtype {arr.dtype}",
+        )
     if info.spec.kind is ArrayKind.VERTEX_COUNTS:
         _check_grid_shape(ctx, info, arr)
 
@@ -190,19 +210,22 @@ def check_array_attr_values(ctx: ValidationContext) -> None:
     for info in ctx.arrays.values():
         zv = info.attrs.get("zv_array")
         if isinstance(zv, str) and zv != info.spec.kind.value:
-            ctx.error("L2.array.kind", info.path,
-                      f"zv_array is {zv!r}, the array at this path is {info.spec.kind.value!r}")
+            ctx.error(
+                "L2.array.kind",
+                info.path,
+                f"zv_array is {zv!r}, the array at this path is {info.spec.kind.value!r}",
+            )
         _check_dtype_attr(ctx, info)
         _check_width_attr(ctx, info)
         enc = info.attrs.get("encoding")
         if isinstance(enc, str):
             valid = [e.value for e in Encoding]
             if enc not in valid:
-                ctx.error("L2.array.encoding", info.path,
-                          f"encoding {enc!r} is not one of {valid}")
+                ctx.error("L2.array.encoding", info.path, f"encoding {enc!r} is not one of {valid}")
             elif enc == Encoding.DRACO and info.spec.kind is not ArrayKind.VERTICES:
-                ctx.error("L2.array.encoding", info.path,
-                          "only 'vertices' payloads may be Draco-encoded")
+                ctx.error(
+                    "L2.array.encoding", info.path, "only 'vertices' payloads may be Draco-encoded"
+                )
 
 
 def _check_dtype_attr(ctx: ValidationContext, info: ArrayInfo) -> None:
@@ -224,11 +247,7 @@ def _check_dtype_attr(ctx: ValidationContext, info: ArrayInfo) -> None:
         problem = f"{spec.path!r} must be {spec.dtype!r}"
     elif dtype.kind not in "biuf":
         problem = "must be a numeric or boolean dtype"
-    elif (
-        not spec.per_chunk
-        and info.array is not None
-        and np.dtype(info.array.dtype) != dtype
-    ):
+    elif not spec.per_chunk and info.array is not None and np.dtype(info.array.dtype) != dtype:
         problem = f"the Zarr array stores {info.array.dtype}"
     if problem:
         ctx.error("L2.array.dtype", info.path, f"dtype attribute {text!r}: {problem}")
@@ -252,7 +271,8 @@ def _check_width_attr(ctx: ValidationContext, info: ArrayInfo) -> None:
         ctx.error("L2.array.width", info.path, f"width must be {expected}, got {width}")
     elif kind is ArrayKind.CROSS_CHUNK_LINKS and d is not None and width % (d + 1):
         ctx.error(
-            "L2.array.width", info.path,
+            "L2.array.width",
+            info.path,
             f"cross_chunk_links width must be a multiple of D+1={d + 1} "
             f"([chunk coords..., row] per endpoint), got {width}",
         )

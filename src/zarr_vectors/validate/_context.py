@@ -33,7 +33,13 @@ from zarr_vectors.validate._report import Finding
 
 __all__ = [
     "REQUIRED_ROOT_KEYS",
-    "ArrayInfo", "BadDocument", "RawNode", "ValidationContext", "display_path", "scan"]
+    "ArrayInfo",
+    "BadDocument",
+    "RawNode",
+    "ValidationContext",
+    "display_path",
+    "scan",
+]
 
 JSON = Any
 ZARR_JSON = "zarr.json"
@@ -192,7 +198,7 @@ class ArrayInfo:
     """The row of ``ARRAY_SPECS`` it matches."""
     attrs: Mapping[str, JSON]
     """Its attributes."""
-    array: zarr.Array | None = None
+    array: zarr.Array[Any] | None = None
     """The array opened by zarr-python, or None when that failed."""
 
 
@@ -280,7 +286,11 @@ class ValidationContext:
     def level_paths(self) -> list[str]:
         """Paths of the level groups present (root children whose name is all digits)."""
         return sorted(
-            (p for p in self.scan.nodes if "/" not in p and p.isdigit() and self.kind(p) == "group"),
+            (
+                p
+                for p in self.scan.nodes
+                if "/" not in p and p.isdigit() and self.kind(p) == "group"
+            ),
             key=lambda p: (int(p), p),
         )
 

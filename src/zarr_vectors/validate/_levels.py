@@ -65,17 +65,24 @@ def check_datasets(ctx: ValidationContext) -> None:
         levels.append(parsed.level)
         path = entry.get("path")
         if isinstance(path, str) and path != parsed.path:
-            ctx.error("L2.multiscales.path", "",
-                      f"{where}.path is {path!r}, must be str(level) = {parsed.path!r}")
+            ctx.error(
+                "L2.multiscales.path",
+                "",
+                f"{where}.path is {path!r}, must be str(level) = {parsed.path!r}",
+            )
         _check_dataset_shapes(ctx, parsed, entry, where)
     if levels != sorted(set(levels)):
-        ctx.error("L2.multiscales.order", "",
-                  f"datasets must be listed ascending by level without repeats, got {levels}")
+        ctx.error(
+            "L2.multiscales.order",
+            "",
+            f"datasets must be listed ascending by level without repeats, got {levels}",
+        )
     listed = {str(lv) for lv in levels}
     for path in ctx.level_paths:
         if path not in listed:
             ctx.error(
-                "L2.multiscales.unlisted_level", path,
+                "L2.multiscales.unlisted_level",
+                path,
                 f"level group {path!r} is not listed in multiscales[0].datasets; rebuild the "
                 "block with write_multiscale_metadata(root)",
             )
@@ -101,8 +108,11 @@ def _parse_dataset(ctx: ValidationContext, entry: JSON, where: str) -> DatasetMe
         return None
     d = ctx.spatial_dims
     if d is not None and len(parsed.bin_ratio) != d:
-        ctx.error("L2.multiscales.dataset", "",
-                  f"{where}.bin_ratio has {len(parsed.bin_ratio)} values, spatial_dims is {d}")
+        ctx.error(
+            "L2.multiscales.dataset",
+            "",
+            f"{where}.bin_ratio has {len(parsed.bin_ratio)} values, spatial_dims is {d}",
+        )
         return None
     return parsed
 
@@ -113,27 +123,34 @@ def _check_dataset_shapes(
     expected = _expected_bin_shape(ctx, ds.bin_ratio)
     if expected is not None and not _close(ds.bin_shape, expected):
         ctx.error(
-            "L2.multiscales.bin_shape", "",
+            "L2.multiscales.bin_shape",
+            "",
             f"{where}.bin_shape is {_fmt(ds.bin_shape)}, must be base_bin_shape × bin_ratio = "
             f"{_fmt(expected)}",
         )
     transforms = entry.get("coordinateTransformations")
     by_type: dict[str, JSON] = {}
     if isinstance(transforms, list):
-        by_type = {t.get("type"): t for t in transforms if isinstance(t, Mapping)}
+        by_type = {str(t.get("type")): t for t in transforms if isinstance(t, Mapping)}
     scale = numbers(by_type.get("scale", {}).get("scale"))
     translation = numbers(by_type.get("translation", {}).get("translation"))
     want_scale = [float(r) for r in ds.bin_ratio]
     want_translation = [b / 2 for b in ds.bin_shape]
     if scale is None or not _close(scale, want_scale):
-        ctx.error("L2.multiscales.transform", "",
-                  f"{where} scale transform must be bin_ratio {_fmt(want_scale)}, got "
-                  f"{by_type.get('scale', {}).get('scale')!r}")
+        ctx.error(
+            "L2.multiscales.transform",
+            "",
+            f"{where} scale transform must be bin_ratio {_fmt(want_scale)}, got "
+            f"{by_type.get('scale', {}).get('scale')!r}",
+        )
     if translation is None or not _close(translation, want_translation):
-        ctx.error("L2.multiscales.transform", "",
-                  f"{where} translation transform must be bin_shape / 2 = "
-                  f"{_fmt(want_translation)}, got "
-                  f"{by_type.get('translation', {}).get('translation')!r}")
+        ctx.error(
+            "L2.multiscales.transform",
+            "",
+            f"{where} translation transform must be bin_shape / 2 = "
+            f"{_fmt(want_translation)}, got "
+            f"{by_type.get('translation', {}).get('translation')!r}",
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,9 +179,12 @@ def check_level_attrs(ctx: ValidationContext) -> None:
 def _check_level_number(ctx: ValidationContext, path: str, attrs: Mapping[str, JSON]) -> None:
     level = attrs.get("level")
     if isinstance(level, bool) or not isinstance(level, int) or str(level) != path:
-        ctx.error("L2.level.number", path,
-                  f"level attribute is {level!r}, must be the integer {int(path)} "
-                  f"matching the group name {path!r}")
+        ctx.error(
+            "L2.level.number",
+            path,
+            f"level attribute is {level!r}, must be the integer {int(path)} "
+            f"matching the group name {path!r}",
+        )
 
 
 def _check_level_ratio(
@@ -173,15 +193,20 @@ def _check_level_ratio(
     raw, d = attrs.get("bin_ratio"), ctx.spatial_dims
     ratio = integers(raw)
     if ratio is None or any(r < 1 for r in ratio) or (d is not None and len(ratio) != d):
-        ctx.error("L2.level.bin_ratio", path,
-                  f"bin_ratio must be a list of spatial_dims integers >= 1, got {raw!r}")
+        ctx.error(
+            "L2.level.bin_ratio",
+            path,
+            f"bin_ratio must be a list of spatial_dims integers >= 1, got {raw!r}",
+        )
         return None
     entry = ctx.dataset_by_level.get(int(path), {})
     listed = integers(entry.get("bin_ratio"))
     if listed is not None and listed != ratio:
-        ctx.error("L2.level.bin_ratio", path,
-                  f"bin_ratio {list(ratio)} differs from multiscales datasets entry "
-                  f"{list(listed)}")
+        ctx.error(
+            "L2.level.bin_ratio",
+            path,
+            f"bin_ratio {list(ratio)} differs from multiscales datasets entry {list(listed)}",
+        )
     return ratio
 
 
@@ -191,39 +216,55 @@ def _check_level_bins(
     raw, d = attrs.get("bin_shape"), ctx.spatial_dims
     shape = numbers(raw)
     if shape is None or any(b <= 0 for b in shape) or (d is not None and len(shape) != d):
-        ctx.error("L2.level.bin_shape", path,
-                  f"bin_shape must be a list of spatial_dims positive numbers, got {raw!r}")
+        ctx.error(
+            "L2.level.bin_shape",
+            path,
+            f"bin_shape must be a list of spatial_dims positive numbers, got {raw!r}",
+        )
         return
     expected = None if ratio is None else _expected_bin_shape(ctx, ratio)
     if expected is not None and not _close(shape, expected):
-        ctx.error("L2.level.bin_shape", path,
-                  f"bin_shape {_fmt(shape)} must be base_bin_shape × bin_ratio = "
-                  f"{_fmt(expected)}")
+        ctx.error(
+            "L2.level.bin_shape",
+            path,
+            f"bin_shape {_fmt(shape)} must be base_bin_shape × bin_ratio = {_fmt(expected)}",
+        )
     listed = numbers(ctx.dataset_by_level.get(int(path), {}).get("bin_shape"))
     if listed is not None and not _close(listed, shape):
-        ctx.error("L2.level.bin_shape", path,
-                  f"bin_shape {_fmt(shape)} differs from multiscales datasets entry "
-                  f"{_fmt(listed)}")
+        ctx.error(
+            "L2.level.bin_shape",
+            path,
+            f"bin_shape {_fmt(shape)} differs from multiscales datasets entry {_fmt(listed)}",
+        )
     chunk = ctx.chunk_shape
     if chunk is None or not ctx.shapes_ok or len(chunk) != len(shape):
         return
     bad = [i for i, (c, b) in enumerate(zip(chunk, shape, strict=True)) if not seed_divides(c, b)]
     if bad:
-        ctx.error("L2.level.bin_divides", path,
-                  f"bin_shape {_fmt(shape)} does not evenly divide chunk_shape {_fmt(chunk)} "
-                  f"on axes {bad}")
+        ctx.error(
+            "L2.level.bin_divides",
+            path,
+            f"bin_shape {_fmt(shape)} does not evenly divide chunk_shape {_fmt(chunk)} "
+            f"on axes {bad}",
+        )
 
 
 def _check_level_sparsity(ctx: ValidationContext, path: str, attrs: Mapping[str, JSON]) -> None:
     value = attrs.get("object_sparsity", 1.0)
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        ctx.error("L2.level.object_sparsity", path,
-                  f"object_sparsity must be a number in [0, 1], got {value!r}")
+        ctx.error(
+            "L2.level.object_sparsity",
+            path,
+            f"object_sparsity must be a number in [0, 1], got {value!r}",
+        )
         return
     listed = ctx.dataset_by_level.get(int(path), {}).get("object_sparsity")
     if isinstance(listed, int | float) and not math.isclose(listed, value, rel_tol=1e-9):
-        ctx.error("L2.level.object_sparsity", path,
-                  f"object_sparsity {value} differs from multiscales datasets entry {listed}")
+        ctx.error(
+            "L2.level.object_sparsity",
+            path,
+            f"object_sparsity {value} differs from multiscales datasets entry {listed}",
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,9 +293,12 @@ def check_attribute_names(ctx: ValidationContext) -> None:
         if prefix not in _NAMED_PREFIXES:
             continue
         if not name.isidentifier():
-            ctx.error("L2.attributes.name", info.path,
-                      f"attribute name {name!r} is not an identifier (letters, digits, "
-                      "underscore; not starting with a digit)")
+            ctx.error(
+                "L2.attributes.name",
+                info.path,
+                f"attribute name {name!r} is not an identifier (letters, digits, "
+                "underscore; not starting with a digit)",
+            )
         if prefix in names and level in names[prefix]:
             names[prefix][level].add(name)
     for prefix, by_level in names.items():
@@ -266,7 +310,8 @@ def check_attribute_names(ctx: ValidationContext) -> None:
             extra = sorted(by_level[level] - by_level[first])
             if missing or extra:
                 ctx.error(
-                    "L2.attributes.levels", level,
+                    "L2.attributes.levels",
+                    level,
                     f"{prefix} differ from level {first}: missing {missing}, extra {extra}; "
                     "every level must hold the same attribute names",
                 )

@@ -18,6 +18,7 @@ Other root checks: ``L2.root.version`` (warning: unknown ``zarr_vectors_version`
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 
@@ -84,14 +85,14 @@ def _rules_2_to_4(ctx: ValidationContext) -> None:
     for key in ("base_bin_shape", "chunk_shape"):
         value = attrs.get(key)
         if d is not None and isinstance(value, list) and len(value) != d:
-            ctx.error("L2.seed.2", "",
-                      f"len({key}) is {len(value)}, must equal spatial_dims={d}")
+            ctx.error("L2.seed.2", "", f"len({key}) is {len(value)}, must equal spatial_dims={d}")
     chunk, bins = ctx.chunk_shape, ctx.base_bin_shape
     if chunk is not None and bins is not None:
         for i, (c, b) in enumerate(zip(chunk, bins, strict=False)):
             if c > 0 and b > 0 and not seed_divides(c, b):
                 ctx.error(
-                    "L2.seed.3", "",
+                    "L2.seed.3",
+                    "",
                     f"base_bin_shape[{i}]={b:g} does not evenly divide chunk_shape[{i}]={c:g} "
                     f"(remainder {c % b:g}, tolerance {SEED_TOLERANCE * c:g})",
                 )
@@ -121,7 +122,8 @@ def _rule_5(ctx: ValidationContext) -> None:
             continue
         ctx.reported.add(node)
         ctx.error(
-            "L2.seed.5", node,
+            "L2.seed.5",
+            node,
             f"multiscales[0].datasets[{i}].path={path!r} does not exist as a group; create "
             "the level or rebuild multiscales with write_multiscale_metadata(root)",
         )
@@ -137,8 +139,7 @@ def _rule_6(ctx: ValidationContext) -> None:
     ratio = entry.get("bin_ratio")
     d = ctx.spatial_dims or (len(ratio) if isinstance(ratio, list) else 0)
     if integers(ratio) != (1,) * d or d == 0:
-        ctx.error("L2.seed.6", "",
-                  f"level 0 must have bin_ratio {[1] * d}, got {ratio!r}")
+        ctx.error("L2.seed.6", "", f"level 0 must have bin_ratio {[1] * d}, got {ratio!r}")
 
 
 def _rule_7(ctx: ValidationContext) -> None:
@@ -147,10 +148,11 @@ def _rule_7(ctx: ValidationContext) -> None:
         for level, entry in ctx.dataset_by_level.items()
         if (r := integers(entry.get("bin_ratio"))) is not None
     )
-    for (lo, r_lo), (hi, r_hi) in zip(ratios, ratios[1:], strict=False):
+    for (lo, r_lo), (hi, r_hi) in itertools.pairwise(ratios):
         if len(r_lo) == len(r_hi) and any(b < a for a, b in zip(r_lo, r_hi, strict=True)):
             ctx.error(
-                "L2.seed.7", "",
+                "L2.seed.7",
+                "",
                 f"bin_ratio decreases from level {lo} {list(r_lo)} to level {hi} {list(r_hi)}; "
                 "coarser levels must have bin ratios >= the previous level on every axis",
             )
@@ -170,23 +172,35 @@ def check_root_extras(ctx: ValidationContext) -> None:
     attrs = ctx.root_attrs
     version = attrs.get("zarr_vectors_version")
     if isinstance(version, str) and version != FORMAT_VERSION:
-        ctx.warning("L2.root.version", "",
-                    f"zarr_vectors_version {version!r} is unknown (this library reads "
-                    f"{FORMAT_VERSION!r}); checks assume {FORMAT_VERSION!r}")
+        ctx.warning(
+            "L2.root.version",
+            "",
+            f"zarr_vectors_version {version!r} is unknown (this library reads "
+            f"{FORMAT_VERSION!r}); checks assume {FORMAT_VERSION!r}",
+        )
     _check_grid_and_box(ctx, attrs)
     for key in _OPTIONAL_STR:
         if key in attrs and not isinstance(attrs[key], str):
             ctx.error("L2.root.optional_key", "", f"{key!r} must be a string, got {attrs[key]!r}")
     if "custom_metadata" in attrs and not isinstance(attrs["custom_metadata"], Mapping):
-        ctx.error("L2.root.optional_key", "",
-                  f"'custom_metadata' must be an object, got {attrs['custom_metadata']!r}")
+        ctx.error(
+            "L2.root.optional_key",
+            "",
+            f"'custom_metadata' must be an object, got {attrs['custom_metadata']!r}",
+        )
     if "draco_compressed" in attrs and not isinstance(attrs["draco_compressed"], bool):
-        ctx.error("L2.root.optional_key", "",
-                  f"'draco_compressed' must be true or false, got {attrs['draco_compressed']!r}")
+        ctx.error(
+            "L2.root.optional_key",
+            "",
+            f"'draco_compressed' must be true or false, got {attrs['draco_compressed']!r}",
+        )
     if "axis_units" in attrs and not _units_ok(attrs["axis_units"], ctx.spatial_dims):
-        ctx.error("L2.root.optional_key", "",
-                  "'axis_units' must be a string or a list of spatial_dims strings, got "
-                  f"{attrs['axis_units']!r}")
+        ctx.error(
+            "L2.root.optional_key",
+            "",
+            "'axis_units' must be a string or a list of spatial_dims strings, got "
+            f"{attrs['axis_units']!r}",
+        )
 
 
 def _units_ok(value: JSON, d: int | None) -> bool:
@@ -202,26 +216,30 @@ def _units_ok(value: JSON, d: int | None) -> bool:
 def _check_grid_and_box(ctx: ValidationContext, attrs: Mapping[str, JSON]) -> None:
     d = ctx.spatial_dims
     if "chunk_grid" not in attrs:
-        ctx.error("L2.root.chunk_grid", "",
-                  "root key 'chunk_grid' {origin, shape} is missing; readers need it to locate "
-                  "chunks in the per-chunk arrays")
+        ctx.error(
+            "L2.root.chunk_grid",
+            "",
+            "root key 'chunk_grid' {origin, shape} is missing; readers need it to locate "
+            "chunks in the per-chunk arrays",
+        )
     elif ctx.chunk_grid is None:
         ctx.error("L2.root.chunk_grid", "", _parse_problem(ChunkGrid, attrs["chunk_grid"], d))
     if "bounding_box" in attrs and ctx.bounding_box is None:
-        ctx.error("L2.root.bounding_box", "",
-                  _parse_problem(BoundingBox, attrs["bounding_box"], d))
+        ctx.error("L2.root.bounding_box", "", _parse_problem(BoundingBox, attrs["bounding_box"], d))
     grid, box, chunk = ctx.chunk_grid, ctx.bounding_box, ctx.chunk_shape
     if grid is None or box is None or chunk is None or not ctx.shapes_ok:
         return
     for name, corner in (("min", box.min), ("max", box.max)):
         coords = [math.floor(p / c) for p, c in zip(corner, chunk, strict=True)]
         outside = [
-            i for i, (k, o, n) in enumerate(zip(coords, grid.origin, grid.shape, strict=True))
+            i
+            for i, (k, o, n) in enumerate(zip(coords, grid.origin, grid.shape, strict=True))
             if not o <= k < o + n
         ]
         if outside:
             ctx.error(
-                "L2.root.bbox_outside_grid", "",
+                "L2.root.bbox_outside_grid",
+                "",
                 f"bounding_box.{name} {list(corner)} lies in chunk {coords}, outside "
                 f"chunk_grid (origin {list(grid.origin)}, shape {list(grid.shape)}) on axes "
                 f"{outside}",
@@ -250,21 +268,32 @@ def check_multiscales_block(ctx: ValidationContext) -> None:
     if not ctx.root_is_group or not isinstance(ms, list) or not ms:
         return
     if len(ms) > 1:
-        ctx.error("L2.multiscales.structure", "",
-                  f"multiscales must hold exactly one object, got {len(ms)}")
+        ctx.error(
+            "L2.multiscales.structure",
+            "",
+            f"multiscales must hold exactly one object, got {len(ms)}",
+        )
     block = ctx.multiscale
     if block is None:
         return  # L1 reported the element type
     if not isinstance(block.get("datasets"), list):
-        ctx.error("L2.multiscales.structure", "",
-                  f"multiscales[0].datasets must be a list, got {block.get('datasets')!r}")
+        ctx.error(
+            "L2.multiscales.structure",
+            "",
+            f"multiscales[0].datasets must be a list, got {block.get('datasets')!r}",
+        )
     if block.get("type") != MULTISCALE_TYPE:
-        ctx.error("L2.multiscales.type", "",
-                  f"multiscales[0].type must be {MULTISCALE_TYPE!r}, got {block.get('type')!r}")
+        ctx.error(
+            "L2.multiscales.type",
+            "",
+            f"multiscales[0].type must be {MULTISCALE_TYPE!r}, got {block.get('type')!r}",
+        )
     if block.get("version") != MULTISCALE_VERSION:
-        ctx.warning("L2.multiscales.version", "",
-                    f"multiscales[0].version is {block.get('version')!r}, expected "
-                    f"{MULTISCALE_VERSION!r}")
+        ctx.warning(
+            "L2.multiscales.version",
+            "",
+            f"multiscales[0].version is {block.get('version')!r}, expected {MULTISCALE_VERSION!r}",
+        )
     _check_axes(ctx, block.get("axes"))
 
 
@@ -274,8 +303,11 @@ def _check_axes(ctx: ValidationContext, axes: JSON) -> None:
         ctx.error("L2.multiscales.axes", "", f"multiscales[0].axes must be a list, got {axes!r}")
         return
     if d is not None and len(axes) != d:
-        ctx.error("L2.multiscales.axes", "",
-                  f"multiscales[0].axes has {len(axes)} entries, spatial_dims is {d}")
+        ctx.error(
+            "L2.multiscales.axes",
+            "",
+            f"multiscales[0].axes has {len(axes)} entries, spatial_dims is {d}",
+        )
     for i, axis in enumerate(axes):
         problem = _axis_problem(axis)
         if problem:
@@ -292,4 +324,3 @@ def _axis_problem(axis: JSON) -> str | None:
     if "unit" in axis and not isinstance(axis["unit"], str):
         return f"'unit' must be a string, got {axis['unit']!r}"
     return None
-

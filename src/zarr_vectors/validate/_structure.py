@@ -33,7 +33,6 @@ __all__ = [
 ]
 
 
-
 def check_documents(ctx: ValidationContext) -> None:
     """Report metadata documents that cannot be read or parsed, and stores without listing."""
     for bad in ctx.scan.bad:
@@ -44,7 +43,8 @@ def check_documents(ctx: ValidationContext) -> None:
             ctx.error("L1.json.malformed", node.path, f"{where} is not a JSON object")
     if not ctx.scan.listing:
         ctx.warning(
-            "L1.store.no_listing", "",
+            "L1.store.no_listing",
+            "",
             "the store cannot list its keys; only the root metadata was checked",
         )
 
@@ -54,7 +54,8 @@ def check_root_group(ctx: ValidationContext) -> None:
     root = ctx.node("")
     if root is None or ctx.zarr_format is None:
         ctx.error(
-            "L1.root.not_group", "",
+            "L1.root.not_group",
+            "",
             "no Zarr group metadata at the root (zarr.json for Zarr v3, .zgroup for v2); "
             "this is not a Zarr store",
         )
@@ -78,13 +79,14 @@ def check_format_mixing(ctx: ValidationContext) -> None:
     if fmt is None:
         return
     for path, node in sorted(ctx.scan.nodes.items()):
-        foreign = sorted(node.present & set(V2_DOCS)) if fmt == 3 else sorted(
-            node.present & {ZARR_JSON}
+        foreign = (
+            sorted(node.present & set(V2_DOCS)) if fmt == 3 else sorted(node.present & {ZARR_JSON})
         )
         if foreign:
             other = 2 if fmt == 3 else 3
             ctx.error(
-                "L1.format.mixed", path,
+                "L1.format.mixed",
+                path,
                 f"Zarr v{other} document(s) {', '.join(foreign)} in a Zarr v{fmt} store; "
                 f"delete them or convert the store to one format",
             )
@@ -118,7 +120,8 @@ def check_root_keys(ctx: ValidationContext) -> None:
     missing = [k for k in REQUIRED_ROOT_KEYS if k not in attrs]
     if len(missing) == len(REQUIRED_ROOT_KEYS):
         ctx.error(
-            "L1.root.required_key", "",
+            "L1.root.required_key",
+            "",
             "the root group has no ZVF metadata (required keys "
             f"{', '.join(missing)} missing): not a zarr-vectors store, or a write that did "
             "not finish",
@@ -129,7 +132,8 @@ def check_root_keys(ctx: ValidationContext) -> None:
     for key in REQUIRED_ROOT_KEYS:
         if key in attrs and not _type_ok(key, attrs[key]):
             ctx.error(
-                "L1.root.key_type", "",
+                "L1.root.key_type",
+                "",
                 f"root key {key!r} must be {_KEY_TYPES[key]}, got {attrs[key]!r}",
             )
 
@@ -145,7 +149,8 @@ def check_level_groups(ctx: ValidationContext) -> None:
         if kind != "group":
             ctx.reported.add(path)
             ctx.error(
-                "L1.level.not_group", path,
+                "L1.level.not_group",
+                path,
                 f"level node {path!r} is {'an array' if kind == 'array' else 'not a group'}; "
                 "resolution levels are groups",
             )
@@ -153,6 +158,7 @@ def check_level_groups(ctx: ValidationContext) -> None:
     if ctx.node(zero) is None:
         ctx.reported.add(zero)
         ctx.error(
-            "L1.level.missing", zero,
+            "L1.level.missing",
+            zero,
             "the level-0 group '0' (full-resolution data) is missing",
         )

@@ -1,0 +1,174 @@
+"""Vertex clustering and attribute aggregation for coarse levels (FORMAT.md §10).
+
+Vertices merge into a metavertex at their mean position.  Which vertices merge depends on the
+geometry: all vertices of one coarse bin (point clouds; per object for graphs and meshes),
+consecutive runs of one bin along a path (paths keep order and connectivity), or connected
+same-bin pieces of a tree (skeletons stay trees).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.core.chunking import ChunkLayout
+from zarr_vectors.core.columns import Column
+from zarr_vectors.core.ragged import run_starts, sort_order
+from zarr_vectors.spec.conventions import Aggregation
+
+__all__ = ["MergeRule", "aggregate", "assign_clusters", "default_aggregation", "remap_links"]
+
+IntArray = npt.NDArray[np.int64]
+
+
+class MergeRule(Enum):
+    """Which vertices of one coarse bin become one metavertex."""
+
+    BIN = "bin"
+    """All vertices of the bin (per object when vertices have objects)."""
+    RUN = "run"
+    """Consecutive vertices of one object in the bin (paths)."""
+    TREE = "tree"
+    """Vertices of the bin connected by edges inside the bin (trees)."""
+
+
+def _bin_key(pos: npt.NDArray[np.floating], layout: ChunkLayout) -> IntArray:
+    coords = layout.chunk_coords(pos)
+    flat = layout.flat_index(coords)
+    nbins = int(np.prod(layout.bins_per_chunk))
+    return flat * nbins + layout.bin_flat(pos, coords)
+
+
+def assign_clusters(
+    pos: npt.NDArray[np.floating],
+    vertex_object: IntArray | None,
+    layout: ChunkLayout,
+    rule: MergeRule,
+    links: IntArray | None = None,
+) -> tuple[IntArray, int]:
+    """Return the cluster of every vertex and the number of clusters.
+
+    Clusters are numbered by their first vertex, so vertex order (traversal order within
+    objects) carries over to metavertices.
+    """
+    n = len(pos)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    key = _bin_key(pos, layout)
+    obj = np.zeros(n, dtype=np.int64) if vertex_object is None else vertex_object
+    if rule is MergeRule.RUN:
+        starts = run_starts(obj, key)
+        label = np.zeros(n, dtype=np.int64)
+        label[starts] = 1
+        return np.cumsum(label) - 1, len(starts)
+    order = sort_order([obj, key], [int(obj.max()) + 1, int(key.max()) + 1])
+    first_in_group = run_starts(obj[order], key[order])
+    flag = np.zeros(n, dtype=np.int64)
+    flag[first_in_group] = 1
+    group = np.empty(n, dtype=np.int64)
+    group[order] = np.cumsum(flag) - 1
+    if rule is MergeRule.TREE and links is not None and len(links):
+        group = _split_by_connectivity(group, links)
+    return _renumber_by_first(group)
+
+
+def _split_by_connectivity(group: IntArray, links: IntArray) -> IntArray:
+    """Label connected pieces of each group using only edges inside the group."""
+    inside = links[group[links[:, 0]] == group[links[:, 1]]]
+    label = np.arange(len(group), dtype=np.int64)
+    if len(inside) == 0:
+        return label
+    a, b = inside[:, 0], inside[:, 1]
+    while True:
+        m = np.minimum(label[a], label[b])
+        before = label.copy()
+        np.minimum.at(label, a, m)
+        np.minimum.at(label, b, m)
+        label = label[label]  # pointer jumping
+        if np.array_equal(label, before):
+            return label
+
+
+def _renumber_by_first(group: IntArray) -> tuple[IntArray, int]:
+    uniq, first = np.unique(group, return_index=True)
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(uniq), dtype=np.int64)
+    return rank[np.searchsorted(uniq, group)], len(uniq)
+
+
+def default_aggregation(col: Column) -> Aggregation:
+    """Mean for floats, mode for integers, booleans and categories."""
+    if col.categories is None and col.values.dtype.kind == "f":
+        return Aggregation.MEAN
+    return Aggregation.MODE
+
+
+def aggregate(
+    values: npt.NDArray[np.generic], cluster: IntArray, n: int, how: Aggregation
+) -> npt.NDArray[np.generic]:
+    """Aggregate rows of ``values`` (N, ...) into ``n`` clusters."""
+    flat = values.reshape(len(values), -1)
+    if how is Aggregation.MODE:
+        out = _mode(flat, cluster, n)
+    elif how is Aggregation.FIRST:
+        out = flat[_first_member(cluster, n)]
+    elif how in (Aggregation.MIN, Aggregation.MAX):
+        ufunc = np.minimum if how is Aggregation.MIN else np.maximum
+        out = flat[_first_member(cluster, n)].copy()
+        ufunc.at(out, cluster, flat)
+    else:
+        counts = np.bincount(cluster, minlength=n).astype(np.float64)
+        sums = np.stack(
+            [np.bincount(cluster, weights=flat[:, k], minlength=n) for k in range(flat.shape[1])],
+            axis=1,
+        )
+        res = sums if how is Aggregation.SUM else sums / np.maximum(counts, 1)[:, None]
+        out = res.astype(values.dtype if values.dtype.kind == "f" else np.float64)
+    return out.reshape((n, *values.shape[1:]))
+
+
+def _first_member(cluster: IntArray, n: int) -> IntArray:
+    first = np.full(n, len(cluster), dtype=np.int64)
+    np.minimum.at(first, cluster, np.arange(len(cluster), dtype=np.int64))
+    return first
+
+
+def _mode(flat: npt.NDArray[np.generic], cluster: IntArray, n: int) -> npt.NDArray[np.generic]:
+    """Most frequent value per cluster and column (ties: smallest value)."""
+    out = np.empty((n, flat.shape[1]), dtype=flat.dtype)
+    for k in range(flat.shape[1]):  # columns, not rows
+        col = flat[:, k]
+        order = np.lexsort((col, cluster))
+        c_sorted, v_sorted = cluster[order], col[order]
+        starts = run_starts(c_sorted, v_sorted)
+        counts = np.diff(np.append(starts, len(col)))
+        run_cluster = c_sorted[starts]
+        # per cluster keep the run with the largest count (stable: first = smallest value)
+        pick = np.lexsort((-counts, run_cluster))
+        best = pick[run_starts(run_cluster[pick])]
+        out[run_cluster[best], k] = v_sorted[starts[best]]
+    return out
+
+
+def remap_links(
+    links: IntArray,
+    cluster: IntArray,
+    *,
+    directed: bool,
+    attributes: Mapping[str, Column],
+) -> tuple[IntArray, dict[str, Column]]:
+    """Map links to clusters; drop degenerate links and duplicates (first one kept)."""
+    if len(links) == 0:
+        return links, dict(attributes)
+    ends = cluster[links]
+    srt = np.sort(ends, axis=1)
+    keep = np.all(srt[:, 1:] != srt[:, :-1], axis=1)
+    key = ends if directed else srt
+    idx = np.flatnonzero(keep)
+    _, first = np.unique(key[idx], axis=0, return_index=True)
+    idx = idx[np.sort(first)]
+    out = ends[idx] if directed or ends.shape[1] != 2 else srt[idx]
+    return out, {k: c.take(idx) for k, c in attributes.items()}

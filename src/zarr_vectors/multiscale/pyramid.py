@@ -1,0 +1,306 @@
+"""Build coarser resolution levels for every geometry type (FORMAT.md §4, §5, §10).
+
+Level N is derived from level N-1: objects outside the level's kept set are dropped, vertices
+merge into metavertices (:mod:`~zarr_vectors.multiscale.cluster`), attributes aggregate, links
+are remapped, and the level is written with the same pipeline as level 0.  Ratios are relative
+to level 0, integer, component-wise non-decreasing, and the level's bin must divide the chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import zarr
+
+from zarr_vectors.core.chunking import ChunkLayout
+from zarr_vectors.core.columns import Column
+from zarr_vectors.core.io import Compressor
+from zarr_vectors.core.multiscale import write_multiscale_metadata
+from zarr_vectors.core.parts import read_parts
+from zarr_vectors.core.plan import GeometryParts
+from zarr_vectors.core.reader import LevelReader
+from zarr_vectors.core.store import StoreLike, list_resolution_levels, open_store
+from zarr_vectors.core.writer import write_level
+from zarr_vectors.errors import InvalidInputError, StoreExistsError
+from zarr_vectors.multiscale.cluster import (
+    MergeRule,
+    aggregate,
+    assign_clusters,
+    default_aggregation,
+    remap_links,
+)
+from zarr_vectors.multiscale.sparsity import keep_count, rank_objects
+from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.conventions import Aggregation, GeometryTypeName, SparsityStrategy
+from zarr_vectors.spec.metadata import (
+    LevelMetadata,
+    RootMetadata,
+    check_divides,
+    parse_int_tuple,
+)
+
+__all__ = ["PyramidLevel", "build_pyramid", "coarsen_parts"]
+
+IntArray = npt.NDArray[np.int64]
+
+_RULES: Mapping[GeometryTypeName, MergeRule] = {
+    GeometryTypeName.POINT_CLOUD: MergeRule.BIN,
+    GeometryTypeName.LINE: MergeRule.RUN,
+    GeometryTypeName.POLYLINE: MergeRule.RUN,
+    GeometryTypeName.STREAMLINE: MergeRule.RUN,
+    GeometryTypeName.GRAPH: MergeRule.BIN,
+    GeometryTypeName.SKELETON: MergeRule.TREE,
+    GeometryTypeName.MESH: MergeRule.BIN,
+}
+_SEQUENTIAL = {GeometryTypeName.LINE, GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE}
+
+
+@dataclass(frozen=True)
+class PyramidLevel:
+    """Summary of one level written by :func:`build_pyramid`."""
+
+    level: int
+    """Level number."""
+    bin_ratio: tuple[int, ...]
+    """Bin size relative to level 0."""
+    vertex_count: int
+    """Metavertices stored."""
+    object_count: int
+    """Objects kept."""
+    object_sparsity: float
+    """Fraction of level-0 objects kept."""
+
+
+def _parse_ratios(bin_ratios: Sequence[Sequence[int]], meta: RootMetadata) -> list[tuple[int, ...]]:
+    d = meta.spatial_dims
+    out: list[tuple[int, ...]] = []
+    prev = (1,) * d
+    for i, r in enumerate(bin_ratios):
+        ratio = parse_int_tuple(r, f"bin_ratios[{i}]", length=d, minimum=1)
+        if any(a < b for a, b in zip(ratio, prev, strict=True)):
+            raise InvalidInputError(
+                f"bin_ratios[{i}] = {list(ratio)} decreases from {list(prev)}: ratios must be "
+                "component-wise non-decreasing"
+            )
+        check_divides(meta.chunk_shape, meta.bin_shape_for(ratio), f"bin_ratios[{i}] bin shape")
+        out.append(ratio)
+        prev = ratio
+    return out
+
+
+def _parse_sparsity(value: float | Sequence[float] | None, n: int) -> list[float]:
+    vals = (
+        [1.0] * n
+        if value is None
+        else ([float(value)] * n if isinstance(value, int | float) else [float(v) for v in value])
+    )
+    if len(vals) != n:
+        raise InvalidInputError(f"object_sparsity has {len(vals)} values for {n} levels")
+    prev = 1.0
+    for i, v in enumerate(vals):
+        if not 0.0 < v <= prev:
+            raise InvalidInputError(
+                f"object_sparsity[{i}] = {v}: must be in (0, 1] and non-increasing with level"
+            )
+        prev = v
+    return vals
+
+
+def _keep_objects(parts: GeometryParts, keep: IntArray) -> GeometryParts:
+    """Drop vertices (and links touching them) of objects not in ``keep``."""
+    assert parts.vertex_object is not None
+    mask = np.zeros(parts.n_objects, dtype=bool)
+    mask[keep] = True
+    vkeep = mask[parts.vertex_object]
+    if vkeep.all():
+        return parts
+    new_index = np.cumsum(vkeep) - 1
+    links, link_attrs = parts.links, dict(parts.link_attributes)
+    if links is not None and len(links):
+        ok = np.all(vkeep[links], axis=1)
+        links = new_index[links[ok]]
+        link_attrs = {k: c.take(np.flatnonzero(ok)) for k, c in link_attrs.items()}
+    idx = np.flatnonzero(vkeep)
+    return replace(
+        parts,
+        positions=parts.positions[idx],
+        vertex_object=parts.vertex_object[idx],
+        vertex_attributes={k: c.take(idx) for k, c in parts.vertex_attributes.items()},
+        links=links,
+        link_attributes=link_attrs,
+    )
+
+
+def coarsen_parts(
+    parts: GeometryParts,
+    layout: ChunkLayout,
+    rule: MergeRule,
+    *,
+    directed: bool = False,
+    aggregation: Mapping[str, Aggregation] | None = None,
+) -> tuple[GeometryParts, dict[str, str]]:
+    """Merge vertices into metavertices on ``layout``'s bins; return parts and methods used."""
+    cluster, n = assign_clusters(parts.positions, parts.vertex_object, layout, rule, parts.links)
+    pos = aggregate(parts.positions, cluster, n, Aggregation.MEAN)
+    used: dict[str, str] = {}
+    attrs: dict[str, Column] = {}
+    for name, col in parts.vertex_attributes.items():
+        how = (aggregation or {}).get(name, default_aggregation(col))
+        used[name] = how.value
+        attrs[name] = Column(aggregate(col.values, cluster, n, how), col.categories)
+    obj = None
+    if parts.vertex_object is not None:
+        first = np.full(n, len(cluster), dtype=np.int64)
+        np.minimum.at(first, cluster, np.arange(len(cluster), dtype=np.int64))
+        obj = parts.vertex_object[first]
+    links, link_attrs = parts.links, dict(parts.link_attributes)
+    if links is not None:
+        links, link_attrs = remap_links(
+            links, cluster, directed=directed, attributes=parts.link_attributes
+        )
+    coarse = replace(
+        parts,
+        positions=pos.astype(parts.positions.dtype),
+        vertex_object=obj,
+        vertex_attributes=attrs,
+        links=links,
+        link_attributes=link_attrs,
+    )
+    return coarse, used
+
+
+def build_pyramid(
+    store: StoreLike,
+    bin_ratios: Sequence[Sequence[int]],
+    *,
+    object_sparsity: float | Sequence[float] | None = None,
+    sparsity_strategy: SparsityStrategy | str = "spatial_coverage",
+    sparsity_attribute: str | None = None,
+    aggregation: Mapping[str, Aggregation | str] | None = None,
+    seed: int = 0,
+    overwrite: bool = False,
+    compressor: Compressor | str = "default",
+    storage_options: Mapping[str, Any] | None = None,
+) -> list[PyramidLevel]:
+    """Add coarser levels 1..n to a store, one per entry of ``bin_ratios``.
+
+    Parameters
+    ----------
+    store
+        An existing store (level 0 written by a ``write_*`` function).
+    bin_ratios
+        Bin size of each new level relative to level 0, e.g. ``[(2, 2, 2), (4, 4, 4)]``;
+        integer, component-wise non-decreasing; ``base_bin_shape × ratio`` must divide
+        ``chunk_shape``.
+    object_sparsity
+        Fraction of level-0 objects kept at each level: one number for all levels or one per
+        level (non-increasing).  Default: keep every object.
+    sparsity_strategy
+        ``"spatial_coverage"`` (spread kept objects over space), ``"length"`` (longest first),
+        ``"attribute"`` (highest ``sparsity_attribute`` first) or ``"random"``.
+    sparsity_attribute
+        Object attribute ranking objects for ``sparsity_strategy="attribute"``.
+    aggregation
+        Per vertex attribute: ``"mean"``, ``"mode"``, ``"min"``, ``"max"``, ``"first"`` or
+        ``"sum"`` (default mean for floats, mode otherwise).
+    seed
+        Seed of the random strategy.
+    overwrite
+        Replace existing levels > 0; otherwise existing coarse levels raise.
+    compressor, storage_options
+        As for the writers.
+
+    Returns
+    -------
+    list of PyramidLevel
+        What each new level holds.
+
+    Examples
+    --------
+    >>> import numpy as np, zarr_vectors as zv
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> pts = np.random.default_rng(0).uniform(0, 100, (1000, 3))
+    >>> _ = zv.write_points(store, pts, chunk_shape=(50, 50, 50), bin_shape=(5, 5, 5))
+    >>> [lvl.vertex_count < 1000 for lvl in zv.build_pyramid(store, [(2, 2, 2), (10, 10, 10)])]
+    [True, True]
+    """
+    root = open_store(store, mode="r+", storage_options=storage_options)
+    meta = RootMetadata.from_dict(root.attrs.asdict())
+    ratios = _parse_ratios(bin_ratios, meta)
+    existing = [lv for lv in list_resolution_levels(root) if lv > 0]
+    if existing and not overwrite:
+        raise StoreExistsError(f"levels {existing} exist; pass overwrite=True to rebuild them")
+    for lv in existing:
+        del root[L.level_path(lv)]
+    strategy = SparsityStrategy.parse(sparsity_strategy, field="sparsity_strategy")
+    aggs = {
+        k: Aggregation.parse(v, field=f"aggregation[{k!r}]") for k, v in (aggregation or {}).items()
+    }
+    gtype = meta.geometry_type
+    reader = LevelReader(root, 0)
+    parts = read_parts(
+        reader, ordered=gtype is not GeometryTypeName.POINT_CLOUD, sequential=gtype in _SEQUENTIAL
+    )
+    unknown = set(aggs) - set(parts.vertex_attributes)
+    if unknown:
+        raise InvalidInputError(f"aggregation names unknown attributes {sorted(unknown)}")
+    has_objects = parts.vertex_object is not None
+    if not has_objects and object_sparsity is not None:
+        raise InvalidInputError("object_sparsity needs a store with objects")
+    sparsities = _parse_sparsity(object_sparsity, len(ratios))
+    ranking = (
+        rank_objects(parts, strategy, reader.layout, attribute=sparsity_attribute, seed=seed)
+        if has_objects
+        else np.zeros(0, np.int64)
+    )
+    return _build_levels(root, meta, parts, ratios, sparsities, ranking, strategy, aggs, compressor)
+
+
+def _build_levels(
+    root: zarr.Group,
+    meta: RootMetadata,
+    parts: GeometryParts,
+    ratios: list[tuple[int, ...]],
+    sparsities: list[float],
+    ranking: IntArray,
+    strategy: SparsityStrategy,
+    aggs: Mapping[str, Aggregation],
+    compressor: Compressor | str,
+) -> list[PyramidLevel]:
+    gtype = meta.geometry_type
+    directed = bool(meta.type_metadata.get("is_directed", gtype is GeometryTypeName.SKELETON))
+    assert meta.chunk_grid is not None
+    out: list[PyramidLevel] = []
+    current = parts
+    for i, (ratio, sparsity) in enumerate(zip(ratios, sparsities, strict=True), start=1):
+        layout = ChunkLayout(meta.chunk_shape, meta.bin_shape_for(ratio), meta.chunk_grid)
+        if current.vertex_object is not None:
+            current = _keep_objects(current, ranking[: keep_count(sparsity, parts.n_objects)])
+        current, used = coarsen_parts(
+            current, layout, _RULES[gtype], directed=directed, aggregation=aggs
+        )
+        has_obj = current.vertex_object is not None
+        lvl = LevelMetadata(
+            level=i,
+            bin_ratio=ratio,
+            bin_shape=layout.bin_shape,
+            object_sparsity=sparsity,
+            sparsity_strategy=strategy if has_obj else None,
+            coarsening={
+                "method": "bin_mean",
+                "merge": _RULES[gtype].value,
+                "source_level": i - 1,
+                "aggregation": used,
+            },
+        )
+        done = write_level(
+            root.create_group(L.level_path(i)), current, layout, lvl, compressor=compressor
+        )
+        out.append(PyramidLevel(i, ratio, done.vertex_count, done.object_count, sparsity))
+    write_multiscale_metadata(root)
+    return out

@@ -1,0 +1,31 @@
+"""Test kit shipped with zarr_vectors: exact assertions, canonical examples, strategies.
+
+* :func:`assert_geometry_equal` / :func:`assert_points_equal` compare results bit-exactly
+  (point sets as multisets, since reads return storage order);
+* :mod:`zarr_vectors.testing.examples` is a catalogue of canonical inputs (empty, single
+  vertex, chunk boundaries, NaN attributes, 2-D/3-D/4-D, uint64 ids, ...);
+* :mod:`zarr_vectors.testing.strategies` holds hypothesis strategies for point sets, chunk and
+  bin shapes, boxes and ragged geometry (import it explicitly; it needs ``hypothesis``).
+"""
+
+from __future__ import annotations
+
+from zarr_vectors.testing.assertions import (
+    assert_arrays_identical,
+    assert_geometry_equal,
+    assert_points_equal,
+)
+from zarr_vectors.testing.examples import (
+    POINT_CLOUD_EXAMPLES,
+    PointCloudExample,
+    point_cloud_example,
+)
+
+__all__ = [
+    "POINT_CLOUD_EXAMPLES",
+    "PointCloudExample",
+    "assert_arrays_identical",
+    "assert_geometry_equal",
+    "assert_points_equal",
+    "point_cloud_example",
+]

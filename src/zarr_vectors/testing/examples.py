@@ -1,0 +1,145 @@
+"""A catalogue of canonical geometries that every implementation must round-trip.
+
+Each example is small, named, and aimed at one edge of the format (FORMAT.md §2, §6, §8): the
+empty set, a single vertex, points exactly on chunk boundaries, negative coordinates and
+``-0.0``, duplicates, data spread over many chunks, NaN attributes, 2-D/3-D/4-D variants,
+float32, categorical attributes and non-dense uint64 object ids.
+
+Examples
+--------
+>>> import zarr_vectors as zv
+>>> from zarr.storage import MemoryStore
+>>> from zarr_vectors.testing import assert_points_equal
+>>> ex = point_cloud_example("chunk_boundaries_3d")
+>>> store = MemoryStore()
+>>> _ = zv.write_points(store, **ex.write_kwargs())
+>>> assert_points_equal(zv.read_points(store), ex.expected())
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.types.points import Points
+
+__all__ = ["POINT_CLOUD_EXAMPLES", "PointCloudExample", "point_cloud_example"]
+
+AnyArray = npt.NDArray[Any]
+
+
+@dataclass(frozen=True)
+class PointCloudExample:
+    """One named point-cloud input plus the options to write it."""
+
+    name: str
+    """Identifier, used as the pytest id."""
+    positions: AnyArray
+    """(N, D) coordinates."""
+    chunk_shape: tuple[float, ...]
+    """Chunk extent per axis."""
+    bin_shape: tuple[float, ...] | None = None
+    """Bin extent per axis, or None for one bin per chunk."""
+    attributes: Mapping[str, AnyArray] = field(default_factory=dict)
+    """Per-point attributes."""
+    object_ids: AnyArray | None = None
+    """Per-point object ids, or None."""
+    object_attributes: Mapping[str, AnyArray] = field(default_factory=dict)
+    """Per-object attributes, one row per distinct id in ascending order."""
+    groups: Mapping[str, AnyArray] = field(default_factory=dict)
+    """Named groups of object ids."""
+
+    def write_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``write_points(store, **kwargs)``."""
+        out: dict[str, Any] = {
+            "positions": self.positions,
+            "chunk_shape": self.chunk_shape,
+            "bin_shape": self.bin_shape,
+            "attributes": dict(self.attributes),
+        }
+        if self.object_ids is not None:
+            out["object_ids"] = self.object_ids
+            out["object_attributes"] = dict(self.object_attributes)
+            out["groups"] = dict(self.groups)
+        return out
+
+    def expected(self) -> Points:
+        """Return the :class:`~zarr_vectors.Points` a full read must give back (as a multiset)."""
+        return Points(self.positions, dict(self.attributes), self.object_ids)
+
+
+def _grid(ndim: int, per_axis: int, step: float) -> AnyArray:
+    axes = np.meshgrid(*[np.arange(per_axis) * step for _ in range(ndim)], indexing="ij")
+    return np.stack([a.ravel() for a in axes], axis=1)
+
+
+def _build() -> tuple[PointCloudExample, ...]:
+    rng = np.random.default_rng(20241115)
+    boundaries = np.array(
+        [
+            [0.0, 0.0, 0.0],
+            [10.0, 10.0, 10.0],
+            [-10.0, 0.0, 10.0],
+            [5.0, -5.0, 20.0],
+            [-20.0, -20.0, -20.0],
+            [9.999999, 10.0, -0.0],
+        ]
+    )
+    many = rng.uniform(-95.0, 95.0, size=(400, 3))
+    nan_attr = np.array([0.5, np.nan, -np.inf, np.inf, -0.0], dtype=np.float32)
+    cats = np.array(["soma", "axon", "", "axon", "dendrite"])
+    uint_ids = np.array([2**64 - 1, 7, 7, 2**63, 2**64 - 1], dtype=np.uint64)
+    five = np.arange(15, dtype=np.float64).reshape(5, 3) - 7.0
+    return (
+        PointCloudExample("empty_3d", np.zeros((0, 3)), (10.0, 10.0, 10.0)),
+        PointCloudExample("empty_2d_float32", np.zeros((0, 2), np.float32), (1.0, 1.0)),
+        PointCloudExample("single_point", np.array([[1.0, 2.0, 3.0]]), (10.0, 10.0, 10.0)),
+        PointCloudExample(
+            "single_point_2d_float32", np.array([[-1.5, 2.5]], np.float32), (1.0, 1.0), (0.5, 0.5)
+        ),
+        PointCloudExample("chunk_boundaries_3d", boundaries, (10.0, 10.0, 10.0), (5.0, 5.0, 2.5)),
+        PointCloudExample("negative_2d", -np.abs(_grid(2, 6, 0.75)) - 0.25, (1.0, 2.0), (0.5, 0.5)),
+        PointCloudExample("duplicates", np.repeat(five, 3, axis=0), (4.0, 4.0, 4.0)),
+        PointCloudExample("many_chunks", many, (10.0, 10.0, 10.0), (2.5, 5.0, 10.0)),
+        PointCloudExample("four_d", _grid(4, 3, 0.5), (1.0, 1.0, 1.0, 0.5), (0.5, 0.5, 0.5, 0.5)),
+        PointCloudExample("decimal_chunks", _grid(2, 7, 0.1), (0.3, 0.2), (0.1, 0.1)),
+        PointCloudExample(
+            "nan_attributes", five, (4.0, 4.0, 4.0), attributes={"intensity": nan_attr}
+        ),
+        PointCloudExample(
+            "typed_attributes",
+            five,
+            (4.0, 4.0, 4.0),
+            (2.0, 2.0, 2.0),
+            attributes={
+                "rgb": np.arange(15, dtype=np.uint8).reshape(5, 3),
+                "flag": np.array([True, False, True, True, False]),
+                "big": np.array([0, 1, 2**63, 2**64 - 1, 5], dtype=np.uint64),
+                "label": cats,
+            },
+        ),
+        PointCloudExample(
+            "uint64_object_ids",
+            five,
+            (4.0, 4.0, 4.0),
+            object_ids=uint_ids,
+            object_attributes={"volume": np.array([1.5, 2.5, 3.5])},
+            groups={"big": np.array([2**63, 2**64 - 1], dtype=np.uint64)},
+        ),
+    )
+
+
+POINT_CLOUD_EXAMPLES: tuple[PointCloudExample, ...] = _build()
+"""Every canonical point-cloud example, in a fixed order."""
+
+
+def point_cloud_example(name: str) -> PointCloudExample:
+    """Return the example called ``name`` (``KeyError`` listing the names if unknown)."""
+    for ex in POINT_CLOUD_EXAMPLES:
+        if ex.name == name:
+            return ex
+    raise KeyError(f"no example {name!r}; examples: {[e.name for e in POINT_CLOUD_EXAMPLES]}")
