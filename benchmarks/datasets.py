@@ -47,6 +47,7 @@ __all__ = [
     "PointsData",
     "SkeletonsData",
     "StreamlinesData",
+    "TaskData",
     "bbox_fraction",
     "chunk_shape_for",
     "make_graph",
@@ -240,7 +241,7 @@ def _unit(v: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
     """Normalise vectors along the last axis."""
     v = np.asarray(v, dtype=np.float64)
     norm = np.linalg.norm(v, axis=-1, keepdims=True)
-    return v / np.maximum(norm, 1e-12)
+    return np.asarray(v / np.maximum(norm, 1e-12), dtype=np.float64)
 
 
 def _segmented_cumsum(x: npt.NDArray[np.floating], offsets: I64) -> npt.NDArray[np.float64]:
@@ -262,7 +263,7 @@ def _segmented_cumsum(x: npt.NDArray[np.floating], offsets: I64) -> npt.NDArray[
     total = np.cumsum(x, axis=0)
     starts = offsets[:-1]
     before = total[starts] - x[starts]
-    return total - np.repeat(before, np.diff(offsets), axis=0)
+    return np.asarray(total - np.repeat(before, np.diff(offsets), axis=0), dtype=np.float64)
 
 
 def _tree_path_sum(steps: npt.NDArray[np.float64], parents: I64) -> npt.NDArray[np.float64]:
@@ -304,7 +305,7 @@ def _fold_into_box(
     lo = np.asarray(lo, dtype=np.float64)
     width = np.asarray(hi, dtype=np.float64) - lo
     m = np.mod(pos - lo, 2.0 * width)
-    return lo + np.where(m > width, 2.0 * width - m, m)
+    return np.asarray(lo + np.where(m > width, 2.0 * width - m, m), dtype=np.float64)
 
 
 def chunk_shape_for(
@@ -330,8 +331,12 @@ def chunk_shape_for(
     return np.full(3, max(side, 1.0))
 
 
-def bbox_fraction(positions: npt.NDArray[np.floating], fraction: float = 0.1) -> tuple[F64, F64]:
-    """Return a centred box covering about ``fraction`` of the data's bounding volume.
+def bbox_fraction(
+    positions: npt.NDArray[np.floating],
+    fraction: float = 0.1,
+    centre: npt.ArrayLike | None = None,
+) -> tuple[F64, F64]:
+    """Return a box covering about ``fraction`` of the data's bounding volume.
 
     Parameters
     ----------
@@ -339,6 +344,9 @@ def bbox_fraction(positions: npt.NDArray[np.floating], fraction: float = 0.1) ->
         Coordinates.
     fraction : float, optional
         Target volume fraction of the axis-aligned bounding box.
+    centre : array_like, shape (3,), optional
+        Box centre; defaults to the centre of the data's bounds.  Pass a data
+        point for sparse data (e.g. meshes) so the box is not empty.
 
     Returns
     -------
@@ -347,9 +355,9 @@ def bbox_fraction(positions: npt.NDArray[np.floating], fraction: float = 0.1) ->
     """
     lo = positions.min(axis=0).astype(np.float64)
     hi = positions.max(axis=0).astype(np.float64)
-    centre = (lo + hi) / 2.0
+    mid = (lo + hi) / 2.0 if centre is None else np.asarray(centre, dtype=np.float64)
     half = (hi - lo) * fraction ** (1.0 / 3.0) / 2.0
-    return centre - half, centre + half
+    return mid - half, mid + half
 
 
 def save_task_npz(
