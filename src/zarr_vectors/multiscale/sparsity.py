@@ -39,8 +39,8 @@ def _object_length(parts: GeometryParts) -> npt.NDArray[np.float64]:
         return counts
     step = np.linalg.norm(np.diff(parts.positions.astype(np.float64), axis=0), axis=1)
     same = obj[1:] == obj[:-1]
-    length: npt.NDArray[np.float64] = np.bincount(obj[1:][same], weights=step[same], minlength=n)
-    return length
+    weighted = np.bincount(obj[1:][same], weights=step[same], minlength=n)
+    return np.asarray(weighted, dtype=np.float64)
 
 
 def rank_objects(
