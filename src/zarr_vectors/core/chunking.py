@@ -100,6 +100,40 @@ class ChunkLayout:
             flat += b
         return flat
 
+    def locate(self, positions: FloatArray) -> tuple[IntArray, IntArray]:
+        """Return the flat grid index of each position's chunk and its flat bin in the chunk.
+
+        Same arithmetic as :meth:`chunk_coords`, :meth:`flat_index` and :meth:`bin_flat`, fused
+        into one pass per axis over contiguous columns.
+        """
+        n = len(positions)
+        flat = np.zeros(n, dtype=np.int64)
+        bins = np.zeros(n, dtype=np.int64)
+        nb = self.bins_per_chunk
+        for d in range(self.ndim):
+            col = np.ascontiguousarray(positions[:, d], dtype=np.float64)
+            c = np.floor(col / self.chunk_shape[d])
+            cid = c.astype(np.int64)
+            idx = cid - self.grid.origin[d]
+            if n and (idx.min() < 0 or idx.max() >= self.grid.shape[d]):
+                row = int(np.argmax((idx < 0) | (idx >= self.grid.shape[d])))
+                coords = self.chunk_coords(positions[row : row + 1])[0].tolist()
+                raise OutOfBoundsError(
+                    f"position row {row} falls in chunk {coords}, outside the store's chunk "
+                    f"grid (origin {list(self.grid.origin)}, shape {list(self.grid.shape)}); "
+                    "create the store with bounds that cover all data"
+                )
+            flat *= self.grid.shape[d]
+            flat += idx
+            if nb[d] > 1:
+                col -= c * self.chunk_shape[d]
+                col /= self.bin_shape[d]
+                b = np.floor(col).astype(np.int64)
+                np.clip(b, 0, nb[d] - 1, out=b)
+                bins *= nb[d]
+                bins += b
+        return flat, bins
+
     def storage_index(self, chunk_coords: IntArray) -> IntArray:
         """Return grid indices ``c - origin``; raise if a chunk falls outside the grid."""
         idx = chunk_coords - np.asarray(self.grid.origin, dtype=np.int64)

@@ -109,9 +109,7 @@ def plan_level(parts: GeometryParts, layout: ChunkLayout) -> LevelPlan:
     """Compute the placement of every vertex, fragment, manifest ref and link."""
     pos = parts.positions
     n = len(pos)
-    coords = layout.chunk_coords(pos)
-    flat = layout.flat_index(coords)
-    bins = layout.bin_flat(pos, coords)
+    flat, bins = layout.locate(pos)
     nbins = int(np.prod(layout.bins_per_chunk))
     obj = parts.vertex_object
     rank = _traversal_rank(parts)
@@ -181,7 +179,6 @@ def plan_level(parts: GeometryParts, layout: ChunkLayout) -> LevelPlan:
             ref_chunk,
             ref_first,
             ref_last,
-            coords,
         )
     return LevelPlan(
         order=order,
@@ -206,7 +203,6 @@ def _plan_links(
     ref_chunk: IntArray,
     ref_first: IntArray,
     ref_last: IntArray,
-    coords: IntArray,
 ) -> LinkPlan:
     n = len(order)
     where = np.empty(n, dtype=np.int64)
@@ -215,7 +211,10 @@ def _plan_links(
     local_chunk = np.zeros(0, dtype=np.int64)
     local_rows = np.zeros((0, 0), dtype=np.int32)
     local_src = np.zeros(0, dtype=np.int64)
-    s_coords = coords[order]
+
+    def s_coords(rows: IntArray) -> IntArray:
+        return layout.coords_of_flat(s_flat[rows])
+
     if parts.links is not None and len(parts.links):
         ends = where[parts.links]  # (L, k) sorted rows
         owner = s_flat[ends[:, 0]]
@@ -230,7 +229,7 @@ def _plan_links(
         e = ends[cross_idx]
         rows = np.concatenate(
             [
-                np.concatenate([s_coords[e[:, j]], row_in_chunk[e[:, j], None]], axis=1)
+                np.concatenate([s_coords(e[:, j]), row_in_chunk[e[:, j], None]], axis=1)
                 for j in range(e.shape[1])
             ],
             axis=1,
@@ -245,7 +244,7 @@ def _plan_links(
         join = np.flatnonzero(ref_obj[1:] == ref_obj[:-1])  # ref j joins ref j+1
         a, b = ref_last[join], ref_first[join + 1]
         rows = np.concatenate(
-            [s_coords[a], row_in_chunk[a, None], s_coords[b], row_in_chunk[b, None]], axis=1
+            [s_coords(a), row_in_chunk[a, None], s_coords(b), row_in_chunk[b, None]], axis=1
         )
         pieces_chunk.append(ref_chunk[join])
         pieces_rows.append(rows)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import uuid
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -141,6 +142,20 @@ def _column_attrs(col: Column) -> dict[str, Any]:
     return extra
 
 
+def take_rows(values: npt.NDArray[Any], order: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
+    """Return ``values[order]`` for (N, K) rows, gathering whole rows as opaque records.
+
+    numpy's fancy indexing of a 2-D array is several times slower than of a 1-D one, so
+    contiguous rows are viewed as single void items for the gather.
+    """
+    arr = np.ascontiguousarray(values)
+    if arr.ndim < 2 or arr.shape[1] == 1 or len(arr) == 0:
+        return arr[order]
+    width = arr.dtype.itemsize * int(np.prod(arr.shape[1:]))
+    rows = arr.reshape(len(arr), -1).view(np.dtype((np.void, width))).ravel()
+    return rows[order].view(arr.dtype).reshape((len(order), *arr.shape[1:]))
+
+
 def _split(
     rows: npt.NDArray[Any], chunk_of_row: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], list[bytes]]:
@@ -167,6 +182,23 @@ class _LevelWriter:
         self.grid_shape = grid_shape
         self.compressor = compressor
         self.shards = shards
+        # payload encoding and file writes release the GIL: overlap them with the next gather
+        self._pool = ThreadPoolExecutor(max_workers=1)
+        self._pending: list[Future[None]] = []
+
+    def abort(self) -> None:
+        """Stop queued writes after a failure elsewhere (their errors are secondary)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pending.clear()
+
+    def finish(self) -> None:
+        """Wait for every queued payload write; re-raise the first failure."""
+        try:
+            for f in self._pending:
+                f.result()
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pending.clear()
 
     def payload(
         self,
@@ -186,7 +218,7 @@ class _LevelWriter:
             shards=self.shards,
         )
         flats, payloads = _split(rows, chunk_of_row)
-        arr.write(flats, payloads)
+        self._pending.append(self._pool.submit(arr.write, flats, payloads))
 
     def dense(
         self,
@@ -230,14 +262,37 @@ def write_level(
     """Write every array of one level into ``group`` and return its completed metadata."""
     plan = plan_level(parts, layout) if plan is None else plan
     w = _LevelWriter(group, layout.grid.shape, compressor, shards)
+    try:
+        _write_arrays(w, parts, plan)
+    except BaseException:
+        w.abort()
+        raise
+    w.finish()
+    done = LevelMetadata(
+        level=level.level,
+        bin_ratio=level.bin_ratio,
+        bin_shape=level.bin_shape,
+        vertex_count=len(parts.positions),
+        object_count=int(np.count_nonzero(np.diff(plan.object_offsets))),
+        chunk_count=len(plan.chunks),
+        object_sparsity=level.object_sparsity,
+        sparsity_strategy=level.sparsity_strategy,
+        coarsening=level.coarsening,
+        extra=level.extra,
+    )
+    group.attrs.put(done.to_dict())
+    return done
+
+
+def _write_arrays(w: _LevelWriter, parts: GeometryParts, plan: LevelPlan) -> None:
     row_chunk = np.repeat(plan.chunks, np.diff(plan.chunk_offsets))
-    w.payload(L.VERTICES, ArrayKind.VERTICES, parts.positions[plan.order], row_chunk)
+    w.payload(L.VERTICES, ArrayKind.VERTICES, take_rows(parts.positions, plan.order), row_chunk)
     w.payload(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, plan.fragments, plan.fragment_chunk)
     for name, col in parts.vertex_attributes.items():
         w.payload(
             L.attribute_path(L.ATTRIBUTES, name),
             ArrayKind.ATTRIBUTE,
-            col.rows[plan.order],
+            take_rows(col.rows, plan.order),
             row_chunk,
             _column_attrs(col),
         )
@@ -254,20 +309,6 @@ def write_level(
             _column_attrs(col),
         )
     _write_groups(w, parts)
-    done = LevelMetadata(
-        level=level.level,
-        bin_ratio=level.bin_ratio,
-        bin_shape=level.bin_shape,
-        vertex_count=len(parts.positions),
-        object_count=int(np.count_nonzero(np.diff(plan.object_offsets))),
-        chunk_count=len(plan.chunks),
-        object_sparsity=level.object_sparsity,
-        sparsity_strategy=level.sparsity_strategy,
-        coarsening=level.coarsening,
-        extra=level.extra,
-    )
-    group.attrs.put(done.to_dict())
-    return done
 
 
 def _write_links(w: _LevelWriter, parts: GeometryParts, plan: LevelPlan) -> None:

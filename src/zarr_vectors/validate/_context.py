@@ -333,7 +333,7 @@ class ValidationContext:
 
     @cached_property
     def chunk_grid(self) -> ChunkGrid | None:
-        """``chunk_grid`` when it parses and has ``spatial_dims`` dimensions."""
+        """``chunk_grid`` when it parses (with ``spatial_dims`` dimensions, when that is known)."""
         value = self.root_attrs.get("chunk_grid")
         if not isinstance(value, Mapping):
             return None
@@ -341,11 +341,12 @@ class ValidationContext:
             grid = ChunkGrid.from_dict(value)
         except (MetadataValidationError, TypeError):
             return None
-        return grid if len(grid.shape) == self.spatial_dims else None
+        d = self.spatial_dims
+        return grid if d is None or len(grid.shape) == d else None
 
     @cached_property
     def bounding_box(self) -> BoundingBox | None:
-        """``bounding_box`` when it parses and has ``spatial_dims`` dimensions."""
+        """``bounding_box`` when it parses (with ``spatial_dims`` dimensions, when known)."""
         value = self.root_attrs.get("bounding_box")
         if not isinstance(value, Mapping):
             return None
@@ -353,7 +354,8 @@ class ValidationContext:
             box = BoundingBox.from_dict(value)
         except (MetadataValidationError, TypeError):
             return None
-        return box if box.ndim == self.spatial_dims else None
+        d = self.spatial_dims
+        return box if d is None or box.ndim == d else None
 
     @cached_property
     def multiscale(self) -> Mapping[str, JSON] | None:

@@ -77,7 +77,7 @@ def check_datasets(ctx: ValidationContext) -> None:
             "",
             f"datasets must be listed ascending by level without repeats, got {levels}",
         )
-    listed = {str(lv) for lv in levels}
+    listed = {str(lv) for lv in ctx.dataset_by_level}  # parsed or not: listed is listed
     for path in ctx.level_paths:
         if path not in listed:
             ctx.error(

@@ -36,6 +36,7 @@ __all__ = [
 def check_documents(ctx: ValidationContext) -> None:
     """Report metadata documents that cannot be read or parsed, and stores without listing."""
     for bad in ctx.scan.bad:
+        ctx.reported.add(bad.path)
         ctx.error("L1.json.malformed", bad.path, f"{bad.name} {bad.reason}")
     for node in ctx.scan.nodes.values():
         if node.docs and node.attrs(ctx.zarr_format) is None:
@@ -61,6 +62,8 @@ def check_root_group(ctx: ValidationContext) -> None:
         )
         return
     kind = root.kind(ctx.zarr_format)
+    if kind is None and "" in ctx.reported:
+        return  # its metadata document is malformed, reported by check_documents
     if kind != "group":
         doc = ZARR_JSON if ctx.zarr_format == 3 else ".zgroup"
         what = "a Zarr array" if kind == "array" else f"not a valid group ({doc} missing or bad)"
@@ -146,6 +149,8 @@ def check_level_groups(ctx: ValidationContext) -> None:
         if "/" in path or not path.isdigit():
             continue
         kind = node.kind(ctx.zarr_format)
+        if kind is None and path in ctx.reported:
+            continue  # malformed metadata document, already reported
         if kind != "group":
             ctx.reported.add(path)
             ctx.error(

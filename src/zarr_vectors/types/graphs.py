@@ -1,0 +1,746 @@
+"""Graphs (``graph``): vertices joined by explicit edges (FORMAT.md §6–§8).
+
+Contract
+--------
+* **Objects** are the connected components of the graph (edge direction ignored), numbered
+  ``0, 1, ...`` by their smallest vertex index, unless the writer is given per-vertex
+  ``object_ids``; then objects are numbered by first appearance and the user ids are kept in
+  ``object_attributes/id`` (always, so a reader knows objects were user-defined).
+* **Edges** are ``links`` rows (both ends in one chunk) or ``cross_chunk_links`` records (owned by
+  the chunk of endpoint 0).  Undirected edges are stored canonically as ``[min, max]`` in the
+  global vertex order below; directed edges keep ``[source, target]``.  Root key
+  ``is_directed`` says which.
+* **Simple graphs only**: a self-loop, or the same edge twice (for undirected graphs ``(a, b)``
+  and ``(b, a)`` are the same edge), is **rejected** with a :class:`GeometryError` naming the
+  rows — nothing is silently dropped, so every accepted edge and edge attribute round-trips.
+  Deduplicate first if your edge list is messy, e.g. ``np.unique(np.sort(e, axis=1), axis=0)``.
+* **Global vertex order**: objects in id order, each object's vertices in input order.  A full
+  read returns vertices in exactly this order, so a graph whose components are contiguous in the
+  input (the usual case) comes back in input order; otherwise vertex ``i`` of the result is the
+  ``i``-th vertex of that order.  Edges come back sorted by ``(source, target)``.
+* **Queries**: a box returns the vertices with ``min <= p < max`` in storage order (chunk by
+  chunk) and every edge whose two ends are returned; ``include_boundary_edges=True`` also
+  returns the edges with one end in the box, plus their outside vertices.  Object and group reads
+  fetch only the chunks of those objects and return their vertices in global order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.core.columns import Column, normalize_columns
+from zarr_vectors.core.io import Compressor
+from zarr_vectors.core.plan import GeometryParts
+from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts
+from zarr_vectors.core.reader import BBoxLike, LevelReader, parse_bbox
+from zarr_vectors.core.store import StoreLike, open_store
+from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
+from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
+from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.metadata import BoundingBox
+from zarr_vectors.types._base import (
+    GeometryType,
+    Query,
+    attribute_selection,
+    decode_columns,
+    register_geometry_type,
+    resolve_user_ids,
+    user_ids,
+)
+from zarr_vectors.types._objects import (
+    UserIdMap,
+    group_members_out,
+    groups_table,
+    in_box,
+    output_ids,
+    read_objects,
+)
+from zarr_vectors.types.polylines import _options
+
+__all__ = ["Graph", "check_edges", "connected_components", "read_graph", "write_graph"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.floating]
+_GRAPH_TYPES = (GeometryTypeName.GRAPH, GeometryTypeName.SKELETON)
+
+
+@dataclass(frozen=True)
+class Graph:
+    """Result of :func:`read_graph`: vertices, edges and their attributes.
+
+    Examples
+    --------
+    >>> g = Graph(np.zeros((3, 2)), np.array([[0, 1]]), np.array([0, 0, 1]))
+    >>> g.n_vertices, g.n_edges, g.objects.tolist()
+    (3, 1, [0, 1])
+    """
+
+    positions: FloatArray
+    """(N, D) vertex positions, physical units."""
+    edges: IntArray
+    """(E, 2) edges as indices into ``positions``; ``[min, max]`` when undirected."""
+    object_ids: npt.NDArray[Any]
+    """(N,) object of each vertex (user ids when given at write time, else component ids)."""
+    directed: bool = False
+    """Whether ``edges`` are ``[source, target]`` pairs."""
+    attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-vertex attributes, aligned with ``positions``."""
+    edge_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-edge attributes, aligned with ``edges``."""
+    object_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-object attributes, aligned with :attr:`objects`."""
+    groups: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Group name -> ids of the returned objects that belong to it."""
+    group_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-group attributes, in group order."""
+
+    @property
+    def n_vertices(self) -> int:
+        """Number of vertices N."""
+        return len(self.positions)
+
+    @property
+    def n_edges(self) -> int:
+        """Number of edges E."""
+        return len(self.edges)
+
+    @property
+    def ndim(self) -> int:
+        """Spatial dimensions D."""
+        return int(self.positions.shape[1])
+
+    @property
+    def objects(self) -> npt.NDArray[Any]:
+        """Distinct object ids, in order of first appearance in ``object_ids``."""
+        _, first = np.unique(self.object_ids, return_index=True)
+        return self.object_ids[np.sort(first)]
+
+
+# -- input checks ---------------------------------------------------------------------------
+
+
+def check_edges(edges: npt.ArrayLike, n: int, what: str = "edges") -> IntArray:
+    """Validate an (E, 2) integer edge list against ``n`` vertices.
+
+    Raises
+    ------
+    InvalidInputError
+        Wrong shape or dtype.
+    GeometryError
+        A vertex index outside ``0..n-1`` (the message names the row).
+
+    Examples
+    --------
+    >>> check_edges([[0, 2]], 3).tolist()
+    [[0, 2]]
+    >>> check_edges([], 3).shape
+    (0, 2)
+    """
+    arr = np.asarray(edges)
+    if arr.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise InvalidInputError(f"{what} must have shape (E, 2), got {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise InvalidInputError(f"{what} must be integers, got dtype {arr.dtype}")
+    bad = (arr < 0) | (arr >= n)
+    if bad.any():
+        row = int(np.argmax(bad.any(axis=1)))
+        col = int(np.argmax(bad[row]))
+        raise GeometryError(
+            f"{what} row {row}: vertex index {arr[row, col]} is out of range for {n} vertices"
+        )
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _compress(root: IntArray) -> IntArray:
+    """Pointer-jump a parent array (pointing to smaller indices) until each node names its root."""
+    while True:
+        nxt = root[root]
+        if np.array_equal(nxt, root):
+            return root
+        root = nxt
+
+
+def connected_components(n: int, edges: npt.ArrayLike) -> tuple[IntArray, int]:
+    """Label the connected components of an ``n``-vertex graph (edge direction ignored).
+
+    Vectorised label propagation: each round hooks the larger root of every edge whose ends
+    have different roots onto the smaller one, then compresses paths by pointer jumping.
+
+    Returns
+    -------
+    labels, count
+        (n,) component of each vertex, numbered by smallest vertex index; number of components.
+
+    Examples
+    --------
+    >>> labels, count = connected_components(5, [[3, 1], [4, 0]])
+    >>> labels.tolist(), count
+    ([0, 1, 2, 1, 0], 3)
+    """
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    root = np.arange(n, dtype=np.int64)
+    u, v = e[:, 0], e[:, 1]
+    while u.size:
+        ru, rv = root[u], root[v]
+        differ = ru != rv
+        if not differ.any():
+            break
+        u, v, ru, rv = u[differ], v[differ], ru[differ], rv[differ]
+        np.minimum.at(root, np.maximum(ru, rv), np.minimum(ru, rv))
+        root = _compress(root)
+    # the root of a component is its smallest vertex, so sorted roots number components by it
+    roots, labels = np.unique(root, return_inverse=True)
+    return labels.astype(np.int64).reshape(n), len(roots)
+
+
+def reject_duplicate_edges(edges: IntArray, keyed: IntArray, n: int, undirected: bool) -> None:
+    """Raise :class:`GeometryError` naming two rows of ``keyed`` (canonical edges) that repeat."""
+    key = keyed[:, 0] * max(n, 1) + keyed[:, 1]
+    order = np.argsort(key, kind="stable")
+    dup = np.flatnonzero(key[order][1:] == key[order][:-1])
+    if dup.size:
+        i, j = int(order[dup[0]]), int(order[dup[0] + 1])
+        a, b = edges[i].tolist()
+        kind = "undirected edge" if undirected else "edge"
+        raise GeometryError(
+            f"edges rows {i} and {j} are the same {kind} ({a}, {b}); graphs "
+            "must be simple (no duplicate edges)"
+        )
+
+
+def _reject_self_loops(edges: IntArray) -> None:
+    loops = np.flatnonzero(edges[:, 0] == edges[:, 1])
+    if loops.size:
+        r = int(loops[0])
+        raise GeometryError(
+            f"edges row {r} is a self-loop on vertex {edges[r, 0]}; graphs must "
+            "be simple (no self-loops)"
+        )
+
+
+def _user_objects(object_ids: npt.ArrayLike, n: int) -> tuple[IntArray, npt.NDArray[Any], IntArray]:
+    """Dense ids by first appearance, user id of each dense id, and ascending-row permutation."""
+    arr = np.asarray(object_ids)
+    if arr.shape != (n,) or arr.dtype.kind not in "iu":
+        raise InvalidInputError(
+            f"object_ids must be {n} integers (one per vertex), got shape "
+            f"{arr.shape} dtype {arr.dtype}"
+        )
+    distinct, first, inverse = np.unique(arr, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # dense id -> row of the ascending distinct ids
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    return rank[inverse.reshape(n)], distinct[order], order.astype(np.int64)
+
+
+def traversal_rank(vertex_object: IntArray) -> IntArray:
+    """Position of each vertex in the global order (object id, then input order)."""
+    n = len(vertex_object)
+    rank = np.empty(n, dtype=np.int64)
+    rank[np.argsort(vertex_object, kind="stable")] = np.arange(n, dtype=np.int64)
+    return rank
+
+
+def _graph_parts(
+    positions: Any,
+    edges: Any,
+    directed: bool,
+    object_ids: Any,
+    attributes: Mapping[str, Any] | None,
+    edge_attributes: Mapping[str, Any] | None,
+    object_attributes: Mapping[str, Any] | None,
+    groups: Mapping[str, Any] | None,
+    group_attributes: Mapping[str, Any] | None,
+) -> GeometryParts:
+    pos = check_positions(positions)
+    n = len(pos)
+    e = check_edges(edges, n)
+    _reject_self_loops(e)
+    if object_ids is None:
+        obj, n_obj = connected_components(n, e)
+        idmap, rows = UserIdMap(None), None
+    else:
+        obj, ids_dense, rows = _user_objects(object_ids, n)
+        n_obj, idmap = len(ids_dense), UserIdMap(ids_dense)
+    stored = e
+    if not directed:
+        rank = traversal_rank(obj)
+        swap = rank[e[:, 0]] > rank[e[:, 1]]
+        stored = np.where(swap[:, None], e[:, ::-1], e)
+    reject_duplicate_edges(e, stored, n, not directed)
+    obj_attrs = normalize_columns(object_attributes, n_obj, "object attribute")
+    if "id" in obj_attrs:
+        raise InvalidInputError("object attribute 'id' is reserved; pass user ids as object_ids=")
+    if rows is not None:
+        obj_attrs = {k: c.take(rows) for k, c in obj_attrs.items()}
+    obj_attrs.update(idmap.columns())
+    return GeometryParts(
+        positions=pos,
+        vertex_object=obj,
+        n_objects=n_obj,
+        ordered=True,
+        vertex_attributes=normalize_columns(attributes, n, "attribute"),
+        links=np.ascontiguousarray(stored),
+        link_attributes=normalize_columns(edge_attributes, len(e), "edge attribute"),
+        object_attributes=obj_attrs,
+        groups=groups_table(groups, group_attributes, idmap, n_obj),
+    )
+
+
+def write_graph(
+    store: StoreLike,
+    positions: npt.ArrayLike,
+    edges: npt.ArrayLike,
+    *,
+    directed: bool = False,
+    object_ids: npt.ArrayLike | None = None,
+    attributes: Mapping[str, npt.ArrayLike] | None = None,
+    edge_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    object_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    groups: Mapping[str, npt.ArrayLike] | None = None,
+    group_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    chunk_shape: Sequence[float],
+    bin_shape: Sequence[float] | None = None,
+    bounds: BBoxLike | None = None,
+    zarr_format: Literal[2, 3] = 3,
+    overwrite: bool = False,
+    compressor: Compressor | Literal["default"] = "default",
+    shards: Sequence[int] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    coordinate_system: str = "unknown",
+    axis_units: str | Sequence[str] | None = None,
+    axis_names: Sequence[str] | None = None,
+    source_description: str | None = None,
+    notes: str | None = None,
+    custom_metadata: Mapping[str, Any] | None = None,
+) -> WriteSummary:
+    """Write a graph to a new ZVF store.
+
+    Parameters
+    ----------
+    store
+        Local path, ``.zip`` path, URL or zarr store.
+    positions
+        (N, D) vertex positions, physical units; finite.
+    edges
+        (E, 2) integer vertex indices into ``positions``.  No self-loops, no duplicate edges
+        (``(a, b)`` and ``(b, a)`` are duplicates unless ``directed``): both raise.
+    directed
+        Store edges as ``[source, target]``; otherwise they are stored as ``[min, max]``.
+    object_ids
+        (N,) integer object of each vertex; default: the connected components, numbered by
+        their smallest vertex index.
+    attributes
+        Per-vertex values, (N, ...) arrays (strings become categories).
+    edge_attributes
+        Per-edge values, (E, ...) arrays aligned with ``edges``.
+    object_attributes
+        Per-object values: one row per component (component order), or with ``object_ids`` one
+        row per distinct id in ascending id order (as in :func:`~zarr_vectors.write_points`).
+    groups, group_attributes
+        Named groups of objects ``{name: object ids}`` and per-group values.
+    chunk_shape, bin_shape
+        Chunk and level-0 bin extent per axis, same units as ``positions``.
+    bounds, zarr_format, overwrite, compressor, shards, storage_options
+        As in :func:`~zarr_vectors.write_points`.
+    coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
+        Root metadata (FORMAT.md §3).
+
+    Returns
+    -------
+    WriteSummary
+        Counts and chunk grid of what was written.
+
+    Raises
+    ------
+    InvalidInputError
+        Bad shapes or dtypes, NaN/inf positions (naming the row), bad attribute lengths.
+    GeometryError
+        An edge index out of range, a self-loop or a duplicate edge (naming the rows).
+
+    Examples
+    --------
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> pos = np.array([[1.0, 1.0], [15.0, 1.0], [15.0, 15.0], [30.0, 30.0]])
+    >>> write_graph(store, pos, [[1, 0], [1, 2]], chunk_shape=(10, 10)).object_count
+    2
+    >>> g = read_graph(store)
+    >>> g.edges.tolist(), g.object_ids.tolist()
+    ([[0, 1], [1, 2]], [0, 0, 0, 1])
+    >>> read_graph(store, bbox=([10, 0], [20, 20])).edges.tolist()
+    [[0, 1]]
+    >>> read_graph(store, bbox=([90, 90], [99, 99])).n_vertices
+    0
+    """
+    parts = _graph_parts(
+        positions,
+        edges,
+        directed,
+        object_ids,
+        attributes,
+        edge_attributes,
+        object_attributes,
+        groups,
+        group_attributes,
+    )
+    opts = _options(parts, locals(), {"is_directed": bool(directed)})
+    return write_store(store, GeometryTypeName.GRAPH, parts, opts)
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GraphRows:
+    """Vertices and edges gathered from one level (shared by graphs and skeletons)."""
+
+    positions: FloatArray
+    """(N, D) returned vertices."""
+    vertex_object: IntArray
+    """(N,) dense object id of each vertex."""
+    attributes: dict[str, Column]
+    """Per-vertex attributes."""
+    edges: IntArray
+    """(E, 2) edges as indices into ``positions``, in storage orientation."""
+    edge_attributes: dict[str, Column]
+    """Per-edge attributes."""
+    offsets: IntArray | None = None
+    """CSR offsets per requested object when vertices are whole objects in order, else None."""
+
+    def take(self, keep: npt.NDArray[np.bool_], edge_keep: npt.NDArray[np.bool_]) -> GraphRows:
+        """Restrict to vertices ``keep`` and edges ``edge_keep`` (whose ends must be kept)."""
+        new = np.cumsum(keep) - 1
+        rows, erows = np.flatnonzero(keep), np.flatnonzero(edge_keep)
+        return GraphRows(
+            self.positions[rows],
+            self.vertex_object[rows],
+            {k: c.take(rows) for k, c in self.attributes.items()},
+            new[self.edges[erows]].reshape(-1, 2),
+            {k: c.take(erows) for k, c in self.edge_attributes.items()},
+        )
+
+    def restrict(self, inside: npt.NDArray[np.bool_], boundary: bool) -> GraphRows:
+        """Keep vertices ``inside`` and edges between them (or, with ``boundary``, touching them)."""
+        ends = inside[self.edges]
+        edge_keep = ends.any(axis=1) if boundary else ends.all(axis=1)
+        keep = inside.copy()
+        if boundary:
+            keep[self.edges[edge_keep].ravel()] = True
+        return self.take(keep, edge_keep)
+
+
+@dataclass(frozen=True)
+class _KeySpace:
+    """Global vertex keys: ``key = base[chunk] + row`` numbers every stored vertex of a level."""
+
+    base: IntArray
+    counts: IntArray
+
+    @classmethod
+    def of(cls, reader: LevelReader) -> _KeySpace:
+        counts = reader.vertex_counts
+        return cls(offsets_from_counts(counts), counts)
+
+    def keys_of(self, flats: IntArray) -> IntArray:
+        """Keys of every row of ``flats``, in their concatenation order (ascending)."""
+        return concat_ranges(self.base[flats], self.counts[flats])
+
+    def flat_of(self, keys: IntArray) -> IntArray:
+        """Chunk (flat index) holding each key."""
+        return (np.searchsorted(self.base, keys, side="right") - 1).astype(np.int64)
+
+    def key(self, flat: IntArray, row: IntArray, where: str) -> IntArray:
+        """Keys of ``(chunk, row)`` pairs, checking each row exists."""
+        if ((row < 0) | (row >= self.counts[flat])).any():
+            raise CorruptPayloadError(f"{where}: a link names a row outside its chunk")
+        return self.base[flat] + row
+
+
+def _cross_keys(reader: LevelReader, ks: _KeySpace, cross: IntArray) -> IntArray:
+    d = reader.layout.ndim
+    if cross.shape[1] != 2 * (d + 1):
+        raise CorruptPayloadError(
+            f"{L.CROSS_CHUNK_LINKS} rows have width {cross.shape[1]}, "
+            f"expected {2 * (d + 1)} for edges"
+        )
+    out = np.empty((len(cross), 2), dtype=np.int64)
+    for j in range(2):
+        coords = cross[:, j * (d + 1) : j * (d + 1) + d]
+        idx = coords - np.asarray(reader.layout.grid.origin)
+        if ((idx < 0) | (idx >= np.asarray(reader.layout.grid.shape))).any():
+            raise CorruptPayloadError(
+                f"{L.CROSS_CHUNK_LINKS}: an endpoint chunk is outside the chunk grid"
+            )
+        flat = np.ravel_multi_index(tuple(idx.T), reader.layout.grid.shape).astype(np.int64)
+        out[:, j] = ks.key(flat, cross[:, j * (d + 1) + d], L.CROSS_CHUNK_LINKS)
+    return out
+
+
+def edge_keys(
+    reader: LevelReader, ks: _KeySpace, local: IntArray, cross: IntArray, names: Sequence[str]
+) -> tuple[IntArray, dict[str, Column]]:
+    """Edges stored in chunks ``local`` (``links``) and ``cross`` (``cross_chunk_links``) as keys."""
+    pieces: list[IntArray] = []
+    cols: dict[str, list[Column]] = {n: [] for n in names}
+    if reader.has(L.LINKS) and local.size:
+        block = reader.rows(L.LINKS, local)
+        owner = np.repeat(local, np.diff(block.offsets))
+        rows = block.values.astype(np.int64)
+        pieces.append(np.stack([ks.key(owner, rows[:, j], L.LINKS) for j in range(2)], axis=1))
+        for n in names:
+            cols[n].append(reader.column(f"{L.LINK_ATTRIBUTES}/{n}", local))
+    if reader.has(L.CROSS_CHUNK_LINKS) and cross.size:
+        pieces.append(_cross_keys(reader, ks, reader.rows(L.CROSS_CHUNK_LINKS, cross).values))
+        for n in names:
+            cols[n].append(reader.column(f"{L.CROSS_CHUNK_LINK_ATTRIBUTES}/{n}", cross))
+    keys = np.concatenate(pieces) if pieces else np.zeros((0, 2), dtype=np.int64)
+    attrs = {
+        n: Column(np.concatenate([c.values for c in cs]), cs[0].categories)
+        for n, cs in cols.items()
+        if cs
+    }
+    return keys, attrs
+
+
+def _locate(keys: IntArray, wanted: IntArray) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+    """Index of each ``keys`` entry in ``wanted`` (unique keys) and whether it is there."""
+    if wanted.size == 0:
+        return np.zeros(keys.shape, dtype=np.int64), np.zeros(keys.shape, dtype=bool)
+    order = np.argsort(wanted, kind="stable")
+    ranked = wanted[order]
+    pos = np.minimum(np.searchsorted(ranked, keys), len(ranked) - 1)
+    return order[pos].astype(np.int64), ranked[pos] == keys
+
+
+def _edges_between(
+    keys: IntArray,
+    attrs: dict[str, Column],
+    vertex_keys: IntArray,
+) -> tuple[IntArray, dict[str, Column]]:
+    """Edges whose two ends are among ``vertex_keys``, as indices into it."""
+    idx, hit = _locate(keys, vertex_keys)
+    keep = np.flatnonzero(hit.all(axis=1))
+    return idx[keep].reshape(-1, 2), {k: c.take(keep) for k, c in attrs.items()}
+
+
+def read_whole_objects(
+    reader: LevelReader, dense: IntArray, names: Sequence[str], edge_names: Sequence[str]
+) -> GraphRows:
+    """Fetch objects ``dense`` whole (global order) and every edge between their vertices."""
+    ks = _KeySpace.of(reader)
+    got = read_objects(reader, dense, names)
+    flats = got.where.chunks
+    vkeys = ks.keys_of(flats)[got.where.rows]
+    keys, attrs = edge_keys(reader, ks, flats, flats, edge_names)
+    edges, eattrs = _edges_between(keys, attrs, vkeys)
+    obj = np.repeat(dense, np.diff(got.offsets))
+    return GraphRows(got.positions, obj, got.attributes, edges, eattrs, got.offsets)
+
+
+def _boundary_chunks(reader: LevelReader, flats: IntArray, inside: IntArray) -> IntArray:
+    """Chunks that may own an edge leaving the box: those of every object touching it."""
+    if user_ids(reader) is not None:  # user objects: an edge may join two objects, scan all
+        return reader.chunks()
+    touching = np.unique(reader.vertex_object_ids(flats)[inside])
+    return np.union1d(flats, reader.gather_objects(touching).chunks)
+
+
+def _read_box(
+    reader: LevelReader,
+    box: BoundingBox,
+    names: Sequence[str],
+    edge_names: Sequence[str],
+    boundary: bool,
+) -> GraphRows:
+    ks = _KeySpace.of(reader)
+    f0 = reader.chunks(box)
+    inside_rows = np.flatnonzero(in_box(reader.rows(L.VERTICES, f0).values, box))
+    inside = ks.keys_of(f0)[inside_rows]
+    cross = _boundary_chunks(reader, f0, inside_rows) if boundary else f0
+    keys, attrs = edge_keys(reader, ks, f0, cross, edge_names)
+    wanted = inside
+    if boundary:
+        touch = np.isin(keys, inside).any(axis=1)
+        keys, attrs = keys[touch], {k: c.take(np.flatnonzero(touch)) for k, c in attrs.items()}
+        wanted = np.union1d(inside, keys.ravel())
+    flats = np.unique(ks.flat_of(wanted))
+    rows = np.searchsorted(ks.keys_of(flats), wanted)
+    edges, eattrs = _edges_between(keys, attrs, wanted)
+    got = GraphRows(
+        reader.rows(L.VERTICES, flats).values[rows],
+        reader.vertex_object_ids(flats)[rows],
+        {n: reader.column(f"{L.ATTRIBUTES}/{n}", flats).take(rows) for n in names},
+        edges,
+        eattrs,
+    )
+    return got.restrict(np.isin(wanted, inside), boundary)
+
+
+def gather_graph(
+    reader: LevelReader, query: Query, edge_names: Sequence[str], boundary: bool = False
+) -> GraphRows:
+    """Run a query on a graph or skeleton level and return the raw rows."""
+    names = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
+    with reader.caching():
+        if query.object_ids is None and query.bbox is not None:
+            return _read_box(reader, query.bbox, names, edge_names, boundary)
+        dense = query.object_ids
+        if dense is None:
+            dense = np.arange(reader.n_objects, dtype=np.int64)
+        rows = read_whole_objects(reader, dense, names, edge_names)
+    if query.bbox is not None:
+        rows = rows.restrict(in_box(rows.positions, query.bbox), boundary)
+    return rows
+
+
+def _sorted_edges(edges: IntArray, attrs: dict[str, Column]) -> tuple[IntArray, dict[str, Column]]:
+    order = np.lexsort((edges[:, 1], edges[:, 0])) if len(edges) else np.zeros(0, np.int64)
+    return edges[order], {k: c.take(order) for k, c in attrs.items()}
+
+
+def graph_result(reader: LevelReader, rows: GraphRows, directed: bool) -> Graph:
+    """Build the typed :class:`Graph` from gathered rows."""
+    edges, eattrs = _sorted_edges(rows.edges, rows.edge_attributes)
+    _, first = np.unique(rows.vertex_object, return_index=True)
+    objects = rows.vertex_object[np.sort(first)]
+    obj_attrs = decode_columns(reader.object_attributes(objects))
+    obj_attrs.pop("id", None)
+    groups, group_attrs = group_members_out(reader, objects)
+    return Graph(
+        rows.positions,
+        edges,
+        output_ids(reader, rows.vertex_object),
+        directed,
+        decode_columns(rows.attributes),
+        decode_columns(eattrs),
+        obj_attrs,
+        groups,
+        group_attrs,
+    )
+
+
+def _is_directed(reader: LevelReader) -> bool:
+    if reader.meta.geometry_type is GeometryTypeName.SKELETON:
+        return True
+    return bool(reader.meta.type_metadata.get("is_directed", False))
+
+
+@register_geometry_type
+class GraphType(GeometryType):
+    """Plug-in for ``graph`` stores."""
+
+    name = GeometryTypeName.GRAPH
+
+    @classmethod
+    def read(cls, reader: LevelReader, query: Query) -> Graph:
+        """Return the vertices and edges selected by ``query`` (all edge attributes)."""
+        edge_names = reader.names(L.LINK_ATTRIBUTES)
+        return graph_result(reader, gather_graph(reader, query, edge_names), _is_directed(reader))
+
+
+def object_query(
+    reader: LevelReader,
+    allowed: tuple[GeometryTypeName, ...],
+    bbox: BBoxLike | None,
+    object_ids: npt.ArrayLike | None,
+    group: str | int | None,
+    attributes: bool | str | Sequence[str],
+) -> Query:
+    """Validate read arguments for a graph-like store and build the query (ids deduplicated)."""
+    if reader.meta.geometry_type not in allowed:
+        names = ", ".join(repr(a.value) for a in allowed)
+        raise InvalidInputError(
+            f"store holds {reader.meta.geometry_type.value!r}; this reader needs {names}"
+        )
+    ids = None
+    if object_ids is not None:
+        ids = resolve_user_ids(reader, object_ids)
+        _, first = np.unique(ids, return_index=True)
+        ids = ids[np.sort(first)]
+    if group is not None:
+        table = reader.groups
+        if table is None:
+            raise InvalidInputError("this store has no groups")
+        members = table.members_of(group)
+        ids = np.unique(members) if ids is None else ids[np.isin(ids, members)]
+    return Query(
+        bbox=None if bbox is None else parse_bbox(bbox, reader.layout.ndim),
+        object_ids=ids,
+        attributes=attribute_selection(reader.names(L.ATTRIBUTES), attributes),
+    )
+
+
+def read_graph(
+    store: StoreLike,
+    *,
+    level: int = 0,
+    bbox: BBoxLike | None = None,
+    object_ids: npt.ArrayLike | None = None,
+    group: str | int | None = None,
+    attributes: bool | str | Sequence[str] = True,
+    edge_attributes: bool | str | Sequence[str] = True,
+    include_boundary_edges: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Graph:
+    """Read vertices and edges from a ``graph`` (or ``skeleton``) store.
+
+    Parameters
+    ----------
+    store
+        Path, URL or zarr store.
+    level
+        Resolution level.
+    bbox
+        ``(min, max)``: the vertices with ``min <= p < max`` (storage order) and the edges
+        between them.
+    object_ids
+        Objects to read, by id (user ids when the store has them); only their chunks are
+        fetched.  Combined with ``bbox``, their vertices inside the box.
+    group
+        Read the objects of one group (name or index).
+    attributes, edge_attributes
+        True for all per-vertex (per-edge) attributes, False for none, or names.
+    include_boundary_edges
+        With ``bbox``: also return edges with one end in the box, and their outside vertices.
+    storage_options
+        fsspec options for URL stores.
+
+    Returns
+    -------
+    Graph
+        The selected vertices (global order for whole-object reads) and edges sorted by
+        ``(source, target)``.
+
+    Raises
+    ------
+    InvalidInputError
+        The store is not a graph or skeleton, or an unknown id, group or attribute.
+
+    Examples
+    --------
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> pos = np.array([[1.0, 1.0], [15.0, 1.0], [30.0, 30.0]])
+    >>> _ = write_graph(store, pos, [[0, 1]], directed=True, chunk_shape=(10, 10),
+    ...                 edge_attributes={"w": [0.5]})
+    >>> g = read_graph(store, bbox=([0, 0], [10, 10]), include_boundary_edges=True)
+    >>> g.positions.tolist(), g.edges.tolist(), g.edge_attributes["w"].tolist()
+    ([[1.0, 1.0], [15.0, 1.0]], [[0, 1]], [0.5])
+    >>> read_graph(store, object_ids=[1]).positions.tolist()
+    [[30.0, 30.0]]
+    """
+    root = open_store(store, mode="r", storage_options=storage_options)
+    reader = LevelReader(root, level)
+    query = object_query(reader, _GRAPH_TYPES, bbox, object_ids, group, attributes)
+    edge_names = attribute_selection(reader.names(L.LINK_ATTRIBUTES), edge_attributes)
+    rows = gather_graph(reader, query, edge_names, include_boundary_edges)
+    return graph_result(reader, rows, _is_directed(reader))

@@ -1,0 +1,821 @@
+"""Triangle meshes (``mesh``, FORMAT.md §6–§9).
+
+A mesh store holds vertices and triangles.  Each object is one connected surface (connected
+components over the faces, computed on write) unless the caller names the objects.  Vertices of
+an object keep their input order (traversal order); a face whose three vertices share a chunk is
+a ``links`` row of that chunk, a face spanning chunks is a ``cross_chunk_links`` record (L = 3)
+stored in the chunk of its first vertex.  Face attributes follow ``links`` and
+``cross_chunk_links`` row for row.  Root keys: ``winding_order`` (``"ccw"``/``"cw"``), optional
+``closed_surface``, and ``draco_compressed`` when vertices are Draco-encoded (lossy, order kept).
+
+Decisions (documented in ``docs/spec.md``):
+
+* **Degenerate faces** (a vertex repeated in one face) and duplicate faces are **kept**: level 0
+  is lossless.  Coarser levels drop them (FORMAT.md §10).
+* **Faces come back as a set per object**, sorted by their vertex indices ``(v0, v1, v2)`` in
+  the returned vertex order; each face keeps its vertex rotation (so its winding) and its
+  attributes.  The original face order is not stored.
+* A face may not join vertices of different objects (:class:`~zarr_vectors.errors.GeometryError`).
+* A vertex used by no face is an object of its own when objects are computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.core.columns import Column, normalize_columns
+from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
+from zarr_vectors.core.io import Compressor
+from zarr_vectors.core.plan import GeometryParts
+from zarr_vectors.core.reader import BBoxLike, LevelReader
+from zarr_vectors.core.ragged import offsets_from_counts, sort_order
+from zarr_vectors.core.store import StoreLike, open_store
+from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
+from zarr_vectors.errors import GeometryError, InvalidInputError
+from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.conventions import Encoding, GeometryTypeName, WindingOrder
+from zarr_vectors.types._base import (
+    GeometryType,
+    Query,
+    attribute_selection,
+    build_query,
+    decode_columns,
+    dense_object_ids,
+    register_geometry_type,
+)
+from zarr_vectors.types._objects import (
+    UserIdMap,
+    flatten_ragged,
+    group_members_out,
+    groups_table,
+    in_box,
+    output_ids,
+    ragged_columns,
+)
+from zarr_vectors.types.polylines import _options
+
+__all__ = [
+    "Mesh",
+    "MeshLike",
+    "Meshes",
+    "as_meshes",
+    "connected_components",
+    "read_mesh",
+    "write_mesh",
+]
+
+IntArray = npt.NDArray[np.int64]
+AnyArray = npt.NDArray[Any]
+
+
+class MeshLike(Protocol):
+    """Anything with ``vertices`` (N, D) and ``faces`` (F, 3), e.g. a ``trimesh.Trimesh``."""
+
+    @property
+    def vertices(self) -> Any:
+        """(N, D) vertex positions."""
+
+    @property
+    def faces(self) -> Any:
+        """(F, 3) vertex indices."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mesh:
+    """One object of a :class:`Meshes` result, with faces indexing its own vertices."""
+
+    vertices: npt.NDArray[np.floating]
+    """(n, D) vertices in traversal (input) order."""
+    faces: IntArray
+    """(f, 3) indices into ``vertices``."""
+    id: Any
+    """Object id (user id when given at write time)."""
+    attributes: Mapping[str, AnyArray] = field(default_factory=dict)
+    """Per-vertex attributes."""
+    face_attributes: Mapping[str, AnyArray] = field(default_factory=dict)
+    """Per-face attributes, aligned with ``faces``."""
+    object_attributes: Mapping[str, Any] = field(default_factory=dict)
+    """This object's values of the per-object attributes."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Meshes:
+    """A set of triangle meshes: the result of :func:`read_mesh` and :func:`as_meshes`.
+
+    Vertices are grouped by object (objects in ``ids`` order, each in traversal order); faces
+    index ``vertices`` and are grouped the same way.  ``len`` and indexing work per object.
+
+    Examples
+    --------
+    >>> m = as_meshes(np.eye(3), [[0, 1, 2]])
+    >>> len(m), m.faces.tolist(), m[0].vertices.shape
+    (1, [[0, 1, 2]], (3, 3))
+    >>> len(as_meshes(np.zeros((0, 3)), np.zeros((0, 3), int)))
+    0
+    """
+
+    vertices: npt.NDArray[np.floating]
+    """(N, D) vertices, physical units."""
+    faces: IntArray
+    """(F, 3) indices into ``vertices``."""
+    object_ids: AnyArray
+    """(N,) object id of each vertex (user ids when given at write time)."""
+    ids: AnyArray
+    """(n,) id of each returned object, in result order."""
+    offsets: IntArray
+    """(n + 1,) object ``i`` owns ``vertices[offsets[i]:offsets[i + 1]]``."""
+    face_offsets: IntArray
+    """(n + 1,) object ``i`` owns ``faces[face_offsets[i]:face_offsets[i + 1]]``."""
+    attributes: Mapping[str, AnyArray] = field(default_factory=dict)
+    """Per-vertex attributes, aligned with ``vertices``."""
+    face_attributes: Mapping[str, AnyArray] = field(default_factory=dict)
+    """Per-face attributes, aligned with ``faces``."""
+    object_attributes: Mapping[str, AnyArray] = field(default_factory=dict)
+    """Per-object attributes, aligned with ``ids``."""
+    groups: Mapping[str, AnyArray] = field(default_factory=dict)
+    """Group name -> ids of the returned objects that belong to it."""
+    group_attributes: Mapping[str, AnyArray] = field(default_factory=dict)
+    """Per-group attributes, in group order."""
+    winding_order: WindingOrder = WindingOrder.CCW
+    """Triangle winding of the store."""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i: int) -> Mesh:
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"mesh {i} out of range ({n} meshes)")
+        i %= n
+        v0, v1 = int(self.offsets[i]), int(self.offsets[i + 1])
+        f0, f1 = int(self.face_offsets[i]), int(self.face_offsets[i + 1])
+        return Mesh(
+            vertices=self.vertices[v0:v1],
+            faces=self.faces[f0:f1] - v0,
+            id=self.ids[i],
+            attributes={k: v[v0:v1] for k, v in self.attributes.items()},
+            face_attributes={k: v[f0:f1] for k, v in self.face_attributes.items()},
+            object_attributes={k: v[i] for k, v in self.object_attributes.items()},
+        )
+
+    def __iter__(self) -> Iterator[Mesh]:
+        for i in range(len(self)):
+            yield self[i]
+
+
+MeshInput = npt.ArrayLike | MeshLike | Meshes | Sequence[Any]
+"""Accepted mesh data: (N, D) vertices (with ``faces``), a mesh-like object, a list of
+``(vertices, faces)`` pairs or mesh-like objects, or a :class:`Meshes` result."""
+
+
+# -- input -----------------------------------------------------------------------------------
+
+
+def connected_components(n_vertices: int, faces: IntArray) -> tuple[IntArray, int]:
+    """Label vertices by connected surface (vectorised min-label hooking + pointer jumping).
+
+    Returns
+    -------
+    labels, n
+        Component of every vertex, numbered by first vertex (input order), and their count.
+
+    Examples
+    --------
+    >>> labels, n = connected_components(5, np.array([[3, 4, 3], [0, 2, 0]]))
+    >>> labels.tolist(), n
+    ([0, 1, 0, 2, 2], 3)
+    """
+    label = np.arange(n_vertices, dtype=np.int64)
+    a = np.concatenate([faces[:, 0], faces[:, 1]]).astype(np.int64)
+    b = np.concatenate([faces[:, 1], faces[:, 2]]).astype(np.int64)
+    while a.size:
+        la, lb = label[a], label[b]
+        live = la != lb  # an edge whose ends share a root stays joined for good
+        a, b, la, lb = a[live], b[live], la[live], lb[live]
+        if not a.size:
+            break
+        # labels are roots here: hook each larger root under the smallest root it touches
+        np.minimum.at(label, np.maximum(la, lb), np.minimum(la, lb))
+        while True:
+            jumped = label[label]
+            if np.array_equal(jumped, label):
+                break
+            label = jumped
+    roots, dense = np.unique(label, return_inverse=True)
+    return dense.astype(np.int64).reshape(-1), len(roots)
+
+
+def _check_faces(faces: Any, n_vertices: int, what: str) -> IntArray:
+    """Validate (F, 3) integer faces indexing ``n_vertices`` vertices; name the bad row."""
+    try:
+        arr = np.asarray(faces)
+    except ValueError:  # ragged rows: polygons of mixed sizes
+        sizes = np.array([len(f) for f in faces])
+        row = int(np.argmax(sizes != 3))
+        raise GeometryError(
+            f"{what}: face {row} has {sizes[row]} vertices; only triangles are supported"
+        ) from None
+    if arr.size == 0:
+        return np.zeros((0, 3), dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        got = f"{arr.shape[1]} vertices" if arr.ndim == 2 else f"shape {arr.shape}"
+        raise GeometryError(f"{what}: face 0 has {got}; faces must be (F, 3) triangles")
+    if arr.dtype.kind not in "iu":
+        raise InvalidInputError(f"{what} must be integer vertex indices, got dtype {arr.dtype}")
+    bad = np.flatnonzero(np.any((arr < 0) | (arr >= n_vertices), axis=1))
+    if bad.size:
+        row = int(bad[0])
+        raise GeometryError(
+            f"{what}: face {row} = {arr[row].tolist()} refers to a vertex outside "
+            f"0..{n_vertices - 1}"
+        )
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _is_mesh_like(obj: Any) -> bool:
+    return hasattr(obj, "vertices") and hasattr(obj, "faces")
+
+
+def _split_list(
+    items: Sequence[Any],
+) -> tuple[npt.NDArray[np.floating], IntArray, IntArray, IntArray]:
+    """Concatenate a list of meshes; return vertices, global faces and both CSR offsets."""
+    pairs = [(m.vertices, m.faces) if _is_mesh_like(m) else tuple(m) for m in items]
+    if any(len(p) != 2 for p in pairs):
+        raise InvalidInputError(
+            "faces are required with vertex positions; a list input holds "
+            "(vertices, faces) pairs or mesh objects"
+        )
+    pos, v_off = flatten_ragged([np.asarray(v) for v, _ in pairs], None, "meshes")
+    faces = [
+        _check_faces(f, int(n), f"mesh {i} faces")
+        for i, ((_, f), n) in enumerate(zip(pairs, np.diff(v_off), strict=True))
+    ]
+    f_off = offsets_from_counts([len(f) for f in faces])
+    flat = np.concatenate(faces) + np.repeat(v_off[:-1], np.diff(f_off))[:, None]
+    return pos, flat.astype(np.int64).reshape(-1, 3), v_off, f_off
+
+
+@dataclass(frozen=True)
+class _Objects:
+    """Dense object of every vertex plus the user-id map."""
+
+    dense: IntArray
+    n: int
+    idmap: UserIdMap
+
+
+def _vertex_objects(object_ids: Any, faces: IntArray, n_vertices: int) -> _Objects:
+    """Objects from per-vertex user ids, or connected components when none are given."""
+    if object_ids is None:
+        dense, n = connected_components(n_vertices, faces)
+        return _Objects(dense, n, UserIdMap(None))
+    arr = np.asarray(object_ids)
+    if arr.shape != (n_vertices,):
+        raise InvalidInputError(
+            f"object_ids must have one entry per vertex ({n_vertices}), got shape {arr.shape}"
+        )
+    dense, distinct, identity = dense_object_ids(arr)
+    f_obj = dense[faces]
+    bad = np.flatnonzero((f_obj[:, 0] != f_obj[:, 1]) | (f_obj[:, 0] != f_obj[:, 2]))
+    if bad.size:
+        row = int(bad[0])
+        raise GeometryError(
+            f"faces: face {row} = {faces[row].tolist()} joins vertices of "
+            f"objects {arr[faces[row]].tolist()}"
+        )
+    return _Objects(dense, len(distinct), UserIdMap(None if identity else distinct))
+
+
+def _result_input(m: Meshes) -> dict[str, Any]:
+    """Array-form arguments equivalent to a :class:`Meshes` (object attributes re-ordered)."""
+    order = np.argsort(m.ids, kind="stable")
+    if len(np.unique(m.object_ids)) != len(m.ids):
+        raise InvalidInputError("Meshes input: every object needs at least one vertex")
+    return {
+        "vertices": m.vertices,
+        "faces": m.faces,
+        "object_ids": m.object_ids,
+        "attributes": m.attributes,
+        "face_attributes": m.face_attributes,
+        "object_attributes": {k: v[order] for k, v in m.object_attributes.items()},
+        "groups": m.groups,
+        "group_attributes": m.group_attributes,
+    }
+
+
+def _mesh_parts(data: MeshInput, faces: Any, **kw: Any) -> GeometryParts:
+    """Normalise every accepted input form to :class:`GeometryParts`."""
+    if isinstance(data, Meshes):
+        if faces is not None or any(v for v in kw.values()):
+            raise InvalidInputError("a Meshes input carries its own faces, ids and attributes")
+        kw = _result_input(data)
+        data, faces = kw.pop("vertices"), kw.pop("faces")
+    elif faces is None and _is_mesh_like(data):
+        data, faces = data.vertices, data.faces  # type: ignore[union-attr]
+    if faces is None:
+        if isinstance(data, np.ndarray):
+            raise InvalidInputError("faces are required with a vertex array")
+        pos, flat, v_off, f_off = _split_list(data)  # type: ignore[arg-type]
+        n = len(v_off) - 1
+        objs = _Objects(
+            np.repeat(np.arange(n, dtype=np.int64), np.diff(v_off)),
+            n,
+            UserIdMap.from_user(kw["object_ids"], n),
+        )
+        attrs = ragged_columns(kw["attributes"], v_off, "attribute")
+        f_attrs = ragged_columns(kw["face_attributes"], f_off, "face attribute")
+    else:
+        pos = check_positions(data)
+        flat = _check_faces(faces, len(pos), "faces")
+        objs = _vertex_objects(kw["object_ids"], flat, len(pos))
+        attrs = normalize_columns(kw["attributes"], len(pos), "attribute")
+        f_attrs = normalize_columns(kw["face_attributes"], len(flat), "face attribute")
+    obj_attrs = normalize_columns(kw["object_attributes"], objs.n, "object attribute")
+    if "id" in obj_attrs:
+        raise InvalidInputError("object attribute 'id' is reserved; pass user ids as object_ids")
+    obj_attrs.update(objs.idmap.columns())
+    return GeometryParts(
+        positions=pos,
+        vertex_object=objs.dense,
+        n_objects=objs.n,
+        ordered=True,
+        vertex_attributes=attrs,
+        links=flat,
+        link_attributes=f_attrs,
+        object_attributes=obj_attrs,
+        groups=groups_table(kw["groups"], kw["group_attributes"], objs.idmap, objs.n),
+    )
+
+
+# -- write -----------------------------------------------------------------------------------
+
+
+def write_mesh(
+    store: StoreLike,
+    vertices: MeshInput,
+    faces: npt.ArrayLike | None = None,
+    *,
+    chunk_shape: Sequence[float],
+    bin_shape: Sequence[float] | None = None,
+    object_ids: npt.ArrayLike | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    face_attributes: Mapping[str, Any] | None = None,
+    object_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    groups: Mapping[str, npt.ArrayLike] | None = None,
+    group_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    winding_order: Literal["ccw", "cw"] | WindingOrder = "ccw",
+    closed_surface: bool | None = None,
+    encoding: Literal["raw", "draco"] | Encoding = "raw",
+    quantization_bits: int = 16,
+    compression_level: int = 7,
+    bounds: BBoxLike | None = None,
+    zarr_format: Literal[2, 3] = 3,
+    overwrite: bool = False,
+    compressor: Compressor | Literal["default"] = "default",
+    shards: Sequence[int] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    coordinate_system: str = "unknown",
+    axis_units: str | Sequence[str] | None = None,
+    axis_names: Sequence[str] | None = None,
+    source_description: str | None = None,
+    notes: str | None = None,
+    custom_metadata: Mapping[str, Any] | None = None,
+) -> WriteSummary:
+    """Write triangle meshes to a new ZVF store.
+
+    Parameters
+    ----------
+    store
+        Local path, ``.zip`` path, URL or zarr store.
+    vertices
+        (N, D) vertex positions (physical units) with ``faces``; or one mesh-like object
+        (``trimesh.Trimesh``: same as its arrays); or a list of ``(vertices, faces)`` pairs or
+        mesh-like objects, each list item one object; or a :class:`Meshes` result.
+    faces
+        (F, 3) integer vertex indices (array input only).  Degenerate faces are kept.
+    chunk_shape, bin_shape
+        Chunk and level-0 bin extent per axis, physical units.
+    object_ids
+        Array input: (N,) object of each vertex (any integers, e.g. uint64 segment ids); by
+        default each connected surface is an object, numbered by first vertex.  List input: one
+        unique id per mesh.
+    attributes
+        Per-vertex values: (N, ...) arrays, or (list input) one array per mesh.
+    face_attributes
+        Per-face values: (F, ...) arrays, or (list input) one array per mesh.
+    object_attributes
+        Per-object values, one row per object in dense id order (ascending user id).
+    groups, group_attributes
+        Named groups of objects ``{name: ids}`` and per-group values.
+    winding_order, closed_surface
+        Root metadata: triangle winding (``"ccw"``/``"cw"``) and, optionally, whether every
+        surface is closed.
+    encoding
+        ``"raw"`` (exact) or ``"draco"`` (lossy, needs the ``draco`` extra, D <= 3).
+    quantization_bits, compression_level
+        Draco settings: 1..30 bits per coordinate over each chunk's extent, level 0..10.
+    bounds, zarr_format, overwrite, compressor, shards, storage_options
+        As in :func:`~zarr_vectors.write_points`.
+    coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
+        Root metadata.
+
+    Returns
+    -------
+    WriteSummary
+        Counts and chunk grid of what was written.
+
+    Raises
+    ------
+    GeometryError
+        A face that is not a triangle, indexes a missing vertex or joins two objects (the
+        message names the face row).
+    InvalidInputError
+        NaN/inf vertices (naming the row), bad shapes or attribute lengths.
+    MissingDependencyError
+        ``encoding="draco"`` without DracoPy.
+
+    Examples
+    --------
+    >>> import zarr_vectors as zv
+    >>> from zarr.storage import MemoryStore
+    >>> from zarr_vectors.types.meshes import read_mesh, write_mesh
+    >>> store = MemoryStore()
+    >>> verts = np.array([[0.0, 0, 0], [15, 0, 0], [0, 5, 0], [30, 30, 30], [31, 30, 30],
+    ...                   [30, 31, 30]])
+    >>> write_mesh(store, verts, [[0, 1, 2], [3, 4, 5]], chunk_shape=(10, 10, 10)).object_count
+    2
+    >>> m = read_mesh(store, object_ids=[0])
+    >>> m.faces.tolist(), m[0].vertices[1].tolist()
+    ([[0, 1, 2]], [15.0, 0.0, 0.0])
+    >>> len(read_mesh(store, bbox=([90, 90, 90], [99, 99, 99])))
+    0
+    """
+    parts = _mesh_parts(
+        vertices,
+        faces,
+        object_ids=object_ids,
+        attributes=attributes,
+        face_attributes=face_attributes,
+        object_attributes=object_attributes,
+        groups=groups,
+        group_attributes=group_attributes,
+    )
+    meta = {
+        "winding_order": WindingOrder.parse(winding_order, field="winding_order").value,
+        "closed_surface": None if closed_surface is None else bool(closed_surface),
+    }
+    opts = _options(parts, locals(), meta)
+    if Encoding.parse(encoding, field="encoding") is Encoding.DRACO:
+        settings = DracoSettings(
+            quantization_bits=quantization_bits, compression_level=compression_level
+        )
+        require_dracopy()
+        if parts.positions.shape[1] > MAX_DIMS:
+            raise InvalidInputError(f"Draco encodes at most {MAX_DIMS} dimensions")
+        opts = replace(opts, draco=settings)  # core hook: StoreOptions.draco
+    return write_store(store, GeometryTypeName.MESH, parts, opts)
+
+
+def as_meshes(
+    vertices: MeshInput,
+    faces: npt.ArrayLike | None = None,
+    *,
+    object_ids: npt.ArrayLike | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    face_attributes: Mapping[str, Any] | None = None,
+    object_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    groups: Mapping[str, npt.ArrayLike] | None = None,
+    group_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    winding_order: Literal["ccw", "cw"] | WindingOrder = "ccw",
+) -> Meshes:
+    """Build in memory the :class:`Meshes` that writing then reading everything returns.
+
+    Arguments mean what they mean in :func:`write_mesh`.
+
+    Examples
+    --------
+    >>> m = as_meshes([(np.eye(3), [[0, 1, 2]]), (np.ones((3, 2)), [[2, 1, 0]])],
+    ...               object_ids=[7, 3])
+    >>> m.ids.tolist(), m[1].faces.tolist()
+    ([3, 7], [[0, 1, 2]])
+    """
+    parts = _mesh_parts(
+        vertices,
+        faces,
+        object_ids=object_ids,
+        attributes=attributes,
+        face_attributes=face_attributes,
+        object_attributes=object_attributes,
+        groups=groups,
+        group_attributes=group_attributes,
+    )
+    obj = parts.vertex_object
+    assert obj is not None and parts.links is not None
+    order = np.argsort(obj, kind="stable")
+    where = np.empty(len(order), dtype=np.int64)
+    where[order] = np.arange(len(order), dtype=np.int64)
+    cols = dict(parts.object_attributes)
+    ids = cols.pop("id").values if "id" in cols else np.arange(parts.n_objects)
+    groups_out: dict[str, AnyArray] = {}
+    if parts.groups is not None:
+        groups_out = {
+            name: ids[parts.groups.members_of(i)] for i, name in enumerate(parts.groups.names)
+        }
+    return _assemble(
+        _Picked(parts.positions[order], obj[order], parts.n_objects, where[parts.links]),
+        ids,
+        {k: c.take(order).decoded() for k, c in parts.vertex_attributes.items()},
+        decode_columns(parts.link_attributes),
+        decode_columns(cols),
+        groups_out,
+        {} if parts.groups is None else decode_columns(parts.groups.attributes),
+        WindingOrder.parse(winding_order, field="winding_order"),
+    )
+
+
+@dataclass(frozen=True)
+class _Picked:
+    """Returned vertices in result order and the returned faces (any order)."""
+
+    vertices: npt.NDArray[np.floating]
+    objpos: IntArray
+    """Result position of each vertex's object (non-decreasing)."""
+    n_objects: int
+    faces: IntArray
+    """(F, 3) indices into ``vertices``."""
+
+
+def _assemble(
+    picked: _Picked,
+    ids: AnyArray,
+    attrs: dict[str, AnyArray],
+    face_attrs: dict[str, AnyArray],
+    obj_attrs: dict[str, AnyArray],
+    groups: dict[str, AnyArray],
+    group_attrs: dict[str, AnyArray],
+    winding: WindingOrder,
+) -> Meshes:
+    """Sort faces by vertex indices (grouping them by object) and build the result."""
+    f = picked.faces
+    n = max(len(picked.vertices), 1)
+    order = sort_order([f[:, 0], f[:, 1], f[:, 2]], [n, n, n])
+    f = f[order]
+    face_obj = picked.objpos[f[:, 0]] if len(f) else np.zeros(0, dtype=np.int64)
+    return Meshes(
+        vertices=picked.vertices,
+        faces=f,
+        object_ids=ids[picked.objpos],
+        ids=ids,
+        offsets=offsets_from_counts(np.bincount(picked.objpos, minlength=picked.n_objects)),
+        face_offsets=offsets_from_counts(np.bincount(face_obj, minlength=picked.n_objects)),
+        attributes=attrs,
+        face_attributes={k: v[order] for k, v in face_attrs.items()},
+        object_attributes=obj_attrs,
+        groups=groups,
+        group_attributes=group_attrs,
+        winding_order=winding,
+    )
+
+
+# -- read ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """Rows of some chunks: positions, objects and which rows the query selects."""
+
+    flats: IntArray
+    positions: npt.NDArray[np.floating]
+    objects: IntArray
+    keep: npt.NDArray[np.bool_]
+
+
+def _fetch(reader: LevelReader, flats: IntArray, query: Query) -> _Fetched:
+    pos = reader.rows(L.VERTICES, flats).values
+    obj = reader.vertex_object_ids(flats)
+    keep = np.ones(len(pos), dtype=bool)
+    if query.object_ids is not None:
+        keep &= np.isin(obj, query.object_ids)
+    if query.bbox is not None:
+        keep &= in_box(pos, query.bbox)
+    return _Fetched(flats, pos, obj, keep)
+
+
+def _object_refs(reader: LevelReader, ids: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """Manifest refs of ``ids``: level row id of each ref's first row, count, traversal start."""
+    refs, per_object = reader.object_refs(ids)
+    d = reader.layout.ndim
+    level_start = offsets_from_counts(reader.vertex_counts)
+    flat = reader.layout.flat_index(refs[:, :d]) if len(refs) else np.zeros(0, np.int64)
+    counts = refs[:, d + 1]
+    before = offsets_from_counts(counts)
+    first_ref = offsets_from_counts(per_object)[:-1]
+    trav = before[:-1] - np.repeat(before[first_ref], per_object)
+    return level_start[flat] + refs[:, d], counts, trav
+
+
+def _object_chunks(reader: LevelReader, ids: IntArray) -> IntArray:
+    refs, _ = reader.object_refs(ids)
+    d = reader.layout.ndim
+    return np.unique(reader.layout.flat_index(refs[:, :d])) if len(refs) else refs[:, 0]
+
+
+def _level_rows(reader: LevelReader, flats: IntArray) -> IntArray:
+    """Level-wide row id (rank over all chunks in flat order) of every row of ``flats``."""
+    counts = reader.vertex_counts[flats]
+    shift = offsets_from_counts(reader.vertex_counts)[flats] - offsets_from_counts(counts)[:-1]
+    return np.repeat(shift, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+
+
+def _traversal_rank(reader: LevelReader, objs: IntArray, level_rows: IntArray) -> IntArray:
+    """Position of each row inside its object's traversal order (from the manifest)."""
+    ref_start, _, trav = _object_refs(reader, objs)
+    o = np.argsort(ref_start, kind="stable")
+    j = o[np.searchsorted(ref_start[o], level_rows, side="right") - 1]
+    return trav[j] + level_rows - ref_start[j]
+
+
+def _boundary_chunks(reader: LevelReader, got: _Fetched) -> IntArray:
+    """Chunks holding faces that touch the selected rows, and their other vertices."""
+    if not reader.has(L.CROSS_CHUNK_LINKS) or not got.keep.any():
+        return got.flats
+    candidates = np.union1d(got.flats, _object_chunks(reader, np.unique(got.objects[got.keep])))
+    cross = reader.rows(L.CROSS_CHUNK_LINKS, candidates).values
+    d = reader.layout.ndim
+    level_start = offsets_from_counts(reader.vertex_counts)
+    inside = np.sort(_level_rows(reader, got.flats)[got.keep])
+    ends = []
+    touches = np.zeros(len(cross), dtype=bool)
+    for j in range(cross.shape[1] // (d + 1)):  # three endpoints
+        flat = reader.layout.flat_index(cross[:, j * (d + 1) : j * (d + 1) + d])
+        rows = level_start[flat] + cross[:, j * (d + 1) + d]
+        pos = np.minimum(np.searchsorted(inside, rows), max(len(inside) - 1, 0))
+        touches |= inside[pos] == rows
+        ends.append(flat)
+    return np.union1d(got.flats, np.unique(np.stack(ends, axis=1)[touches]))
+
+
+def _faces(
+    reader: LevelReader, got: _Fetched, names: Sequence[str], boundary: bool
+) -> tuple[npt.NDArray[np.bool_], IntArray, dict[str, Column]]:
+    """Faces stored in the fetched chunks that the query returns, and the rows it returns."""
+    block = reader.links(got.flats, names)
+    ends = block.ends
+    whole = np.all(ends >= 0, axis=1)
+    safe = np.where(ends >= 0, ends, 0)
+    hit = got.keep[safe] & (ends >= 0)
+    take = whole & (hit.any(axis=1) if boundary else hit.all(axis=1))
+    returned = got.keep.copy()
+    if boundary:  # a face never joins two objects, so its object is a selected one
+        returned[ends[take].ravel()] = True
+    idx = np.flatnonzero(take)
+    return returned, ends[idx], {k: c.take(idx) for k, c in block.attributes.items()}
+
+
+def _read(reader: LevelReader, query: Query, face_names: Sequence[str], boundary: bool) -> Meshes:
+    """Run a mesh query: pick rows, order them by object and traversal, remap faces."""
+    ids = query.object_ids
+    if ids is not None:
+        _, first = np.unique(ids, return_index=True)
+        ids = ids[np.sort(first)]
+    with reader.caching():
+        flats = reader.chunks(query.bbox)
+        if ids is not None:
+            flats = np.intersect1d(flats, _object_chunks(reader, ids))
+        got = _fetch(reader, flats, query)
+        if boundary and query.bbox is not None:
+            got = _fetch(reader, _boundary_chunks(reader, got), query)
+        returned, faces, face_cols = _faces(reader, got, face_names, boundary)
+        rows = np.flatnonzero(returned)
+        obj = got.objects[rows]
+        objs = _result_objects(reader, ids, obj, query.bbox is not None)
+        objpos = np.full(max(reader.n_objects, 1), -1, dtype=np.int64)
+        objpos[objs] = np.arange(len(objs), dtype=np.int64)
+        rank = _traversal_rank(reader, objs, _level_rows(reader, got.flats)[rows])
+        n_rank = int(rank.max()) + 1 if len(rank) else 1
+        order = rows[sort_order([objpos[obj], rank], [len(objs), n_rank])]
+        where = np.full(len(got.positions), -1, dtype=np.int64)
+        where[order] = np.arange(len(order), dtype=np.int64)
+        attrs = {
+            n: reader.column(f"{L.ATTRIBUTES}/{n}", got.flats).take(order).decoded()
+            for n in query.attributes or ()
+        }
+    obj_attrs = decode_columns(reader.object_attributes(objs))
+    obj_attrs.pop("id", None)
+    groups, group_attrs = group_members_out(reader, objs)
+    return _assemble(
+        _Picked(got.positions[order], objpos[got.objects[order]], len(objs), where[faces]),
+        output_ids(reader, objs),
+        attrs,
+        decode_columns(face_cols),
+        obj_attrs,
+        groups,
+        group_attrs,
+        _winding(reader),
+    )
+
+
+def _result_objects(
+    reader: LevelReader, ids: IntArray | None, row_objects: IntArray, boxed: bool
+) -> IntArray:
+    """Objects of the result: requested ones (or all); with a box, only those it returns."""
+    if not boxed:
+        return np.arange(reader.n_objects, dtype=np.int64) if ids is None else ids
+    present = np.unique(row_objects)
+    return present if ids is None else ids[np.isin(ids, present)]
+
+
+def _winding(reader: LevelReader) -> WindingOrder:
+    value = reader.meta.type_metadata.get("winding_order", WindingOrder.CCW.value)
+    return WindingOrder.parse(str(value), field="winding_order")
+
+
+@register_geometry_type
+class MeshType(GeometryType):
+    """Plug-in for ``mesh`` stores."""
+
+    name = GeometryTypeName.MESH
+
+    @classmethod
+    def read(cls, reader: LevelReader, query: Query) -> Meshes:
+        """Return the vertices and faces selected by ``query`` (all face attributes)."""
+        return _read(reader, query, reader.names(L.LINK_ATTRIBUTES), boundary=False)
+
+
+def read_mesh(
+    store: StoreLike,
+    *,
+    level: int = 0,
+    bbox: BBoxLike | None = None,
+    object_ids: npt.ArrayLike | None = None,
+    group: str | int | None = None,
+    attributes: bool | str | Sequence[str] = True,
+    face_attributes: bool | str | Sequence[str] = True,
+    include_boundary_faces: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Meshes:
+    """Read triangle meshes from a ``mesh`` store.
+
+    Parameters
+    ----------
+    store
+        Path, URL or zarr store.
+    level
+        Resolution level.
+    bbox
+        ``(min, max)``: return the vertices with ``min <= p < max`` and the faces whose three
+        vertices are returned.  Without a box, objects come back whole.
+    object_ids
+        Objects to read, by id (user ids when the store has them), in the order given
+        (repeated ids are read once).
+    group
+        Read the objects of one group (name or index).
+    attributes, face_attributes
+        True for all per-vertex / per-face attributes, False for none, or names.
+    include_boundary_faces
+        With ``bbox``: also return faces with at least one vertex in the box, together with
+        their vertices outside it.
+    storage_options
+        fsspec options for URL stores.
+
+    Returns
+    -------
+    Meshes
+        Vertices grouped by object (traversal order within each), faces as a set per object.
+
+    Raises
+    ------
+    InvalidInputError
+        The store is not a mesh store, or an unknown object id, group or attribute.
+    MissingDependencyError
+        The store is Draco-encoded and DracoPy is missing.
+
+    Examples
+    --------
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> square = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    >>> _ = write_mesh(store, square, [[0, 1, 2], [0, 2, 3]], chunk_shape=(1, 1))
+    >>> read_mesh(store, bbox=([0, 0], [1.5, 0.5])).faces.shape
+    (0, 3)
+    >>> m = read_mesh(store, bbox=([0, 0], [1.5, 0.5]), include_boundary_faces=True)
+    >>> len(m.vertices), m.faces.tolist()
+    (4, [[0, 1, 2], [0, 2, 3]])
+    """
+    root = open_store(store, mode="r", storage_options=storage_options)
+    reader = LevelReader(root, level)
+    if reader.meta.geometry_type is not GeometryTypeName.MESH:
+        raise InvalidInputError(
+            f"store holds {reader.meta.geometry_type.value!r}; read_mesh needs 'mesh'"
+        )
+    query = build_query(
+        reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes
+    )
+    names = attribute_selection(reader.names(L.LINK_ATTRIBUTES), face_attributes)
+    return _read(reader, query, names, include_boundary_faces)
