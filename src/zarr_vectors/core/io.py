@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -35,7 +35,15 @@ import zarr
 from numcodecs.abc import Codec as NumcodecsCodec
 from zarr.abc.codec import BytesBytesCodec
 from zarr.abc.store import Store
-from zarr.codecs import VLenBytesCodec, ZstdCodec
+from zarr.codecs import (
+    BytesCodec,
+    Crc32cCodec,
+    Endian,
+    ShardingCodec,
+    ShardingCodecIndexLocation,
+    VLenBytesCodec,
+    ZstdCodec,
+)
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.dtype import VariableLengthBytes
 from zarr.core.metadata import ArrayV3Metadata
@@ -43,6 +51,7 @@ from zarr.core.sync import sync
 from zarr.errors import UnstableSpecificationWarning
 from zarr.storage import LocalStore
 
+from zarr_vectors.core.shards import ShardFormat
 from zarr_vectors.errors import CorruptPayloadError, StoreNotFoundError
 
 __all__ = [
@@ -123,26 +132,54 @@ class _ElementCodec:
         return raw[_HEADER.size :]
 
 
-def _fast_codec(array: zarr.Array[Any]) -> _ElementCodec | None:
-    """Return a fast codec when the array's chain is vlen-bytes [+ zstd], else None."""
+def _chain_codec(codecs: Sequence[Any]) -> _ElementCodec | None:
+    kinds = [type(c) for c in codecs]
+    if kinds == [VLenBytesCodec]:
+        return _ElementCodec(None)
+    if kinds == [VLenBytesCodec, ZstdCodec]:
+        zstd = codecs[1]
+        return _ElementCodec(numcodecs.Zstd(level=zstd.level, checksum=zstd.checksum))
+    return None
+
+
+def _shard_format(codec: ShardingCodec, ndim: int) -> ShardFormat | None:
+    index = [type(c) for c in codec.index_codecs]
+    if index not in ([BytesCodec], [BytesCodec, Crc32cCodec]):
+        return None
+    first = codec.index_codecs[0]
+    if isinstance(first, BytesCodec) and first.endian not in (None, Endian.little):
+        return None
+    if tuple(codec.chunk_shape) != (1,) * ndim:
+        return None
+    return ShardFormat(
+        chunks_per_shard=(1,) * ndim,  # replaced by the caller with the shard shape
+        index_at_end=codec.index_location is ShardingCodecIndexLocation.end,
+        checksum=len(index) == 2,
+    )
+
+
+def _fast_codec(array: zarr.Array[Any]) -> tuple[_ElementCodec, ShardFormat | None] | None:
+    """Return the fast element codec (and shard packing) for plain chains, else None."""
     meta = array.metadata
     if isinstance(meta, ArrayV3Metadata):
         codecs = list(meta.codecs)
-        if [type(c) for c in codecs] == [VLenBytesCodec]:
-            return _ElementCodec(None)
-        if [type(c) for c in codecs] == [VLenBytesCodec, ZstdCodec]:
-            zstd = codecs[1]
-            assert isinstance(zstd, ZstdCodec)
-            return _ElementCodec(numcodecs.Zstd(level=zstd.level, checksum=zstd.checksum))
-        return None
+        if len(codecs) == 1 and isinstance(codecs[0], ShardingCodec):
+            inner = _chain_codec(list(codecs[0].codecs))
+            fmt = _shard_format(codecs[0], len(array.shape))
+            if inner is None or fmt is None:
+                return None
+            per_shard = tuple(int(s) for s in meta.chunk_grid.chunk_shape)  # type: ignore[attr-defined]
+            return inner, replace(fmt, chunks_per_shard=per_shard)
+        plain = _chain_codec(codecs)
+        return None if plain is None else (plain, None)
     filters = [f.get_config()["id"] for f in (meta.filters or ())]
     if filters != ["vlen-bytes"]:
         return None
     comp = meta.compressor
     if comp is None:
-        return _ElementCodec(None)
+        return _ElementCodec(None), None
     if comp.codec_id == "zstd":
-        return _ElementCodec(comp)
+        return _ElementCodec(comp), None
     return None
 
 
@@ -241,21 +278,46 @@ class PayloadArray:
         prefix = self.array.store_path.path
         return f"{prefix}/{key}" if prefix else key
 
+    def _shard_of(self, flat: int, fmt: ShardFormat) -> tuple[tuple[int, ...], int]:
+        coords = np.unravel_index(flat, self.array.shape)
+        shard = tuple(int(c) // s for c, s in zip(coords, fmt.chunks_per_shard, strict=True))
+        inner = tuple(int(c) % s for c, s in zip(coords, fmt.chunks_per_shard, strict=True))
+        return shard, int(np.ravel_multi_index(inner, fmt.chunks_per_shard))
+
+    def _shard_key(self, shard: tuple[int, ...]) -> str:
+        key = self.array.metadata.encode_chunk_key(shard)
+        prefix = self.array.store_path.path
+        return f"{prefix}/{key}" if prefix else key
+
     def write(self, flat_indices: npt.NDArray[np.int64], payloads: Sequence[bytes]) -> None:
         """Write one element per flat grid index; empty payloads are skipped."""
         pairs = [(int(i), p) for i, p in zip(flat_indices, payloads, strict=True) if len(p)]
         if not pairs:
             return
-        codec = _fast_codec(self.array)
-        if codec is None:
+        fast = _fast_codec(self.array)
+        if fast is None:
             self._write_generic(pairs)
             return
+        codec, fmt = fast
         nbytes = sum(len(p) for _, p in pairs)
         encoded = _map(lambda ip: codec.encode(ip[1]), pairs, nbytes)
-        _set_many(
-            self.array.store_path.store,
-            [(self._key(i), e) for (i, _), e in zip(pairs, encoded, strict=True)],
-        )
+        store = self.array.store_path.store
+        if fmt is None:
+            _set_many(store, [(self._key(i), e) for (i, _), e in zip(pairs, encoded, strict=True)])
+            return
+        shards: dict[tuple[int, ...], dict[int, bytes]] = {}
+        for (flat, _), data in zip(pairs, encoded, strict=True):
+            shard, inner = self._shard_of(flat, fmt)
+            shards.setdefault(shard, {})[inner] = data
+        keys = [self._shard_key(k) for k in shards]
+        # a shard that already exists is merged: read-modify-write of the whole shard
+        for key, old, new in zip(keys, _get_many(store, keys), shards.values(), strict=True):
+            if old is not None:
+                merged = fmt.split(old, f"{self.name} shard {key}")
+                merged.update(new)
+                new.clear()
+                new.update(merged)
+        _set_many(store, [(k, fmt.encode(v)) for k, v in zip(keys, shards.values(), strict=True)])
 
     def _write_generic(self, pairs: list[tuple[int, bytes]]) -> None:
         idx = np.unravel_index(np.array([i for i, _ in pairs]), self.array.shape)
@@ -269,10 +331,14 @@ class PayloadArray:
         flats = [int(i) for i in flat_indices]
         if not flats:
             return []
-        codec = _fast_codec(self.array)
-        if codec is None:
+        fast = _fast_codec(self.array)
+        if fast is None:
             return self._read_generic(flats)
-        raw = _get_many(self.array.store_path.store, [self._key(i) for i in flats])
+        codec, fmt = fast
+        if fmt is None:
+            raw = _get_many(self.array.store_path.store, [self._key(i) for i in flats])
+        else:
+            raw = self._read_sharded(flats, fmt)
         nbytes = sum(len(r) for r in raw if r is not None)
         return _map(
             lambda pair: (
@@ -281,6 +347,17 @@ class PayloadArray:
             list(zip(flats, raw, strict=True)),
             nbytes,
         )
+
+    def _read_sharded(self, flats: list[int], fmt: ShardFormat) -> list[bytes | None]:
+        where = [self._shard_of(f, fmt) for f in flats]
+        shard_ids = sorted({s for s, _ in where})
+        keys = [self._shard_key(s) for s in shard_ids]
+        blobs = _get_many(self.array.store_path.store, keys)
+        inner = {
+            s: {} if b is None else fmt.split(b, f"{self.name} shard {k}")
+            for s, k, b in zip(shard_ids, keys, blobs, strict=True)
+        }
+        return [inner[s].get(i) for s, i in where]
 
     def _read_generic(self, flats: list[int]) -> list[bytes]:
         idx = np.unravel_index(np.array(flats), self.array.shape)
