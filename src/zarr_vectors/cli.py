@@ -35,6 +35,7 @@ from zarr_vectors.core.store import (
 from zarr_vectors.errors import StoreNotFoundError, ZarrVectorsError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Severity
+from zarr_vectors.spec.metadata import Axis
 from zarr_vectors.validate import ValidationReport, validate
 
 __all__ = ["REGISTRARS", "LevelSummary", "StoreSummary", "app", "main", "summarize"]
@@ -83,13 +84,21 @@ class LevelSummary:
     """Counts and bins of one resolution level."""
 
     level: int
+    """Level number (0 = full resolution)."""
     bin_ratio: list[int]
+    """Bin size relative to level 0, per axis."""
     bin_shape: list[float]
+    """Bin extent, physical units."""
     object_sparsity: float
+    """Fraction of level-0 objects kept."""
     vertex_count: int
+    """Vertices stored at this level."""
     object_count: int
+    """Objects with vertices at this level."""
     chunk_count: int
+    """Non-empty chunks."""
     attributes: list[AttributeSummary]
+    """Attribute arrays (per vertex, object, link, group)."""
 
 
 @dataclass(frozen=True)
@@ -97,19 +106,33 @@ class StoreSummary:
     """What ``zarr-vectors info`` reports about a store."""
 
     store: str
+    """The location as given."""
     geometry_type: str
+    """One of the seven geometry types."""
     zarr_vectors_version: str
+    """ZVF version of the store."""
     zarr_format: int
+    """Zarr format, 2 or 3."""
     spatial_dims: int
+    """Number of spatial dimensions D."""
     axes: list[dict[str, str]]
+    """``multiscales`` axes: name, type and unit."""
     axis_units: str | list[str] | None
+    """Root ``axis_units``."""
     coordinate_system: str
+    """Informational coordinate system name."""
     chunk_shape: list[float]
+    """Chunk extent, physical units."""
     base_bin_shape: list[float]
+    """Level-0 bin extent, physical units."""
     chunk_grid: dict[str, list[int]] | None
+    """``{origin, shape}`` of the chunk grid."""
     bounding_box: dict[str, list[float]] | None
+    """``{min, max}`` of the level-0 vertices."""
     size_bytes: int | None
+    """Bytes on disk for local directories and zip files, else None."""
     levels: list[LevelSummary]
+    """One entry per level group, ascending."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -129,23 +152,32 @@ def summarize(store: str) -> StoreSummary:
     root = open_store(store, mode="r")
     meta = read_root_metadata(root)
     levels = [_level_summary(root, n) for n in list_resolution_levels(root)]
-    units = meta.axis_units
+    units, grid, box = meta.axis_units, meta.chunk_grid, meta.bounding_box
     return StoreSummary(
         store=store,
         geometry_type=meta.geometry_type.value,
         zarr_vectors_version=meta.zarr_vectors_version,
         zarr_format=root.metadata.zarr_format,
         spatial_dims=meta.spatial_dims,
-        axes=[dict(a.to_dict()) for a in meta.multiscales.axes],
+        axes=[_axis(a) for a in meta.multiscales.axes],
         axis_units=list(units) if isinstance(units, tuple) else units,
         coordinate_system=meta.coordinate_system,
         chunk_shape=list(meta.chunk_shape),
         base_bin_shape=list(meta.base_bin_shape),
-        chunk_grid=None if meta.chunk_grid is None else dict(meta.chunk_grid.to_dict()),
-        bounding_box=None if meta.bounding_box is None else dict(meta.bounding_box.to_dict()),
+        chunk_grid=None
+        if grid is None
+        else {"origin": list(grid.origin), "shape": list(grid.shape)},
+        bounding_box=None if box is None else {"min": list(box.min), "max": list(box.max)},
         size_bytes=_size_on_disk(Path(store)),
         levels=levels,
     )
+
+
+def _axis(axis: Axis) -> dict[str, str]:
+    out = {"name": axis.name, "type": axis.type}
+    if axis.unit is not None:
+        out["unit"] = axis.unit
+    return out
 
 
 def _level_summary(root: zarr.Group, level: int) -> LevelSummary:
@@ -206,10 +238,10 @@ def _nums(values: Sequence[float]) -> str:
     return "[" + ", ".join(f"{v:g}" for v in values) + "]"
 
 
-def _print_summary(console: Console, s: StoreSummary) -> None:
-    head = Table(title=f"ZVF store {s.store}", show_header=False, title_justify="left")
-    head.add_column(style="bold")
-    head.add_column(overflow="fold")
+def _store_table(s: StoreSummary) -> Table:
+    table = Table(title=f"ZVF store {s.store}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
     axes = ", ".join(a["name"] + (f" ({a['unit']})" if "unit" in a else "") for a in s.axes)
     rows = [
         ("geometry type", s.geometry_type),
@@ -230,14 +262,17 @@ def _print_summary(console: Console, s: StoreSummary) -> None:
     if s.size_bytes is not None:
         rows.append(("size on disk", _human(s.size_bytes)))
     for key, value in rows:
-        head.add_row(key, value)
-    console.print(head)
-    levels = Table(title="Levels", title_justify="left")
+        table.add_row(key, value)
+    return table
+
+
+def _levels_table(s: StoreSummary) -> Table:
+    table = Table(title="Levels", title_justify="left")
     for name in ("level", "bin ratio", "bin shape", "vertices", "objects", "chunks", "sparsity"):
         numeric = name in ("level", "vertices", "objects", "chunks", "sparsity")
-        levels.add_column(name, justify="right" if numeric else "left", overflow="fold")
+        table.add_column(name, justify="right" if numeric else "left", overflow="fold")
     for lv in s.levels:
-        levels.add_row(
+        table.add_row(
             str(lv.level),
             str(lv.bin_ratio),
             _nums(lv.bin_shape),
@@ -246,15 +281,25 @@ def _print_summary(console: Console, s: StoreSummary) -> None:
             str(lv.chunk_count),
             f"{lv.object_sparsity:g}",
         )
-    console.print(levels)
-    attrs = Table(title="Attributes", title_justify="left")
+    return table
+
+
+def _attributes_table(s: StoreSummary) -> Table:
+    table = Table(title="Attributes", title_justify="left")
     for name in ("level", "array", "dtype", "width"):
-        attrs.add_column(name, overflow="fold")
+        table.add_column(name, overflow="fold")
     for lv in s.levels:
         for a in lv.attributes:
-            attrs.add_row(str(lv.level), a.array, a.dtype, "-" if a.width is None else str(a.width))
-    if attrs.row_count:
-        console.print(attrs)
+            table.add_row(str(lv.level), a.array, a.dtype, "-" if a.width is None else str(a.width))
+    return table
+
+
+def _print_summary(console: Console, s: StoreSummary) -> None:
+    console.print(_store_table(s))
+    console.print(_levels_table(s))
+    attributes = _attributes_table(s)
+    if attributes.row_count:
+        console.print(attributes)
 
 
 def info_command(

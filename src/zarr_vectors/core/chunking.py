@@ -17,7 +17,10 @@ import numpy.typing as npt
 from zarr_vectors.errors import InvalidInputError, OutOfBoundsError
 from zarr_vectors.spec.metadata import BoundingBox, ChunkGrid, check_divides
 
-__all__ = ["ChunkLayout", "grid_for_bounds"]
+__all__ = ["MAX_GRID_CHUNKS", "ChunkLayout", "grid_for_bounds"]
+
+MAX_GRID_CHUNKS = 1 << 30
+"""Largest chunk grid a store may have: ``vertex_counts`` holds 8 bytes per slot."""
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.floating]
@@ -36,7 +39,14 @@ def grid_for_bounds(
     c = np.asarray(chunk_shape, dtype=np.float64)
     first = np.floor(np.asarray(lo, dtype=np.float64) / c).astype(np.int64)
     last = np.floor(np.asarray(hi, dtype=np.float64) / c).astype(np.int64)
-    return ChunkGrid(origin=tuple(first.tolist()), shape=tuple((last - first + 1).tolist()))
+    shape = last - first + 1
+    if float(np.prod(shape.astype(np.float64))) > MAX_GRID_CHUNKS:
+        raise InvalidInputError(
+            f"the data extent {list(np.asarray(lo))} .. {list(np.asarray(hi))} spans "
+            f"{shape.tolist()} chunks of {c.tolist()}; use a larger chunk_shape (at most "
+            f"{MAX_GRID_CHUNKS:,} chunk slots)"
+        )
+    return ChunkGrid(origin=tuple(first.tolist()), shape=tuple(shape.tolist()))
 
 
 @dataclass(frozen=True)
@@ -81,8 +91,10 @@ class ChunkLayout:
         """Return the chunk coordinate of each position, shape (N, D)."""
         out = np.empty(positions.shape, dtype=np.int64)
         for d in range(self.ndim):
-            # floor(p / C) exactly as the spec says (floor_divide differs on rounding edges)
-            out[:, d] = np.floor(positions[:, d] / self.chunk_shape[d])
+            # floor(p / C) in float64 exactly as the spec says: float32 input divided by a
+            # Python float would stay float32 (NEP 50) and round differently near boundaries
+            col = np.asarray(positions[:, d], dtype=np.float64)
+            out[:, d] = np.floor(col / self.chunk_shape[d])
         return out
 
     def bin_flat(self, positions: FloatArray, chunk_coords: IntArray) -> IntArray:
@@ -92,7 +104,9 @@ class ChunkLayout:
         for d in range(self.ndim):
             if nb[d] == 1:
                 continue
-            local = positions[:, d] - chunk_coords[:, d] * self.chunk_shape[d]
+            local = np.asarray(positions[:, d], dtype=np.float64) - (
+                chunk_coords[:, d] * self.chunk_shape[d]
+            )
             local /= self.bin_shape[d]
             b = np.floor(local).astype(np.int64)
             np.clip(b, 0, nb[d] - 1, out=b)

@@ -99,6 +99,10 @@ class DracoSettings:
             "compression_level": self.compression_level,
         }
 
+    def encode(self, rows: npt.NDArray[np.floating]) -> bytes:
+        """Encode one chunk's vertex rows with these settings (see :func:`encode_vertices`)."""
+        return encode_vertices(rows, self.quantization_bits, self.compression_level)
+
     @classmethod
     def from_attributes(cls, attrs: Mapping[str, Any]) -> DracoSettings:
         """Read the settings back from array attributes (raises on bad values)."""

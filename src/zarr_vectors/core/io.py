@@ -57,6 +57,7 @@ from zarr_vectors.errors import CorruptPayloadError, StoreNotFoundError
 __all__ = [
     "DEFAULT_ZSTD_LEVEL",
     "Compressor",
+    "CompressorSpec",
     "PayloadArray",
     "create_dense_array",
     "create_payload_array",
@@ -70,6 +71,9 @@ DEFAULT_ZSTD_LEVEL = 3
 
 Compressor: TypeAlias = BytesBytesCodec | NumcodecsCodec | None
 """A zarr v3 bytes-to-bytes codec, a numcodecs codec (Zarr v2), or None for no compression."""
+
+CompressorSpec: TypeAlias = Compressor | str | Mapping[str, Compressor | str]
+"""One compressor for every array, or a mapping from array path to compressor (``"*"``: rest)."""
 
 _HEADER = struct.Struct("<II")
 _PARALLEL_BYTES = 4 << 20  # below this, a thread pool costs more than it saves
@@ -428,7 +432,7 @@ def create_dense_array(
         attributes=dict(attributes),
         overwrite=True,
     )
-    if data.size:
+    if data.size and data.any():  # all zeros is the fill value: nothing to store
         array[...] = data
     return array
 

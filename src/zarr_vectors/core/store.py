@@ -8,19 +8,22 @@ A store is any zarr ``StoreLike``: a local path, a ``.zip`` path, a URL such as 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+import numpy as np
 import zarr
 from zarr.abc.store import Store
 from zarr.core.sync import sync
 from zarr.errors import GroupNotFoundError, NodeNotFoundError
 from zarr.storage import FsspecStore, LocalStore, MemoryStore, StorePath, ZipStore
 
-from zarr_vectors.core.io import quiet_vlen
+from zarr_vectors.core.chunking import MAX_GRID_CHUNKS, grid_for_bounds
+from zarr_vectors.core.io import create_dense_array, create_payload_array, quiet_vlen
 from zarr_vectors.errors import (
     InvalidInputError,
     LevelNotFoundError,
@@ -28,8 +31,18 @@ from zarr_vectors.errors import (
     StoreExistsError,
     StoreNotFoundError,
 )
-from zarr_vectors.spec.layout import level_path
-from zarr_vectors.spec.metadata import LevelMetadata, RootMetadata
+from zarr_vectors.spec.conventions import ArrayKind
+from zarr_vectors.spec.layout import (
+    DENSE_CHUNK_ROWS,
+    OBJECT_MANIFEST,
+    OBJECT_OFFSETS,
+    VERTEX_COUNTS,
+    VERTEX_FRAGMENTS,
+    VERTICES,
+    array_attributes,
+    level_path,
+)
+from zarr_vectors.spec.metadata import ChunkGrid, LevelMetadata, RootMetadata
 
 __all__ = [
     "OpenMode",
@@ -188,11 +201,60 @@ def create_store(
     """
     handle = resolve_store(path, mode="w" if overwrite else "w-", storage_options=storage_options)
     root = init_root(handle, zarr_format=zarr_format, overwrite=overwrite, where=_describe(path))
+    d = metadata.spatial_dims
+    if metadata.chunk_grid is None:
+        grid = ChunkGrid(origin=(0,) * d, shape=(1,) * d)
+        if metadata.bounding_box is not None:
+            box = metadata.bounding_box
+            grid = grid_for_bounds(box.min, box.max, metadata.chunk_shape)
+        metadata = replace(metadata, chunk_grid=grid)
+    elif math.prod(metadata.chunk_grid.shape) > MAX_GRID_CHUNKS:
+        raise InvalidInputError(f"chunk_grid {list(metadata.chunk_grid.shape)} is too large")
+    assert metadata.chunk_grid is not None
     ds = metadata.multiscales.datasets[0]
     lvl = LevelMetadata(level=0, bin_ratio=ds.bin_ratio, bin_shape=ds.bin_shape)
-    root.create_group(level_path(0), attributes=lvl.to_dict())
+    group = root.create_group(level_path(0), attributes=lvl.to_dict())
+    _empty_level(group, metadata)
     root.attrs.put(metadata.to_dict())
     return root
+
+
+def _empty_level(group: zarr.Group, metadata: RootMetadata) -> None:
+    """Create the required arrays of an empty level 0 (no vertices yet)."""
+    assert metadata.chunk_grid is not None
+    shape = metadata.chunk_grid.shape
+    d = metadata.spatial_dims
+    create_payload_array(
+        group, VERTICES, shape, attributes=array_attributes(ArrayKind.VERTICES, "<f4", d)
+    )
+    create_payload_array(
+        group,
+        VERTEX_FRAGMENTS,
+        shape,
+        attributes=array_attributes(ArrayKind.VERTEX_FRAGMENTS, "<i8", 4),
+    )
+    create_dense_array(
+        group,
+        VERTEX_COUNTS,
+        np.zeros(shape, dtype=np.int64),
+        attributes=array_attributes(ArrayKind.VERTEX_COUNTS, "<i8", 1),
+        chunks=shape,
+    )
+    if metadata.geometry_type.has_objects:
+        create_dense_array(
+            group,
+            OBJECT_OFFSETS,
+            np.zeros(1, dtype=np.int64),
+            attributes=array_attributes(ArrayKind.OBJECT_OFFSETS, "<i8", 1),
+            chunks=(DENSE_CHUNK_ROWS,),
+        )
+        create_dense_array(
+            group,
+            OBJECT_MANIFEST,
+            np.zeros((0, d + 2), dtype=np.int64),
+            attributes=array_attributes(ArrayKind.OBJECT_MANIFEST, "<i8", d + 2),
+            chunks=(DENSE_CHUNK_ROWS, d + 2),
+        )
 
 
 def init_root(

@@ -24,12 +24,17 @@ import zarr
 
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
 from zarr_vectors.core.columns import Column
-from zarr_vectors.core.io import Compressor, create_dense_array, create_payload_array
+from zarr_vectors.core.io import (
+    Compressor,
+    CompressorSpec,
+    create_dense_array,
+    create_payload_array,
+)
 from zarr_vectors.core.plan import GeometryParts, LevelPlan, plan_level
 from zarr_vectors.core.store import StoreLike, init_root, resolve_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.conventions import ArrayKind, Encoding, GeometryTypeName
+from zarr_vectors.spec.conventions import ArrayKind, GeometryTypeName
 from zarr_vectors.spec.metadata import (
     Axis,
     BoundingBox,
@@ -56,8 +61,9 @@ class StoreOptions:
     """Zarr format version of the store."""
     overwrite: bool = False
     """Replace existing data at the location."""
-    compressor: Compressor | str = "default"
-    """Compressor of every array (default zstd)."""
+    compressor: CompressorSpec = "default"
+    """Compressor of every array (default zstd), or a mapping from array path (e.g.
+    ``"vertices"``, ``"attributes/intensity"``) to compressor, with ``"*"`` for the rest."""
     shards: tuple[int, ...] | None = None
     """Chunks per shard of payload arrays (Zarr v3 sharding), or None."""
     storage_options: Mapping[str, Any] | None = None
@@ -123,16 +129,12 @@ def check_positions(positions: Any, *, ndim: int | None = None) -> npt.NDArray[n
 
 
 def _array_attrs(
-    kind: ArrayKind, values: npt.NDArray[Any], width: int, extra: Mapping[str, Any] | None = None
+    kind: ArrayKind,
+    values: npt.NDArray[Any],
+    width: int,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    attrs: dict[str, Any] = {
-        "zv_array": kind.value,
-        "dtype": values.dtype.str,
-        "width": width,
-        "encoding": Encoding.RAW.value,
-    }
-    attrs.update(extra or {})
-    return attrs
+    return L.array_attributes(kind, values.dtype.str, width, extra)
 
 
 def _column_attrs(col: Column) -> dict[str, Any]:
@@ -175,7 +177,7 @@ class _LevelWriter:
         self,
         group: zarr.Group,
         grid_shape: tuple[int, ...],
-        compressor: Compressor | str,
+        compressor: CompressorSpec,
         shards: tuple[int, ...] | None,
     ) -> None:
         self.group = group
@@ -185,6 +187,12 @@ class _LevelWriter:
         # payload encoding and file writes release the GIL: overlap them with the next gather
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._pending: list[Future[None]] = []
+
+    def _compressor(self, path: str) -> Compressor | str:
+        spec = self.compressor
+        if isinstance(spec, Mapping):
+            return spec.get(path, spec.get("*", "default"))
+        return spec
 
     def abort(self) -> None:
         """Stop queued writes after a failure elsewhere (their errors are secondary)."""
@@ -214,7 +222,7 @@ class _LevelWriter:
             path,
             self.grid_shape,
             attributes=_array_attrs(kind, rows, rows.shape[1], extra),
-            compressor=self.compressor,
+            compressor=self._compressor(path),
             shards=self.shards,
         )
         flats, payloads = _split(rows, chunk_of_row)
@@ -229,15 +237,15 @@ class _LevelWriter:
     ) -> None:
         width = 1 if data.ndim < 2 else int(np.prod(data.shape[1:]))
         chunks = (L.DENSE_CHUNK_ROWS, *data.shape[1:])
-        if kind is ArrayKind.VERTEX_COUNTS:
-            chunks = _grid_chunks(data.shape)
+        if kind is ArrayKind.VERTEX_COUNTS:  # one count per chunk slot of the grid
+            chunks, width = _grid_chunks(data.shape), 1
         create_dense_array(
             self.group,
             path,
             data,
             attributes=_array_attrs(kind, data, width, extra),
             chunks=chunks,
-            compressor=self.compressor,
+            compressor=self._compressor(path),
         )
 
 
@@ -255,7 +263,7 @@ def write_level(
     layout: ChunkLayout,
     level: LevelMetadata,
     *,
-    compressor: Compressor | str = "default",
+    compressor: CompressorSpec = "default",
     shards: tuple[int, ...] | None = None,
     plan: LevelPlan | None = None,
 ) -> LevelMetadata:
@@ -412,7 +420,7 @@ def write_store(
         chunk_shape=chunk,
         base_bin_shape=bins,
         axes=opts.axes,
-        axis_units=opts.axis_units,
+        axis_units="unknown" if opts.axis_units is None else opts.axis_units,
         coordinate_system=opts.coordinate_system,
         bounding_box=data_box,
         chunk_grid=grid,

@@ -35,8 +35,7 @@ def _object_length(parts: GeometryParts) -> npt.NDArray[np.float64]:
     assert obj is not None
     n = parts.n_objects
     if not parts.sequential or len(obj) < 2:
-        counts = np.asarray(np.bincount(obj, minlength=n), dtype=np.float64)
-        return counts
+        return np.asarray(np.bincount(obj, minlength=n), dtype=np.float64)
     step = np.linalg.norm(np.diff(parts.positions.astype(np.float64), axis=0), axis=1)
     same = obj[1:] == obj[:-1]
     weighted = np.bincount(obj[1:][same], weights=step[same], minlength=n)

@@ -35,6 +35,7 @@ __all__ = [
     "VERTICES",
     "SPEC_BY_KIND",
     "ArraySpec",
+    "array_attributes",
     "FRAGMENT_WIDTH",
     "attribute_path",
     "level_path",
@@ -158,6 +159,26 @@ ARRAY_SPECS: tuple[ArraySpec, ...] = (
 """Every array a level group may contain (FORMAT.md §6)."""
 
 SPEC_BY_KIND: Mapping[ArrayKind, ArraySpec] = {s.kind: s for s in ARRAY_SPECS}
+
+
+def array_attributes(
+    kind: ArrayKind, dtype: str, width: int, extra: Mapping[str, object] | None = None
+) -> dict[str, object]:
+    """Return the attributes every ZVF array carries (FORMAT.md §6).
+
+    Examples
+    --------
+    >>> array_attributes(ArrayKind.VERTICES, "<f4", 3)["zv_array"]
+    'vertices'
+    """
+    attrs: dict[str, object] = {
+        "zv_array": kind.value,
+        "dtype": dtype,
+        "width": int(width),
+        "encoding": "raw",
+    }
+    attrs.update(extra or {})
+    return attrs
 
 
 def level_path(level: int) -> str:

@@ -569,7 +569,11 @@ class RootMetadata:
         if axes is None:
             per_axis = units if isinstance(units, tuple) else (units,) * d
             axes = tuple(
-                Axis(name=n, type="time" if n == "t" else "space", unit=u)
+                Axis(
+                    name=n,
+                    type="time" if n == "t" else "space",
+                    unit=None if u == "unknown" else u,
+                )
                 for n, u in zip(default_axis_names(d), per_axis, strict=True)
             )
         ms = MultiscaleMetadata(

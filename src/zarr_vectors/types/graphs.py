@@ -27,7 +27,7 @@ Contract
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -60,6 +60,7 @@ from zarr_vectors.types._objects import (
     in_box,
     output_ids,
     read_objects,
+    select_objects,
 )
 from zarr_vectors.types.polylines import _options
 
@@ -431,7 +432,7 @@ class GraphRows:
     def restrict(self, inside: npt.NDArray[np.bool_], boundary: bool) -> GraphRows:
         """Keep vertices ``inside`` and edges between them (or, with ``boundary``, touching them)."""
         ends = inside[self.edges]
-        edge_keep = ends.any(axis=1) if boundary else ends.all(axis=1)
+        edge_keep = np.asarray(ends.any(axis=1) if boundary else ends.all(axis=1), dtype=bool)
         keep = inside.copy()
         if boundary:
             keep[self.edges[edge_keep].ravel()] = True
@@ -593,13 +594,20 @@ def gather_graph(
     with reader.caching():
         if query.object_ids is None and query.bbox is not None:
             return _read_box(reader, query.bbox, names, edge_names, boundary)
-        dense = query.object_ids
-        if dense is None:
-            dense = np.arange(reader.n_objects, dtype=np.int64)
+        # a boundary edge may reach a named object lying wholly outside the box: keep them all
+        dense = unique_in_order(
+            select_objects(reader, replace(query, bbox=None) if boundary else query)
+        )
         rows = read_whole_objects(reader, dense, names, edge_names)
     if query.bbox is not None:
         rows = rows.restrict(in_box(rows.positions, query.bbox), boundary)
     return rows
+
+
+def unique_in_order(ids: IntArray) -> IntArray:
+    """Drop repeated ids, keeping first occurrences in order."""
+    _, first = np.unique(ids, return_index=True)
+    return ids[np.sort(first)]
 
 
 def _sorted_edges(edges: IntArray, attrs: dict[str, Column]) -> tuple[IntArray, dict[str, Column]]:
@@ -655,7 +663,7 @@ def object_query(
     group: str | int | None,
     attributes: bool | str | Sequence[str],
 ) -> Query:
-    """Validate read arguments for a graph-like store and build the query (ids deduplicated)."""
+    """Validate read arguments for a graph-like store and build the query."""
     if reader.meta.geometry_type not in allowed:
         names = ", ".join(repr(a.value) for a in allowed)
         raise InvalidInputError(
@@ -664,8 +672,6 @@ def object_query(
     ids = None
     if object_ids is not None:
         ids = resolve_user_ids(reader, object_ids)
-        _, first = np.unique(ids, return_index=True)
-        ids = ids[np.sort(first)]
     if group is not None:
         table = reader.groups
         if table is None:

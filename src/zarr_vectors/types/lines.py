@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from zarr_vectors.core.io import Compressor
+from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, write_store
@@ -65,7 +65,7 @@ def write_lines(
     bounds: BBoxLike | None = None,
     zarr_format: Literal[2, 3] = 3,
     overwrite: bool = False,
-    compressor: Compressor | Literal["default"] = "default",
+    compressor: CompressorSpec = "default",
     shards: Sequence[int] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     coordinate_system: str = "unknown",

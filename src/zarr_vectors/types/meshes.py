@@ -32,8 +32,8 @@ from zarr_vectors.core.columns import Column, normalize_columns
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.io import Compressor
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.ragged import offsets_from_counts, sort_order
+from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import GeometryError, InvalidInputError
@@ -101,6 +101,8 @@ class Mesh:
     """Per-face attributes, aligned with ``faces``."""
     object_attributes: Mapping[str, Any] = field(default_factory=dict)
     """This object's values of the per-object attributes."""
+    winding_order: WindingOrder = WindingOrder.CCW
+    """Triangle winding of the store."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,6 +163,7 @@ class Meshes:
             attributes={k: v[v0:v1] for k, v in self.attributes.items()},
             face_attributes={k: v[f0:f1] for k, v in self.face_attributes.items()},
             object_attributes={k: v[i] for k, v in self.object_attributes.items()},
+            winding_order=self.winding_order,
         )
 
     def __iter__(self) -> Iterator[Mesh]:
@@ -176,30 +179,38 @@ MeshInput = npt.ArrayLike | MeshLike | Meshes | Sequence[Any]
 # -- input -----------------------------------------------------------------------------------
 
 
-def connected_components(n_vertices: int, faces: IntArray) -> tuple[IntArray, int]:
-    """Label vertices by connected surface (vectorised min-label hooking + pointer jumping).
+def connected_components(n_vertices: int, links: IntArray) -> tuple[IntArray, int]:
+    """Label vertices by connected component of (L, k) links (faces k=3, edges k=2).
+
+    Vectorised min-label hooking plus pointer jumping: each round hooks the larger root of
+    every link edge whose ends have different roots under the smaller one.
 
     Returns
     -------
     labels, n
-        Component of every vertex, numbered by first vertex (input order), and their count.
+        Component of every vertex, numbered by smallest vertex (input order), and their count.
 
     Examples
     --------
     >>> labels, n = connected_components(5, np.array([[3, 4, 3], [0, 2, 0]]))
     >>> labels.tolist(), n
     ([0, 1, 0, 2, 2], 3)
+    >>> connected_components(0, np.zeros((0, 3), np.int64))[1]
+    0
     """
-    label = np.arange(n_vertices, dtype=np.int64)
-    a = np.concatenate([faces[:, 0], faces[:, 1]]).astype(np.int64)
-    b = np.concatenate([faces[:, 1], faces[:, 2]]).astype(np.int64)
+    dt = np.int32 if n_vertices < 2**31 else np.int64  # half the memory traffic per gather
+    label = np.arange(n_vertices, dtype=dt)
+    f = np.asarray(links).astype(dt)
+    a, b = f[:, :-1].ravel(), f[:, 1:].ravel()  # chain each link's vertices: k-1 edges
     while a.size:
         la, lb = label[a], label[b]
-        live = la != lb  # an edge whose ends share a root stays joined for good
-        a, b, la, lb = a[live], b[live], la[live], lb[live]
-        if not a.size:
+        live = np.flatnonzero(la != lb)  # an edge whose ends share a root stays joined
+        if not live.size:
             break
+        if live.size < a.size // 4:  # shrinking costs a copy: only when most edges are done
+            a, b, la, lb = a[live], b[live], la[live], lb[live]
         # labels are roots here: hook each larger root under the smallest root it touches
+        # (a finished edge hooks a root under itself: a no-op)
         np.minimum.at(label, np.maximum(la, lb), np.minimum(la, lb))
         while True:
             jumped = label[label]
@@ -237,6 +248,16 @@ def _check_faces(faces: Any, n_vertices: int, what: str) -> IntArray:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
+def _distinct(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Return the sorted distinct values.
+
+    Sort-based on purpose: numpy 2.4's ``np.unique`` is ~50x slower on arrays with many
+    distinct integers.
+    """
+    s = np.sort(values)
+    return s[np.r_[True, s[1:] != s[:-1]]] if s.size else s
+
+
 def _is_mesh_like(obj: Any) -> bool:
     return hasattr(obj, "vertices") and hasattr(obj, "faces")
 
@@ -251,7 +272,11 @@ def _split_list(
             "faces are required with vertex positions; a list input holds "
             "(vertices, faces) pairs or mesh objects"
         )
-    pos, v_off = flatten_ragged([np.asarray(v) for v, _ in pairs], None, "meshes")
+    arrays = [np.asarray(v) for v, _ in pairs]
+    dims = {a.shape[1] for a in arrays if a.ndim == 2}
+    if len(dims) > 1:
+        raise InvalidInputError(f"meshes: vertices have mixed dimensions {sorted(dims)}")
+    pos, v_off = flatten_ragged(arrays, None, "meshes")
     faces = [
         _check_faces(f, int(n), f"mesh {i} faces")
         for i, ((_, f), n) in enumerate(zip(pairs, np.diff(v_off), strict=True))
@@ -295,7 +320,7 @@ def _vertex_objects(object_ids: Any, faces: IntArray, n_vertices: int) -> _Objec
 def _result_input(m: Meshes) -> dict[str, Any]:
     """Array-form arguments equivalent to a :class:`Meshes` (object attributes re-ordered)."""
     order = np.argsort(m.ids, kind="stable")
-    if len(np.unique(m.object_ids)) != len(m.ids):
+    if len(_distinct(np.asarray(m.object_ids))) != len(m.ids):
         raise InvalidInputError("Meshes input: every object needs at least one vertex")
     return {
         "vertices": m.vertices,
@@ -312,7 +337,7 @@ def _result_input(m: Meshes) -> dict[str, Any]:
 def _mesh_parts(data: MeshInput, faces: Any, **kw: Any) -> GeometryParts:
     """Normalise every accepted input form to :class:`GeometryParts`."""
     if isinstance(data, Meshes):
-        if faces is not None or any(v for v in kw.values()):
+        if faces is not None or any(v is not None for v in kw.values()):
             raise InvalidInputError("a Meshes input carries its own faces, ids and attributes")
         kw = _result_input(data)
         data, faces = kw.pop("vertices"), kw.pop("faces")
@@ -410,7 +435,8 @@ def write_mesh(
     face_attributes
         Per-face values: (F, ...) arrays, or (list input) one array per mesh.
     object_attributes
-        Per-object values, one row per object in dense id order (ascending user id).
+        Per-object values, one row per object in object order: list order (list input),
+        ascending id (``object_ids`` per vertex) or first-vertex order (computed surfaces).
     groups, group_attributes
         Named groups of objects ``{name: ids}`` and per-group values.
     winding_order, closed_surface
@@ -478,7 +504,8 @@ def write_mesh(
         require_dracopy()
         if parts.positions.shape[1] > MAX_DIMS:
             raise InvalidInputError(f"Draco encodes at most {MAX_DIMS} dimensions")
-        opts = replace(opts, draco=settings)  # core hook: StoreOptions.draco
+        # StoreOptions.draco is the core hook (FORMAT.md §9); the ignore goes once it is merged
+        opts = replace(opts, draco=settings)  # type: ignore[call-arg,unused-ignore]
     return write_store(store, GeometryTypeName.MESH, parts, opts)
 
 
@@ -500,10 +527,10 @@ def as_meshes(
 
     Examples
     --------
-    >>> m = as_meshes([(np.eye(3), [[0, 1, 2]]), (np.ones((3, 2)), [[2, 1, 0]])],
+    >>> m = as_meshes([(np.eye(3), [[0, 1, 2]]), (np.ones((3, 3)), [[2, 1, 0]])],
     ...               object_ids=[7, 3])
     >>> m.ids.tolist(), m[1].faces.tolist()
-    ([3, 7], [[0, 1, 2]])
+    ([7, 3], [[2, 1, 0]])
     """
     parts = _mesh_parts(
         vertices,
@@ -516,7 +543,8 @@ def as_meshes(
         group_attributes=group_attributes,
     )
     obj = parts.vertex_object
-    assert obj is not None and parts.links is not None
+    assert obj is not None
+    assert parts.links is not None
     order = np.argsort(obj, kind="stable")
     where = np.empty(len(order), dtype=np.int64)
     where[order] = np.arange(len(order), dtype=np.int64)
@@ -623,7 +651,7 @@ def _object_refs(reader: LevelReader, ids: IntArray) -> tuple[IntArray, IntArray
 def _object_chunks(reader: LevelReader, ids: IntArray) -> IntArray:
     refs, _ = reader.object_refs(ids)
     d = reader.layout.ndim
-    return np.unique(reader.layout.flat_index(refs[:, :d])) if len(refs) else refs[:, 0]
+    return _distinct(reader.layout.flat_index(refs[:, :d])) if len(refs) else refs[:, 0]
 
 
 def _level_rows(reader: LevelReader, flats: IntArray) -> IntArray:
@@ -645,7 +673,8 @@ def _boundary_chunks(reader: LevelReader, got: _Fetched) -> IntArray:
     """Chunks holding faces that touch the selected rows, and their other vertices."""
     if not reader.has(L.CROSS_CHUNK_LINKS) or not got.keep.any():
         return got.flats
-    candidates = np.union1d(got.flats, _object_chunks(reader, np.unique(got.objects[got.keep])))
+    touching = _object_chunks(reader, _distinct(got.objects[got.keep]))
+    candidates = _distinct(np.concatenate([got.flats, touching]))
     cross = reader.rows(L.CROSS_CHUNK_LINKS, candidates).values
     d = reader.layout.ndim
     level_start = offsets_from_counts(reader.vertex_counts)
@@ -658,7 +687,7 @@ def _boundary_chunks(reader: LevelReader, got: _Fetched) -> IntArray:
         pos = np.minimum(np.searchsorted(inside, rows), max(len(inside) - 1, 0))
         touches |= inside[pos] == rows
         ends.append(flat)
-    return np.union1d(got.flats, np.unique(np.stack(ends, axis=1)[touches]))
+    return _distinct(np.concatenate([got.flats, np.stack(ends, axis=1)[touches].ravel()]))
 
 
 def _faces(
@@ -682,12 +711,12 @@ def _read(reader: LevelReader, query: Query, face_names: Sequence[str], boundary
     """Run a mesh query: pick rows, order them by object and traversal, remap faces."""
     ids = query.object_ids
     if ids is not None:
-        _, first = np.unique(ids, return_index=True)
-        ids = ids[np.sort(first)]
+        first = np.sort(np.unique(ids, return_index=True)[1])  # sort-based: fast
+        ids = ids[first]
     with reader.caching():
         flats = reader.chunks(query.bbox)
         if ids is not None:
-            flats = np.intersect1d(flats, _object_chunks(reader, ids))
+            flats = flats[np.isin(flats, _object_chunks(reader, ids))]
         got = _fetch(reader, flats, query)
         if boundary and query.bbox is not None:
             got = _fetch(reader, _boundary_chunks(reader, got), query)
@@ -727,7 +756,7 @@ def _result_objects(
     """Objects of the result: requested ones (or all); with a box, only those it returns."""
     if not boxed:
         return np.arange(reader.n_objects, dtype=np.int64) if ids is None else ids
-    present = np.unique(row_objects)
+    present = _distinct(row_objects)
     return present if ids is None else ids[np.isin(ids, present)]
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, GroupTable, normalize_columns
-from zarr_vectors.core.io import Compressor
+from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader, parse_bbox
 from zarr_vectors.core.store import StoreLike, open_store
@@ -107,7 +107,7 @@ def _points_parts(
         positions=pos,
         vertex_object=dense,
         n_objects=len(distinct),
-        ordered=False,
+        ordered=True,  # each object's points keep input order (FORMAT.md §6 object rows)
         vertex_attributes=attrs,
         object_attributes=obj_attrs,
         groups=table,
@@ -128,7 +128,7 @@ def write_points(
     bounds: BBoxLike | None = None,
     zarr_format: Literal[2, 3] = 3,
     overwrite: bool = False,
-    compressor: Compressor | Literal["default"] = "default",
+    compressor: CompressorSpec = "default",
     shards: Sequence[int] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     coordinate_system: str = "unknown",

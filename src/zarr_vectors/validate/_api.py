@@ -11,8 +11,9 @@ from zarr_vectors.core.store import StoreLike, resolve_store
 from zarr_vectors.errors import InvalidInputError, StoreNotFoundError
 from zarr_vectors.spec.conventions import Severity
 from zarr_vectors.validate._checks import CHECKS, LEVEL_NAMES, MAX_LEVEL
-from zarr_vectors.validate._context import ValidationContext, scan
+from zarr_vectors.validate._context import ValidationContext
 from zarr_vectors.validate._report import Finding, ValidationReport
+from zarr_vectors.validate._scan import scan
 
 __all__ = ["validate"]
 

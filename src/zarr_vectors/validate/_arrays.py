@@ -31,7 +31,8 @@ from zarr_vectors.core.io import quiet_vlen
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import ArrayKind, Encoding
 from zarr_vectors.spec.layout import ARRAY_SPECS, ArraySpec
-from zarr_vectors.validate._context import ArrayInfo, ValidationContext, join
+from zarr_vectors.validate._context import ArrayInfo, ValidationContext
+from zarr_vectors.validate._scan import join
 
 __all__ = [
     "check_array_attr_values",

@@ -1,18 +1,12 @@
-"""What every check reads: the raw metadata documents of each node, and facts derived from them.
+"""Shared state of a validation run: the scanned store, derived facts, and the findings so far.
 
-The validator does not trust zarr-python to open a damaged store, so it first reads every node's
-metadata documents itself (``zarr.json``, ``.zgroup``, ``.zarray``, ``.zattrs``, ``.zmetadata``)
-by walking the hierarchy with the store's ``list_dir``, without descending into arrays.  A
-document that cannot be read or parsed is recorded, never raised.  Facts such as
-:attr:`ValidationContext.spatial_dims` are ``None`` when the underlying key is missing or
-malformed, which is how a check whose prerequisite failed knows to skip: the check that owns the
-key reports it, every other check stays silent.
+Facts such as :attr:`ValidationContext.spatial_dims` are ``None`` when the underlying key is
+missing or malformed, which is how a check whose prerequisite failed knows to skip: the check
+that owns the key reports it, every other check stays silent.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,32 +14,22 @@ from functools import cached_property
 from typing import Any, Literal
 
 import zarr
-from zarr.abc.store import Store
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
 from zarr.storage import StorePath
 
-from zarr_vectors.errors import MetadataValidationError
+from zarr_vectors.errors import ZarrVectorsError
 from zarr_vectors.spec.conventions import GeometryTypeName, Severity
 from zarr_vectors.spec.layout import ArraySpec
 from zarr_vectors.spec.metadata import BoundingBox, ChunkGrid
 from zarr_vectors.validate._report import Finding
+from zarr_vectors.validate._scan import JSON, ZARR_JSON, RawNode, Scan, ZarrFormat, display_path
 
 __all__ = [
     "REQUIRED_ROOT_KEYS",
     "ArrayInfo",
-    "BadDocument",
-    "RawNode",
     "ValidationContext",
-    "display_path",
-    "scan",
+    "integers",
+    "numbers",
 ]
-
-JSON = Any
-ZARR_JSON = "zarr.json"
-V2_DOCS = (".zgroup", ".zarray", ".zattrs", ".zmetadata")
-DOC_NAMES = frozenset((ZARR_JSON, *V2_DOCS))
-ZarrFormat = Literal[2, 3]
 
 REQUIRED_ROOT_KEYS = (
     "zarr_vectors_version",
@@ -56,136 +40,6 @@ REQUIRED_ROOT_KEYS = (
     "multiscales",
 )
 """Root keys whose absence is an error (seed *Required keys*)."""
-
-
-def display_path(path: str) -> str:
-    """Return the node path shown in findings: ``"/"`` for the root, ``"/0/vertices"`` else.
-
-    Examples
-    --------
-    >>> display_path(""), display_path("0/vertices")
-    ('/', '/0/vertices')
-    """
-    return "/" + path.strip("/")
-
-
-def join(*parts: str) -> str:
-    """Join store path components, skipping empty ones."""
-    return "/".join(p.strip("/") for p in parts if p.strip("/"))
-
-
-@dataclass(frozen=True)
-class BadDocument:
-    """A metadata document that exists but cannot be read or is not a JSON object."""
-
-    path: str
-    """Node path."""
-    name: str
-    """Document file name, e.g. ``"zarr.json"``."""
-    reason: str
-    """Parser or I/O error."""
-
-
-@dataclass(frozen=True)
-class RawNode:
-    """A node of the hierarchy as its metadata documents describe it."""
-
-    path: str
-    """Path from the store root (``""`` for the root)."""
-    docs: Mapping[str, Mapping[str, JSON]]
-    """Parsed documents by file name; malformed ones are left out (see :class:`BadDocument`)."""
-    present: frozenset[str]
-    """Names of every document that exists, parsed or not."""
-
-    @property
-    def name(self) -> str:
-        """Last path component."""
-        return self.path.rsplit("/", 1)[-1]
-
-    def kind(self, fmt: ZarrFormat | None) -> Literal["group", "array"] | None:
-        """Return the node type the ``fmt`` documents declare, or None."""
-        if fmt == 3:
-            node_type = self.docs.get(ZARR_JSON, {}).get("node_type")
-            return node_type if node_type in ("group", "array") else None
-        if ".zarray" in self.docs:
-            return "array"
-        return "group" if ".zgroup" in self.docs else None
-
-    def attrs(self, fmt: ZarrFormat | None) -> Mapping[str, JSON] | None:
-        """Return the node attributes in format ``fmt`` (``{}`` when none, None if malformed)."""
-        if fmt == 3:
-            value = self.docs.get(ZARR_JSON, {}).get("attributes", {})
-        else:
-            value = self.docs.get(".zattrs", {})
-        return value if isinstance(value, Mapping) else None
-
-    def maybe_group(self) -> bool:
-        """Whether any document declares a group (so the walk descends into it)."""
-        return self.kind(3) == "group" or self.kind(2) == "group"
-
-
-@dataclass(frozen=True)
-class Scan:
-    """Result of walking a store."""
-
-    nodes: Mapping[str, RawNode]
-    """Every node found, by path."""
-    bad: tuple[BadDocument, ...]
-    """Documents that could not be read or parsed."""
-    listing: bool
-    """False when the store cannot list keys (only the root was read)."""
-
-
-def _parse_doc(raw: bytes) -> Mapping[str, JSON]:
-    doc = json.loads(raw)
-    if not isinstance(doc, dict):
-        raise TypeError(f"expected a JSON object, got {type(doc).__name__}")
-    return doc
-
-
-def scan(store_path: StorePath) -> Scan:
-    """Read the metadata documents of every node reachable from the root of ``store_path``."""
-    store, prefix = store_path.store, store_path.path
-    return sync(_scan(store, prefix))
-
-
-async def _scan(store: Store, prefix: str) -> Scan:
-    proto = default_buffer_prototype()
-    nodes: dict[str, RawNode] = {}
-    bad: list[BadDocument] = []
-    listing = store.supports_listing
-
-    async def fetch(path: str, name: str) -> bytes | None:
-        try:
-            buf = await store.get(join(prefix, path, name), proto)
-        except OSError as exc:
-            bad.append(BadDocument(path, name, f"cannot be read ({exc})"))
-            return None
-        return None if buf is None else buf.to_bytes()
-
-    async def visit(path: str) -> None:
-        names = sorted(DOC_NAMES)
-        raws = await asyncio.gather(*(fetch(path, n) for n in names))
-        docs: dict[str, Mapping[str, JSON]] = {}
-        for name, raw in zip(names, raws, strict=True):
-            if raw is None:
-                continue
-            try:
-                docs[name] = _parse_doc(raw)
-            except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeError are both
-                bad.append(BadDocument(path, name, f"is not a valid JSON object ({exc})"))
-        present = frozenset(n for n, r in zip(names, raws, strict=True) if r is not None)
-        if not present:
-            return
-        node = RawNode(path, docs, present)
-        nodes[path] = node
-        if node.maybe_group() and listing:
-            children = sorted({c async for c in store.list_dir(join(prefix, path))} - DOC_NAMES)
-            await asyncio.gather(*(visit(join(path, c)) for c in children))
-
-    await store._ensure_open()
-    await visit("")
-    return Scan(nodes, tuple(bad), listing)
 
 
 @dataclass
@@ -339,7 +193,7 @@ class ValidationContext:
             return None
         try:
             grid = ChunkGrid.from_dict(value)
-        except (MetadataValidationError, TypeError):
+        except (ZarrVectorsError, ValueError, TypeError, KeyError):
             return None
         d = self.spatial_dims
         return grid if d is None or len(grid.shape) == d else None
@@ -352,7 +206,7 @@ class ValidationContext:
             return None
         try:
             box = BoundingBox.from_dict(value)
-        except (MetadataValidationError, TypeError):
+        except (ZarrVectorsError, ValueError, TypeError, KeyError):
             return None
         d = self.spatial_dims
         return box if d is None or box.ndim == d else None

@@ -21,11 +21,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from zarr_vectors.errors import MetadataValidationError
+from zarr_vectors.errors import ZarrVectorsError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.metadata import DatasetMetadata, LevelMetadata
-from zarr_vectors.validate._context import JSON, ValidationContext, integers, numbers
+from zarr_vectors.validate._context import ValidationContext, integers, numbers
 from zarr_vectors.validate._metadata import seed_divides
+from zarr_vectors.validate._scan import JSON
 
 __all__ = ["check_attribute_names", "check_datasets", "check_level_attrs"]
 
@@ -103,7 +104,7 @@ def _parse_dataset(ctx: ValidationContext, entry: JSON, where: str) -> DatasetMe
             bin_shape=entry["bin_shape"],
             object_sparsity=entry.get("object_sparsity", 1.0),
         )
-    except (MetadataValidationError, TypeError) as exc:
+    except (ZarrVectorsError, ValueError, TypeError, KeyError) as exc:
         ctx.error("L2.multiscales.dataset", "", f"{where}: {exc}")
         return None
     d = ctx.spatial_dims
@@ -172,7 +173,7 @@ def check_level_attrs(ctx: ValidationContext) -> None:
             continue  # the parse below would repeat what was just reported
         try:
             LevelMetadata.from_dict(attrs)
-        except (MetadataValidationError, TypeError) as exc:
+        except (ZarrVectorsError, ValueError, TypeError, KeyError) as exc:
             ctx.error("L2.level.attrs", path, f"level attributes do not parse: {exc}")
 
 

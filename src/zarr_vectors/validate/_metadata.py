@@ -22,7 +22,7 @@ import itertools
 import math
 from collections.abc import Mapping
 
-from zarr_vectors.errors import MetadataValidationError
+from zarr_vectors.errors import ZarrVectorsError
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import (
     FORMAT_VERSION,
@@ -31,7 +31,8 @@ from zarr_vectors.spec.metadata import (
     BoundingBox,
     ChunkGrid,
 )
-from zarr_vectors.validate._context import JSON, ValidationContext, integers, join
+from zarr_vectors.validate._context import ValidationContext, integers
+from zarr_vectors.validate._scan import JSON, join
 
 __all__ = [
     "SEED_TOLERANCE",
@@ -252,7 +253,7 @@ def _parse_problem(cls: type[ChunkGrid | BoundingBox], value: JSON, d: int | Non
         return f"{key} must be an object, got {value!r}"
     try:
         parsed = cls.from_dict(value)
-    except (MetadataValidationError, TypeError) as exc:
+    except (ZarrVectorsError, ValueError, TypeError, KeyError) as exc:
         return f"{key} is malformed: {exc}"
     dims = len(parsed.shape) if isinstance(parsed, ChunkGrid) else parsed.ndim
     return f"{key} has {dims} dimensions, spatial_dims is {d}"

@@ -1,7 +1,7 @@
 """L1 structure checks of the root and the hierarchy (FORMAT.md §1, §3, §5, §11; seed L1 rule).
 
 * ``L1.json.malformed`` — a metadata document is not a readable JSON object.
-* ``L1.store.no_listing`` (warning) — the store cannot list keys, so only the root was read.
+* ``L1.store.no_listing`` (warning) — the store cannot list keys; only predictable nodes were read.
 * ``L1.root.not_group`` — the root is missing, not a group, or zarr-python cannot open it.
 * ``L1.format.mixed`` — Zarr v2 and v3 metadata documents in one store.
 * ``L1.root.required_key`` / ``L1.root.key_type`` — the seed's required root keys and their types.
@@ -15,14 +15,8 @@ from zarr.errors import BaseZarrError
 
 from zarr_vectors.core.io import quiet_vlen
 from zarr_vectors.spec.layout import level_path
-from zarr_vectors.validate._context import (
-    JSON,
-    REQUIRED_ROOT_KEYS,
-    V2_DOCS,
-    ZARR_JSON,
-    ValidationContext,
-    numbers,
-)
+from zarr_vectors.validate._context import REQUIRED_ROOT_KEYS, ValidationContext, numbers
+from zarr_vectors.validate._scan import JSON, V2_DOCS, ZARR_JSON
 
 __all__ = [
     "check_documents",
@@ -46,7 +40,8 @@ def check_documents(ctx: ValidationContext) -> None:
         ctx.warning(
             "L1.store.no_listing",
             "",
-            "the store cannot list its keys; only the root metadata was checked",
+            "the store cannot list its keys: only nodes the layout predicts were checked "
+            "(named attribute arrays and unlisted levels were not)",
         )
 
 

@@ -1,0 +1,541 @@
+"""Skeletons (``skeleton``): rooted trees such as neuron reconstructions (FORMAT.md §7).
+
+Contract
+--------
+* A skeleton is a graph whose edges are stored directed as ``[child, parent]`` (root keys
+  ``swc_compatible: true`` and ``is_directed: true``).  Per-node ``radius`` (float32) and
+  ``swc_type`` (int32) are ordinary vertex attributes with those conventional names.
+* **Objects**: with ``offsets`` (or a list of ``(positions, parents)`` pairs) each segment is one
+  skeleton object — normally one tree; a neuron traced in several pieces (an SWC file with several
+  roots) stays one object.  Without ``offsets`` every tree is one object, numbered by its smallest
+  node index.  Per-skeleton user ids (e.g. uint64 segment ids) go in ``ids``.
+* The input must be a forest: a parent index out of range, a cycle, a node given two parents, or
+  (with ``offsets``) a parent in another skeleton raises :class:`GeometryError` naming a node.
+* **Order**: node order within a skeleton round-trips, and parents are reconstructed exactly.
+  A full read returns skeletons in id order; reads by bbox return whole skeletons touching it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.core.columns import Column, normalize_columns
+from zarr_vectors.core.io import Compressor
+from zarr_vectors.core.plan import GeometryParts
+from zarr_vectors.core.reader import BBoxLike, LevelReader
+from zarr_vectors.core.store import StoreLike, open_store
+from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
+from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
+from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.types._base import GeometryType, Query, decode_columns, register_geometry_type
+from zarr_vectors.types._objects import (
+    UserIdMap,
+    flatten_ragged,
+    group_members_out,
+    groups_table,
+    output_ids,
+    ragged_columns,
+    select_objects,
+)
+from zarr_vectors.types.graphs import (
+    check_edges,
+    object_query,
+    read_whole_objects,
+    unique_in_order,
+)
+from zarr_vectors.types.polylines import _options
+
+__all__ = ["Skeleton", "Skeletons", "read_skeleton", "write_skeleton"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.floating]
+_CONVENTIONS = {"radius": np.dtype("<f4"), "swc_type": np.dtype("<i4")}
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """One skeleton: nodes, local parent indices and attributes.
+
+    Examples
+    --------
+    >>> sk = Skeleton(np.zeros((3, 3)), np.array([-1, 0, 1]), 7)
+    >>> sk.edges.tolist(), sk.roots.tolist()
+    ([[1, 0], [2, 1]], [0])
+    """
+
+    positions: FloatArray
+    """(n, D) node positions, physical units."""
+    parents: IntArray
+    """(n,) parent of each node as an index into ``positions``; -1 for a root."""
+    object_id: Any
+    """Id of the skeleton (user id when given at write time)."""
+    attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-node attributes (``radius``, ``swc_type``, ...)."""
+    object_attributes: Mapping[str, Any] = field(default_factory=dict)
+    """Per-skeleton values."""
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @property
+    def edges(self) -> IntArray:
+        """(n - roots, 2) ``[child, parent]`` pairs."""
+        child = np.flatnonzero(self.parents >= 0)
+        return np.stack([child, self.parents[child]], axis=1).astype(np.int64)
+
+    @property
+    def roots(self) -> IntArray:
+        """Indices of the root nodes."""
+        return np.flatnonzero(self.parents < 0).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Skeletons:
+    """Result of :func:`read_skeleton`: many skeletons as flat nodes plus offsets.
+
+    ``len`` counts skeletons and indexing gives one :class:`Skeleton` (local parents).
+
+    Examples
+    --------
+    >>> sks = Skeletons(np.zeros((3, 2)), np.array([-1, 0, -1]), np.array([0, 2, 3]),
+    ...                 np.array([10, 20]))
+    >>> len(sks), sks[0].parents.tolist(), sks[1].object_id
+    (2, [-1, 0], 20)
+    """
+
+    positions: FloatArray
+    """(N, D) nodes of all skeletons, concatenated; each skeleton's nodes in input order."""
+    parents: IntArray
+    """(N,) parent of each node as an index into ``positions``; -1 for a root."""
+    offsets: IntArray
+    """(n + 1,) skeleton i is ``positions[offsets[i]:offsets[i+1]]``."""
+    object_ids: npt.NDArray[Any]
+    """(n,) id of each skeleton."""
+    attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-node attributes, aligned with ``positions``."""
+    object_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-skeleton attributes, aligned with ``object_ids``."""
+    groups: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Group name -> ids of the returned skeletons that belong to it."""
+    group_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-group attributes, in group order."""
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> Skeleton:
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"skeleton {i} out of range ({n} skeletons)")
+        i %= n
+        a, b = int(self.offsets[i]), int(self.offsets[i + 1])
+        par = self.parents[a:b]
+        return Skeleton(
+            self.positions[a:b],
+            np.where(par >= 0, par - a, -1),
+            self.object_ids[i].item(),
+            {k: v[a:b] for k, v in self.attributes.items()},
+            {k: v[i] for k, v in self.object_attributes.items()},
+        )
+
+    def __iter__(self) -> Iterator[Skeleton]:
+        for i in range(len(self)):
+            yield self[i]
+
+    @property
+    def edges(self) -> IntArray:
+        """(E, 2) ``[child, parent]`` pairs as indices into ``positions``."""
+        child = np.flatnonzero(self.parents >= 0)
+        return np.stack([child, self.parents[child]], axis=1).astype(np.int64)
+
+    @property
+    def radius(self) -> npt.NDArray[Any] | None:
+        """Per-node ``radius`` attribute, or None."""
+        return self.attributes.get("radius")
+
+    @property
+    def swc_type(self) -> npt.NDArray[Any] | None:
+        """Per-node ``swc_type`` attribute, or None."""
+        return self.attributes.get("swc_type")
+
+
+# -- input checks ---------------------------------------------------------------------------
+
+
+def parents_array(parents: npt.ArrayLike, n: int) -> IntArray:
+    """Validate parents given as (n,) indices (-1 = root) or as (E, 2) ``[child, parent]`` edges.
+
+    Raises
+    ------
+    GeometryError
+        A parent index out of range, or a node with two parents.
+
+    Examples
+    --------
+    >>> parents_array([[1, 0], [2, 0]], 3).tolist()
+    [-1, 0, 0]
+    """
+    arr = np.asarray(parents)
+    if arr.ndim == 2:
+        edges = check_edges(arr, n, "parent edges")
+        child, first = np.unique(edges[:, 0], return_index=True)
+        if len(child) != len(edges):
+            dup = np.setdiff1d(np.arange(len(edges)), first)[0]
+            c = int(edges[dup, 0])
+            other = int(np.flatnonzero(edges[:, 0] == c)[0])
+            raise GeometryError(
+                f"node {c} has two parents (parent edges rows {other} and {dup}); "
+                "a skeleton must be a forest"
+            )
+        out = np.full(n, -1, dtype=np.int64)
+        out[edges[:, 0]] = edges[:, 1]
+        return out
+    if arr.shape != (n,) or (arr.size and arr.dtype.kind not in "iu"):
+        raise InvalidInputError(
+            f"parents must be {n} integers (one per node, -1 for a root) "
+            f"or (E, 2) [child, parent] edges, got shape {arr.shape}"
+        )
+    arr = arr.astype(np.int64)
+    bad = np.flatnonzero((arr < -1) | (arr >= n))
+    if bad.size:
+        i = int(bad[0])
+        raise GeometryError(
+            f"parents[{i}] = {arr[i]} is out of range for {n} nodes (-1 marks a root)"
+        )
+    return arr
+
+
+def tree_roots(parents: IntArray) -> IntArray:
+    """Return the root of every node, raising :class:`GeometryError` on a cycle.
+
+    Examples
+    --------
+    >>> tree_roots(np.array([-1, 0, 1, -1])).tolist()
+    [0, 0, 0, 3]
+    """
+    n = len(parents)
+    root = np.where(parents < 0, np.arange(n, dtype=np.int64), parents)
+    for _ in range(int(np.ceil(np.log2(n + 1))) + 1):  # 2^k >= n steps reach a root or a cycle
+        nxt = root[root]
+        if np.array_equal(nxt, root):
+            break
+        root = nxt
+    bad = parents[root] >= 0
+    if bad.any():
+        v = int(root[int(np.argmax(bad))])  # after >= n steps every walk sits on its cycle
+        raise GeometryError(
+            f"node {v} is on a cycle (it is its own ancestor); a skeleton must be a forest"
+        )
+    return root
+
+
+def _from_pairs(pairs: Any) -> tuple[FloatArray, IntArray, IntArray]:
+    """Flatten ``[(positions_i, parents_i), ...]`` (local parents) to global arrays."""
+    items = list(pairs)
+    if not items or not all(isinstance(p, tuple | list) and len(p) == 2 for p in items):
+        raise InvalidInputError(
+            "give positions and parents, or a non-empty list of (positions, parents) pairs"
+        )
+    pos, off = flatten_ragged([p[0] for p in items], None, "skeletons")
+    counts = np.diff(off)
+    local = [np.asarray(p[1]).reshape(-1) for p in items]
+    for i, par in enumerate(local):
+        if len(par) != counts[i] or (par.size and par.dtype.kind not in "iu"):
+            raise InvalidInputError(f"skeleton {i}: parents must be {counts[i]} integers")
+    flat = np.concatenate(local).astype(np.int64) if local else np.zeros(0, np.int64)
+    seg = np.repeat(np.arange(len(items)), counts)
+    bad = np.flatnonzero((flat < -1) | (flat >= counts[seg]))
+    if bad.size:
+        j = int(bad[0])
+        raise GeometryError(
+            f"skeleton {seg[j]} node {j - off[seg[j]]}: parent {flat[j]} is out "
+            f"of range for {counts[seg[j]]} nodes"
+        )
+    return pos, np.where(flat >= 0, flat + off[seg], -1), off
+
+
+def _objects(parents: IntArray, offsets: IntArray | None) -> tuple[IntArray, int]:
+    """Object of every node: its segment (``offsets``) or its tree (by smallest node index)."""
+    root = tree_roots(parents)
+    if offsets is None:
+        _, first, inverse = np.unique(root, return_index=True, return_inverse=True)
+        rank = np.empty(len(first), dtype=np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+        return rank[inverse.reshape(-1)], len(first)
+    seg = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
+    child = np.flatnonzero(parents >= 0)
+    cross = child[seg[child] != seg[parents[child]]]
+    if cross.size:
+        c = int(cross[0])
+        raise GeometryError(
+            f"node {c} (skeleton {seg[c]}) has parent {parents[c]} in skeleton "
+            f"{seg[parents[c]]}; with offsets each skeleton holds its parents"
+        )
+    return seg, len(offsets) - 1
+
+
+def _node_attributes(
+    attributes: Mapping[str, Any] | None,
+    radius: Any,
+    swc_type: Any,
+    offsets: IntArray | None,
+    n: int,
+) -> dict[str, Column]:
+    merged = dict(attributes or {})
+    for name, values in (("radius", radius), ("swc_type", swc_type)):
+        if values is not None:
+            if name in merged:
+                raise InvalidInputError(f"{name!r} given both as a keyword and in attributes")
+            merged[name] = values
+    cols = (
+        normalize_columns(merged, n, "attribute")
+        if offsets is None
+        else ragged_columns(merged, offsets, "attribute")
+    )
+    for name, dtype in _CONVENTIONS.items():
+        if name in cols:
+            cols[name] = Column(np.ascontiguousarray(cols[name].values.astype(dtype)))
+    return cols
+
+
+def _skeleton_parts(
+    positions: Any,
+    parents: Any,
+    offsets: Any,
+    ids: Any,
+    radius: Any,
+    swc_type: Any,
+    attributes: Mapping[str, Any] | None,
+    object_attributes: Mapping[str, Any] | None,
+    groups: Mapping[str, Any] | None,
+    group_attributes: Mapping[str, Any] | None,
+) -> GeometryParts:
+    if parents is None:
+        pos, par, off = _from_pairs(positions)
+        seg_off: IntArray | None = off
+    else:
+        pos = check_positions(positions)
+        seg_off = None if offsets is None else flatten_ragged(pos, offsets, "skeletons")[1]
+        par = parents_array(parents, len(pos))
+    obj, n_obj = _objects(par, seg_off)
+    idmap = UserIdMap.from_user(ids, n_obj)
+    obj_attrs = normalize_columns(object_attributes, n_obj, "object attribute")
+    if "id" in obj_attrs:
+        raise InvalidInputError("object attribute 'id' is reserved; pass user ids as ids=")
+    obj_attrs.update(idmap.columns())
+    child = np.flatnonzero(par >= 0)
+    return GeometryParts(
+        positions=pos,
+        vertex_object=obj,
+        n_objects=n_obj,
+        ordered=True,
+        vertex_attributes=_node_attributes(attributes, radius, swc_type, seg_off, len(pos)),
+        links=np.stack([child, par[child]], axis=1).astype(np.int64),
+        object_attributes=obj_attrs,
+        groups=groups_table(groups, group_attributes, idmap, n_obj),
+    )
+
+
+def write_skeleton(
+    store: StoreLike,
+    positions: npt.ArrayLike | Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
+    parents: npt.ArrayLike | None = None,
+    *,
+    offsets: npt.ArrayLike | None = None,
+    ids: npt.ArrayLike | None = None,
+    radius: npt.ArrayLike | Sequence[npt.ArrayLike] | None = None,
+    swc_type: npt.ArrayLike | Sequence[npt.ArrayLike] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    object_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    groups: Mapping[str, npt.ArrayLike] | None = None,
+    group_attributes: Mapping[str, npt.ArrayLike] | None = None,
+    chunk_shape: Sequence[float],
+    bin_shape: Sequence[float] | None = None,
+    bounds: BBoxLike | None = None,
+    zarr_format: Literal[2, 3] = 3,
+    overwrite: bool = False,
+    compressor: Compressor | Literal["default"] = "default",
+    shards: Sequence[int] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    coordinate_system: str = "unknown",
+    axis_units: str | Sequence[str] | None = None,
+    axis_names: Sequence[str] | None = None,
+    source_description: str | None = None,
+    notes: str | None = None,
+    custom_metadata: Mapping[str, Any] | None = None,
+) -> WriteSummary:
+    """Write skeletons (trees) to a new ZVF store.
+
+    Parameters
+    ----------
+    store
+        Local path, ``.zip`` path, URL or zarr store.
+    positions
+        (N, D) node positions, physical units — or, with ``parents`` omitted, a list of
+        ``(positions_i, parents_i)`` pairs, one per skeleton, with local parent indices.
+    parents
+        (N,) parent of each node as an index into ``positions`` (-1 for a root), or (E, 2)
+        ``[child, parent]`` edges.
+    offsets
+        (n + 1,) CSR offsets: skeleton i is nodes ``offsets[i]:offsets[i+1]`` and holds its own
+        parents.  Default: every tree is one skeleton, numbered by its smallest node index.
+    ids
+        Per-skeleton user ids (unique integers, e.g. uint64 segment ids).
+    radius, swc_type
+        Per-node radius (stored float32) and SWC structure type (stored int32); flat (N,) or
+        one array per skeleton.
+    attributes
+        Other per-node values by name.
+    object_attributes
+        Per-skeleton values, (n, ...) arrays.
+    groups, group_attributes
+        Named groups of skeletons ``{name: ids}`` and per-group values.
+    chunk_shape, bin_shape, bounds, zarr_format, overwrite, compressor, shards, storage_options
+        As in :func:`~zarr_vectors.write_points`.
+    coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
+        Root metadata (FORMAT.md §3).
+
+    Returns
+    -------
+    WriteSummary
+        Counts and chunk grid of what was written.
+
+    Raises
+    ------
+    InvalidInputError
+        Bad shapes or dtypes, NaN/inf positions, bad attribute lengths.
+    GeometryError
+        Not a forest: a parent out of range, a cycle, a node with two parents, or a parent in
+        another skeleton (the message names the node).
+
+    Examples
+    --------
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> pos = np.array([[1.0, 1, 1], [12, 1, 1], [12, 12, 1], [50, 50, 50]])
+    >>> write_skeleton(store, pos, [-1, 0, 1, -1], ids=np.array([2**40, 7], np.uint64),
+    ...                radius=[1.0, 0.5, 0.5, 2.0], chunk_shape=(10, 10, 10)).object_count
+    2
+    >>> sks = read_skeleton(store, object_ids=[2**40])
+    >>> sks[0].parents.tolist(), sks.radius.tolist()
+    ([-1, 0, 1], [1.0, 0.5, 0.5])
+    >>> len(read_skeleton(store, bbox=([90, 90, 90], [99, 99, 99])))
+    0
+    """
+    parts = _skeleton_parts(
+        positions,
+        parents,
+        offsets,
+        ids,
+        radius,
+        swc_type,
+        attributes,
+        object_attributes,
+        groups,
+        group_attributes,
+    )
+    meta = {"swc_compatible": True, "is_directed": True}
+    return write_store(store, GeometryTypeName.SKELETON, parts, _options(parts, locals(), meta))
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+def _read_skeletons(reader: LevelReader, query: Query) -> Skeletons:
+    names = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
+    with reader.caching():
+        dense = unique_in_order(select_objects(reader, query))
+        rows = read_whole_objects(reader, dense, names, ())
+    child, parent = rows.edges[:, 0], rows.edges[:, 1]
+    if len(np.unique(child)) != len(child):
+        raise CorruptPayloadError(f"{reader.group.path}: a skeleton node has two parents")
+    parents = np.full(len(rows.positions), -1, dtype=np.int64)
+    parents[child] = parent
+    assert rows.offsets is not None
+    obj_attrs = decode_columns(reader.object_attributes(dense))
+    obj_attrs.pop("id", None)
+    groups, group_attrs = group_members_out(reader, dense)
+    return Skeletons(
+        rows.positions,
+        parents,
+        rows.offsets,
+        output_ids(reader, dense),
+        decode_columns(rows.attributes),
+        obj_attrs,
+        groups,
+        group_attrs,
+    )
+
+
+@register_geometry_type
+class SkeletonType(GeometryType):
+    """Plug-in for ``skeleton`` stores."""
+
+    name = GeometryTypeName.SKELETON
+
+    @classmethod
+    def read(cls, reader: LevelReader, query: Query) -> Skeletons:
+        """Return whole skeletons selected by ``query``."""
+        return _read_skeletons(reader, query)
+
+
+def read_skeleton(
+    store: StoreLike,
+    *,
+    level: int = 0,
+    bbox: BBoxLike | None = None,
+    object_ids: npt.ArrayLike | None = None,
+    group: str | int | None = None,
+    attributes: bool | str | Sequence[str] = True,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Skeletons:
+    """Read whole skeletons from a ``skeleton`` store.
+
+    Parameters
+    ----------
+    store
+        Path, URL or zarr store.
+    level
+        Resolution level.
+    bbox
+        ``(min, max)``: skeletons with at least one node in ``min <= p < max``, whole.
+    object_ids
+        Skeletons to read, by id (user ids when the store has them), in the order given; only
+        their chunks are fetched.
+    group
+        Read the skeletons of one group (name or index).
+    attributes
+        True for all per-node attributes, False for none, or names.
+    storage_options
+        fsspec options for URL stores.
+
+    Returns
+    -------
+    Skeletons
+        The selected skeletons in id order (or ``object_ids`` order), nodes in input order.
+
+    Raises
+    ------
+    InvalidInputError
+        The store is not a skeleton store, or an unknown id, group or attribute.
+
+    Examples
+    --------
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> trees = [(np.array([[0.0, 0], [3, 4]]), np.array([-1, 0])), (np.zeros((1, 2)), [-1])]
+    >>> _ = write_skeleton(store, trees, chunk_shape=(2, 2))
+    >>> sks = read_skeleton(store)
+    >>> len(sks), sks.parents.tolist(), sks.offsets.tolist()
+    (2, [-1, 0, -1], [0, 2, 3])
+    """
+    root = open_store(store, mode="r", storage_options=storage_options)
+    reader = LevelReader(root, level)
+    query = object_query(reader, (GeometryTypeName.SKELETON,), bbox, object_ids, group, attributes)
+    return _read_skeletons(reader, query)
