@@ -432,7 +432,8 @@ def create_dense_array(
         attributes=dict(attributes),
         overwrite=True,
     )
-    if data.size and data.any():  # all zeros is the fill value: nothing to store
+    # integer zeros equal the fill value: nothing to store (floats keep -0.0 exactly)
+    if data.size and (data.dtype.kind not in "iub" or data.any()):
         array[...] = data
     return array
 
