@@ -88,6 +88,10 @@ class LevelPlan:
     """(n_objects + 1,) CSR offsets into ``manifest``."""
     links: LinkPlan | None
     """Explicit and implicit links, or None."""
+    ref_object: IntArray
+    """Object of each manifest ref (rows of ``manifest``)."""
+    ref_first_row: IntArray
+    """Sorted row (index into ``order``) of each manifest ref's first vertex."""
 
 
 def _traversal_rank(parts: GeometryParts) -> IntArray:
@@ -190,6 +194,8 @@ def plan_level(parts: GeometryParts, layout: ChunkLayout) -> LevelPlan:
         manifest=manifest,
         object_offsets=object_offsets,
         links=links,
+        ref_object=ref_obj,
+        ref_first_row=ref_first,
     )
 
 

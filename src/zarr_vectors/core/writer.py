@@ -27,10 +27,11 @@ from zarr_vectors.core.columns import Column
 from zarr_vectors.core.io import (
     Compressor,
     CompressorSpec,
+    PayloadArray,
     create_dense_array,
     create_payload_array,
 )
-from zarr_vectors.core.plan import GeometryParts, LevelPlan, plan_level
+from zarr_vectors.core.plan import GeometryParts, LevelPlan, LinkPlan, plan_level
 from zarr_vectors.core.store import StoreLike, init_root, resolve_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec import layout as L
@@ -44,7 +45,16 @@ from zarr_vectors.spec.metadata import (
     parse_float_tuple,
 )
 
-__all__ = ["StoreOptions", "WriteSummary", "check_positions", "write_level", "write_store"]
+__all__ = [
+    "LevelWriter",
+    "StoreOptions",
+    "WriteSummary",
+    "check_positions",
+    "take_rows",
+    "write_level",
+    "write_link_plan",
+    "write_store",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,7 +180,7 @@ def _split(
     return chunk_of_row[starts], [data[a:b].tobytes() for a, b in pairwise(bounds)]
 
 
-class _LevelWriter:
+class LevelWriter:
     """Writes the arrays of one level group from a plan."""
 
     def __init__(
@@ -187,6 +197,7 @@ class _LevelWriter:
         # payload encoding and file writes release the GIL: overlap them with the next gather
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._pending: list[Future[None]] = []
+        self._arrays: dict[str, PayloadArray] = {}
 
     def _compressor(self, path: str) -> Compressor | str:
         spec = self.compressor
@@ -216,15 +227,18 @@ class _LevelWriter:
         chunk_of_row: npt.NDArray[np.int64],
         extra: Mapping[str, Any] | None = None,
     ) -> None:
+        """Queue the rows of some chunks (sorted by chunk) for the payload array ``path``."""
         rows = rows.reshape(len(rows), -1) if rows.ndim != 2 else rows
-        arr = create_payload_array(
-            self.group,
-            path,
-            self.grid_shape,
-            attributes=_array_attrs(kind, rows, rows.shape[1], extra),
-            compressor=self._compressor(path),
-            shards=self.shards,
-        )
+        arr = self._arrays.get(path)
+        if arr is None:  # created on first use; later calls (streaming) add chunks
+            arr = self._arrays[path] = create_payload_array(
+                self.group,
+                path,
+                self.grid_shape,
+                attributes=_array_attrs(kind, rows, rows.shape[1], extra),
+                compressor=self._compressor(path),
+                shards=self.shards,
+            )
         flats, payloads = _split(rows, chunk_of_row)
         self._pending.append(self._pool.submit(arr.write, flats, payloads))
 
@@ -235,6 +249,7 @@ class _LevelWriter:
         data: npt.NDArray[Any],
         extra: Mapping[str, Any] | None = None,
     ) -> None:
+        """Create the dense array ``path`` holding ``data``."""
         width = 1 if data.ndim < 2 else int(np.prod(data.shape[1:]))
         chunks = (L.DENSE_CHUNK_ROWS, *data.shape[1:])
         if kind is ArrayKind.VERTEX_COUNTS:  # one count per chunk slot of the grid
@@ -269,7 +284,7 @@ def write_level(
 ) -> LevelMetadata:
     """Write every array of one level into ``group`` and return its completed metadata."""
     plan = plan_level(parts, layout) if plan is None else plan
-    w = _LevelWriter(group, layout.grid.shape, compressor, shards)
+    w = LevelWriter(group, layout.grid.shape, compressor, shards)
     try:
         _write_arrays(w, parts, plan)
     except BaseException:
@@ -292,7 +307,7 @@ def write_level(
     return done
 
 
-def _write_arrays(w: _LevelWriter, parts: GeometryParts, plan: LevelPlan) -> None:
+def _write_arrays(w: LevelWriter, parts: GeometryParts, plan: LevelPlan) -> None:
     row_chunk = np.repeat(plan.chunks, np.diff(plan.chunk_offsets))
     w.payload(L.VERTICES, ArrayKind.VERTICES, take_rows(parts.positions, plan.order), row_chunk)
     w.payload(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, plan.fragments, plan.fragment_chunk)
@@ -319,11 +334,16 @@ def _write_arrays(w: _LevelWriter, parts: GeometryParts, plan: LevelPlan) -> Non
     _write_groups(w, parts)
 
 
-def _write_links(w: _LevelWriter, parts: GeometryParts, plan: LevelPlan) -> None:
-    lp = plan.links
-    if lp is None:
-        return
-    if parts.links is not None:
+def _write_links(w: LevelWriter, parts: GeometryParts, plan: LevelPlan) -> None:
+    if plan.links is not None:
+        write_link_plan(w, plan.links, parts.link_attributes, explicit=parts.links is not None)
+
+
+def write_link_plan(
+    w: LevelWriter, lp: LinkPlan, link_attributes: Mapping[str, Column], *, explicit: bool
+) -> None:
+    """Write chunk-local links, cross-chunk links and their attributes of some chunks."""
+    if explicit:
         w.payload(
             L.LINKS,
             ArrayKind.LINKS,
@@ -331,7 +351,7 @@ def _write_links(w: _LevelWriter, parts: GeometryParts, plan: LevelPlan) -> None
             lp.local_chunk,
             {"arity": int(lp.local_rows.shape[1]) if lp.local_rows.ndim == 2 else 0},
         )
-        for name, col in parts.link_attributes.items():
+        for name, col in link_attributes.items():
             w.payload(
                 L.attribute_path(L.LINK_ATTRIBUTES, name),
                 ArrayKind.LINK_ATTRIBUTE,
@@ -348,9 +368,9 @@ def _write_links(w: _LevelWriter, parts: GeometryParts, plan: LevelPlan) -> None
         lp.cross_chunk,
         {"endpoints": _endpoints(lp.cross_rows, len(w.grid_shape))},
     )
-    explicit = lp.cross_source >= 0
-    for name, col in parts.link_attributes.items():
-        if not explicit.all():
+    is_explicit = lp.cross_source >= 0
+    for name, col in link_attributes.items():
+        if not is_explicit.all():
             raise InvalidInputError("link attributes are not supported on implicit path links")
         w.payload(
             L.attribute_path(L.CROSS_CHUNK_LINK_ATTRIBUTES, name),
@@ -365,7 +385,7 @@ def _endpoints(rows: npt.NDArray[np.int64], ndim: int) -> int:
     return int(rows.shape[1] // (ndim + 1))
 
 
-def _write_groups(w: _LevelWriter, parts: GeometryParts) -> None:
+def _write_groups(w: LevelWriter, parts: GeometryParts) -> None:
     g = parts.groups
     if g is None:
         return
