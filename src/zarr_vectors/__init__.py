@@ -23,6 +23,7 @@ from zarr_vectors.errors import (
 )
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid, choose_level
 from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.streaming import Writer, open_writer
 from zarr_vectors.spec.metadata import BoundingBox, RootMetadata
 from zarr_vectors.types.lines import Lines, read_lines, write_lines
 from zarr_vectors.types.points import Points, read_points, write_points
@@ -57,6 +58,7 @@ __all__ = [
     "StoreExistsError",
     "StoreNotFoundError",
     "WriteSummary",
+    "Writer",
     "ZarrVectorsError",
     "__version__",
     "add_resolution_level",
@@ -66,6 +68,7 @@ __all__ = [
     "list_resolution_levels",
     "open",
     "open_store",
+    "open_writer",
     "read_lines",
     "read_points",
     "read_polylines",

@@ -46,6 +46,9 @@ class GeometryParts:
     """Per-object attributes (n_objects rows)."""
     groups: GroupTable | None = None
     """Named groups of objects."""
+    rank: IntArray | None = None
+    """Traversal rank of each vertex when ``positions`` is a subset of a larger level
+    (streaming); by default the rank in (object, input order) is computed here."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,8 @@ class LevelPlan:
 
 def _traversal_rank(parts: GeometryParts) -> IntArray:
     """Rank of each vertex in (object, input order); identity when objects are contiguous."""
+    if parts.rank is not None:
+        return parts.rank
     obj = parts.vertex_object
     n = len(parts.positions)
     if obj is None or n == 0 or np.all(obj[1:] >= obj[:-1]):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shutil
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,7 +23,7 @@ import numpy.typing as npt
 import zarr
 
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
-from zarr_vectors.core.columns import Column
+from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.io import (
     Compressor,
     CompressorSpec,
@@ -50,9 +50,12 @@ __all__ = [
     "StoreOptions",
     "WriteSummary",
     "check_positions",
+    "column_attrs",
     "take_rows",
     "write_level",
+    "write_dense_arrays",
     "write_link_plan",
+    "write_store_with",
     "write_store",
 ]
 
@@ -147,7 +150,8 @@ def _array_attrs(
     return L.array_attributes(kind, values.dtype.str, width, extra)
 
 
-def _column_attrs(col: Column) -> dict[str, Any]:
+def column_attrs(col: Column) -> dict[str, Any]:
+    """Return the array attributes describing a column's shape and categories."""
     extra: dict[str, Any] = {"shape": list(col.values.shape[1:])}
     if col.categories is not None:
         extra["categories"] = list(col.categories)
@@ -317,21 +321,42 @@ def _write_arrays(w: LevelWriter, parts: GeometryParts, plan: LevelPlan) -> None
             ArrayKind.ATTRIBUTE,
             take_rows(col.rows, plan.order),
             row_chunk,
-            _column_attrs(col),
+            column_attrs(col),
         )
     _write_links(w, parts, plan)
-    w.dense(L.VERTEX_COUNTS, ArrayKind.VERTEX_COUNTS, plan.vertex_counts)
-    if parts.vertex_object is not None:
-        w.dense(L.OBJECT_OFFSETS, ArrayKind.OBJECT_OFFSETS, plan.object_offsets)
-        w.dense(L.OBJECT_MANIFEST, ArrayKind.OBJECT_MANIFEST, plan.manifest)
-    for name, col in parts.object_attributes.items():
+    has_obj = parts.vertex_object is not None
+    write_dense_arrays(
+        w,
+        plan.vertex_counts,
+        plan.manifest if has_obj else None,
+        plan.object_offsets if has_obj else None,
+        parts.object_attributes,
+        parts.groups,
+    )
+
+
+def write_dense_arrays(
+    w: LevelWriter,
+    vertex_counts: npt.NDArray[np.int64],
+    manifest: npt.NDArray[np.int64] | None,
+    object_offsets: npt.NDArray[np.int64] | None,
+    object_attributes: Mapping[str, Column],
+    groups: GroupTable | None,
+) -> None:
+    """Write ``vertex_counts``, the object index, object attributes and groups of a level."""
+    w.dense(L.VERTEX_COUNTS, ArrayKind.VERTEX_COUNTS, vertex_counts)
+    if manifest is not None and object_offsets is not None:
+        w.dense(L.OBJECT_OFFSETS, ArrayKind.OBJECT_OFFSETS, object_offsets)
+        w.dense(L.OBJECT_MANIFEST, ArrayKind.OBJECT_MANIFEST, manifest)
+    for name, col in object_attributes.items():
         w.dense(
             L.attribute_path(L.OBJECT_ATTRIBUTES, name),
             ArrayKind.OBJECT_ATTRIBUTE,
             col.values,
-            _column_attrs(col),
+            column_attrs(col),
         )
-    _write_groups(w, parts)
+    if groups is not None:
+        _write_groups(w, groups)
 
 
 def _write_links(w: LevelWriter, parts: GeometryParts, plan: LevelPlan) -> None:
@@ -357,7 +382,7 @@ def write_link_plan(
                 ArrayKind.LINK_ATTRIBUTE,
                 col.rows[lp.local_source],
                 lp.local_chunk,
-                _column_attrs(col),
+                column_attrs(col),
             )
     if len(lp.cross_chunk) == 0:
         return
@@ -377,7 +402,7 @@ def write_link_plan(
             ArrayKind.CROSS_CHUNK_LINK_ATTRIBUTE,
             col.rows[lp.cross_source],
             lp.cross_chunk,
-            _column_attrs(col),
+            column_attrs(col),
         )
 
 
@@ -385,10 +410,7 @@ def _endpoints(rows: npt.NDArray[np.int64], ndim: int) -> int:
     return int(rows.shape[1] // (ndim + 1))
 
 
-def _write_groups(w: LevelWriter, parts: GeometryParts) -> None:
-    g = parts.groups
-    if g is None:
-        return
+def _write_groups(w: LevelWriter, g: GroupTable) -> None:
     w.dense(L.GROUP_OFFSETS, ArrayKind.GROUP_OFFSETS, g.offsets)
     w.dense(L.GROUP_MEMBERS, ArrayKind.GROUP_MEMBERS, g.members)
     w.group[L.GROUPINGS].attrs["names"] = list(g.names)
@@ -397,7 +419,7 @@ def _write_groups(w: LevelWriter, parts: GeometryParts) -> None:
             L.attribute_path(L.GROUPINGS_ATTRIBUTES, name),
             ArrayKind.GROUP_ATTRIBUTE,
             col.values,
-            _column_attrs(col),
+            column_attrs(col),
         )
 
 
@@ -420,6 +442,10 @@ def _store_bounds(parts: GeometryParts, opts: StoreOptions) -> tuple[ChunkGrid, 
     return grid_for_bounds(cover.min, cover.max, opts.chunk_shape), data_box
 
 
+LevelFiller = Callable[[LevelWriter, ChunkLayout], tuple[int, int, int]]
+"""Writes the arrays of level 0; returns (vertex count, objects with vertices, chunk count)."""
+
+
 def write_store(
     store: StoreLike,
     geometry_type: GeometryTypeName,
@@ -427,14 +453,36 @@ def write_store(
     opts: StoreOptions,
 ) -> WriteSummary:
     """Write a complete single-level store (root metadata last)."""
-    d = parts.positions.shape[1]
-    chunk = parse_float_tuple(opts.chunk_shape, "chunk_shape", length=d, positive=True)
-    bins = (
-        chunk
-        if opts.bin_shape is None
-        else parse_float_tuple(opts.bin_shape, "bin_shape", length=d, positive=True)
-    )
     grid, data_box = _store_bounds(parts, opts)
+    d = parts.positions.shape[1]
+    layout = ChunkLayout(*_shapes(opts, d), grid)
+    plan = plan_level(parts, layout)  # every input error surfaces before the store is touched
+
+    def fill(w: LevelWriter, _: ChunkLayout) -> tuple[int, int, int]:
+        _write_arrays(w, parts, plan)
+        objects = int(np.count_nonzero(np.diff(plan.object_offsets)))
+        return len(parts.positions), objects, len(plan.chunks)
+
+    return write_store_with(store, geometry_type, (grid, data_box, d), opts, fill)
+
+
+def _shapes(opts: StoreOptions, d: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    chunk = parse_float_tuple(opts.chunk_shape, "chunk_shape", length=d, positive=True)
+    if opts.bin_shape is None:
+        return chunk, chunk
+    return chunk, parse_float_tuple(opts.bin_shape, "bin_shape", length=d, positive=True)
+
+
+def write_store_with(
+    store: StoreLike,
+    geometry_type: GeometryTypeName,
+    extent: tuple[ChunkGrid, BoundingBox | None, int],
+    opts: StoreOptions,
+    fill: LevelFiller,
+) -> WriteSummary:
+    """Create a store, let ``fill`` write level 0, then write level and root metadata last."""
+    grid, data_box, d = extent
+    chunk, bins = _shapes(opts, d)
     root_meta = RootMetadata.create(
         geometry_type=geometry_type,
         chunk_shape=chunk,
@@ -451,7 +499,6 @@ def write_store(
         type_metadata=dict(opts.type_metadata),
     )
     layout = ChunkLayout(chunk, bins, grid)
-    plan = plan_level(parts, layout)  # every input error surfaces before the store is touched
     if opts.shards is not None and opts.zarr_format == 2:
         raise InvalidInputError("sharding needs Zarr v3 (zarr_format=3)")
     handle = resolve_store(
@@ -465,15 +512,23 @@ def write_store(
             handle, zarr_format=opts.zarr_format, overwrite=opts.overwrite, where=str(store)
         )
         ds = root_meta.multiscales.datasets[0]
-        level = write_level(
-            root.create_group(L.level_path(0)),
-            parts,
-            layout,
-            LevelMetadata(level=0, bin_ratio=ds.bin_ratio, bin_shape=ds.bin_shape),
-            compressor=opts.compressor,
-            shards=opts.shards,
-            plan=plan,
+        group = root.create_group(L.level_path(0))
+        w = LevelWriter(group, layout.grid.shape, opts.compressor, opts.shards)
+        try:
+            n_vertices, n_objects, n_chunks = fill(w, layout)
+        except BaseException:
+            w.abort()
+            raise
+        w.finish()
+        level = LevelMetadata(
+            level=0,
+            bin_ratio=ds.bin_ratio,
+            bin_shape=ds.bin_shape,
+            vertex_count=n_vertices,
+            object_count=n_objects,
+            chunk_count=n_chunks,
         )
+        group.attrs.put(level.to_dict())
         root.attrs.put(root_meta.to_dict())
     except BaseException:
         if handle.local_path is not None and handle.local_path != final_dir:
@@ -483,9 +538,7 @@ def write_store(
         handle.close()
     if handle.local_path is not None and final_dir is not None and handle.local_path != final_dir:
         _swap_in(handle.local_path, final_dir)
-    return WriteSummary(
-        geometry_type, level.vertex_count, level.object_count, level.chunk_count, grid
-    )
+    return WriteSummary(geometry_type, n_vertices, n_objects, n_chunks, grid)
 
 
 def _notes(opts: StoreOptions) -> str | None:
