@@ -24,6 +24,7 @@ from zarr_vectors.errors import (
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid, choose_level
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.streaming import Writer, open_writer
+from zarr_vectors.validate import Finding, ValidationReport, validate
 from zarr_vectors.spec.metadata import BoundingBox, RootMetadata
 from zarr_vectors.types.lines import Lines, read_lines, write_lines
 from zarr_vectors.types.points import Points, read_points, write_points
@@ -44,6 +45,7 @@ __all__ = [
     "BoundingBox",
     "Column",
     "CorruptPayloadError",
+    "Finding",
     "GeometryError",
     "GeometryTypeName",
     "InvalidInputError",
@@ -58,6 +60,7 @@ __all__ = [
     "StoreExistsError",
     "StoreNotFoundError",
     "WriteSummary",
+    "ValidationReport",
     "Writer",
     "ZarrVectorsError",
     "__version__",
@@ -74,6 +77,7 @@ __all__ = [
     "read_polylines",
     "read_streamlines",
     "remove_resolution_level",
+    "validate",
     "write_lines",
     "write_multiscale_metadata",
     "write_points",

@@ -142,6 +142,16 @@ class StoreSummary:
 def summarize(store: str) -> StoreSummary:
     """Read the metadata of ``store`` into a :class:`StoreSummary`.
 
+    Parameters
+    ----------
+    store
+        Local directory, ``.zip`` path or URL of a ZVF store.
+
+    Returns
+    -------
+    StoreSummary
+        Root metadata, per-level counts and attribute arrays, and the size on disk.
+
     Raises
     ------
     StoreNotFoundError

@@ -63,6 +63,7 @@ __all__ = [
     "create_payload_array",
     "open_payload_array",
     "quiet_vlen",
+    "set_many",
     "read_dense",
 ]
 
@@ -246,6 +247,11 @@ def _set_many(store: Store, items: Sequence[tuple[str, bytes]]) -> None:
         await asyncio.gather(*(one(k, v) for k, v in items))
 
     sync(put())
+
+
+def set_many(store: Store, items: Sequence[tuple[str, bytes]]) -> None:
+    """Write raw keys to a store in one batch."""
+    _set_many(store, items)
 
 
 def _map(func: Any, items: Sequence[Any], nbytes: int) -> list[Any]:

@@ -49,6 +49,7 @@ __all__ = [
     "StoreLike",
     "StoreHandle",
     "create_store",
+    "has_data",
     "init_root",
     "list_resolution_levels",
     "open_level",
@@ -74,6 +75,8 @@ class StoreHandle:
     """True when the store was built here from a path and should be closed after use."""
     local_path: Path | None
     """The directory of a local store, when there is one."""
+    zip_path: Path | None = None
+    """The file of a ``.zip`` path store (written whole by writers)."""
 
     def close(self) -> None:
         """Close the store if it was opened here (flushes ``.zip`` files)."""
@@ -110,7 +113,7 @@ def resolve_store(
         zmode: Literal["r", "w", "a"] = "r" if mode == "r" else ("w" if mode == "w" else "a")
         if zmode == "r" and not path.exists():
             raise StoreNotFoundError(f"no store at {path}")
-        return StoreHandle(ZipStore(path, mode=zmode), owned=True, local_path=None)
+        return StoreHandle(ZipStore(path, mode=zmode), owned=True, local_path=None, zip_path=path)
     return StoreHandle(LocalStore(path, read_only=(mode == "r")), owned=True, local_path=path)
 
 
@@ -168,7 +171,7 @@ def open_store(
     handle = resolve_store(path, mode=mode, storage_options=storage_options)
     try:
         with quiet_vlen():
-            root = zarr.open_group(handle.store, mode="r" if mode == "r" else "r+")
+            root = zarr.open_group(handle.store, mode=_zarr_mode(handle, mode))
     except (GroupNotFoundError, NodeNotFoundError, FileNotFoundError):
         raise StoreNotFoundError(f"no Zarr group at {_describe(path)}") from None
     if "zarr_vectors_version" not in root.attrs:
@@ -177,6 +180,15 @@ def open_store(
             "(not a zarr-vectors store, or a write that did not finish)"
         )
     return root
+
+
+def _zarr_mode(handle: StoreHandle, mode: OpenMode) -> Literal["r", "r+"]:
+    """Read-only opening needs a read-only store or one that can make a read-only copy."""
+    if mode != "r":
+        return "r+"
+    store = handle.store.store if isinstance(handle.store, StorePath) else handle.store
+    can_copy = type(store).with_read_only is not Store.with_read_only
+    return "r" if store.read_only or can_copy else "r+"
 
 
 def read_root_metadata(root: zarr.Group) -> RootMetadata:
@@ -268,11 +280,19 @@ def init_root(
     return zarr.open_group(handle.store, mode="w", zarr_format=zarr_format)
 
 
+def has_data(handle: StoreHandle) -> bool:
+    """Whether the location of ``handle`` already holds anything."""
+    return _has_data(handle)
+
+
 def _has_data(handle: StoreHandle) -> bool:
     store = handle.store.store if isinstance(handle.store, StorePath) else handle.store
     prefix = handle.store.path if isinstance(handle.store, StorePath) else ""
     if handle.local_path is not None:
         return handle.local_path.exists() and any(handle.local_path.iterdir())
+    if handle.zip_path is not None:
+        return handle.zip_path.exists() and handle.zip_path.stat().st_size > 0
+    sync(store._ensure_open())  # a ZipStore passed in unopened cannot list yet
 
     async def first() -> bool:
         async for _ in store.list_prefix(prefix):

@@ -8,7 +8,9 @@ swaps it in only when complete.
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 import zarr
+from zarr.storage import ZipStore
 
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
 from zarr_vectors.core.columns import Column, GroupTable
@@ -30,10 +33,11 @@ from zarr_vectors.core.io import (
     PayloadArray,
     create_dense_array,
     create_payload_array,
+    set_many,
 )
 from zarr_vectors.core.plan import GeometryParts, LevelPlan, LinkPlan, plan_level
-from zarr_vectors.core.store import StoreLike, init_root, resolve_store
-from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.core.store import StoreHandle, StoreLike, has_data, init_root, resolve_store
+from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import ArrayKind, GeometryTypeName
 from zarr_vectors.spec.metadata import (
@@ -501,11 +505,18 @@ def write_store_with(
     layout = ChunkLayout(chunk, bins, grid)
     if opts.shards is not None and opts.zarr_format == 2:
         raise InvalidInputError("sharding needs Zarr v3 (zarr_format=3)")
-    handle = resolve_store(
+    target = resolve_store(
         store, mode="w" if opts.overwrite else "w-", storage_options=opts.storage_options
     )
-    final_dir = handle.local_path
-    if final_dir is not None and opts.overwrite and final_dir.exists():
+    handle, final_dir = target, target.local_path
+    zip_target = target.zip_path is not None or isinstance(target.store, ZipStore)
+    if zip_target:  # zip entries cannot be rewritten: build in a directory, pack at the end
+        if not opts.overwrite and has_data(target):
+            raise StoreExistsError(f"{store} already holds data; pass overwrite=True to replace it")
+        handle = resolve_store(
+            _staging_dir(target.zip_path or Path(tempfile.gettempdir()) / "store.zip"), mode="w"
+        )
+    elif final_dir is not None and opts.overwrite and final_dir.exists():
         handle = resolve_store(_staging_dir(final_dir), mode="w")
     try:
         root = init_root(
@@ -536,9 +547,32 @@ def write_store_with(
         raise
     finally:
         handle.close()
-    if handle.local_path is not None and final_dir is not None and handle.local_path != final_dir:
+    if zip_target and handle.local_path is not None:
+        _pack_zip(handle.local_path, target)
+    elif (
+        handle.local_path is not None and final_dir is not None and (handle.local_path != final_dir)
+    ):
         _swap_in(handle.local_path, final_dir)
     return WriteSummary(geometry_type, n_vertices, n_objects, n_chunks, grid)
+
+
+def _pack_zip(staged: Path, target: StoreHandle) -> None:
+    """Copy a complete staged store into a zip: a new file swapped in, or an open ZipStore."""
+    items = sorted(
+        (p.relative_to(staged).as_posix(), p.read_bytes()) for p in staged.rglob("*") if p.is_file()
+    )
+    try:
+        if target.zip_path is not None:
+            tmp = target.zip_path.with_name(f".{target.zip_path.name}.zv-{uuid.uuid4().hex[:8]}")
+            packed = ZipStore(tmp, mode="w")
+            set_many(packed, items)
+            packed.close()
+            os.replace(tmp, target.zip_path)
+        else:
+            assert isinstance(target.store, ZipStore)
+            set_many(target.store, items)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
 
 
 def _notes(opts: StoreOptions) -> str | None:

@@ -73,24 +73,33 @@ def validate(
         return _missing(depth, f"{handle.local_path} {what}")
     sp = handle.store if isinstance(handle.store, StorePath) else StorePath(handle.store)
     try:
-        ctx = ValidationContext(store_path=sp, scan=scan(sp))
+        scanned = scan(sp)
+    except (StoreNotFoundError, FileNotFoundError) as exc:
+        handle.close()
+        return _missing(depth, str(exc))
+    ctx = ValidationContext(store_path=sp, scan=scanned)
+    try:
         for n in range(1, depth + 1):
             for check in CHECKS[n]:
                 check(ctx)
-    except (StoreNotFoundError, FileNotFoundError) as exc:
-        return _missing(depth, str(exc))
     finally:
         handle.close()
-    todo = [n for n in range(1, depth + 1) if not CHECKS[n]]
-    if todo:
-        names = ", ".join(f"L{n} ({LEVEL_NAMES[n]})" for n in todo)
-        ctx.add(
-            "validate.not_implemented",
-            Severity.INFO,
-            "",
-            f"{names} checks are not implemented yet; only the implemented levels ran",
-        )
+    _note_unimplemented(ctx, depth)
     return ValidationReport(findings=tuple(ctx.findings), level=depth)
+
+
+def _note_unimplemented(ctx: ValidationContext, depth: int) -> None:
+    todo = [n for n in range(1, depth + 1) if not CHECKS[n]]
+    if not todo:
+        return
+    ran = ", ".join(f"L{n} ({LEVEL_NAMES[n]})" for n in range(1, depth + 1) if CHECKS[n])
+    names = ", ".join(f"L{n} ({LEVEL_NAMES[n]})" for n in todo)
+    ctx.add(
+        "validate.not_implemented",
+        Severity.INFO,
+        "",
+        f"{names} checks are not implemented yet; only {ran} ran",
+    )
 
 
 def _parse_level(level: object) -> int:

@@ -26,7 +26,9 @@ from zarr_vectors.validate._scan import JSON, ZARR_JSON, RawNode, Scan, ZarrForm
 __all__ = [
     "REQUIRED_ROOT_KEYS",
     "ArrayInfo",
+    "SEED_TOLERANCE",
     "ValidationContext",
+    "divides",
     "integers",
     "numbers",
 ]
@@ -186,6 +188,19 @@ class ValidationContext:
         return all(v > 0 for v in (*c, *b))
 
     @cached_property
+    def base_bins_ok(self) -> bool:
+        """True when the shapes are valid and ``base_bin_shape`` divides ``chunk_shape`` (rule 3).
+
+        Checks that derive a level's expected bin shape from ``base_bin_shape`` skip when this is
+        False: the seed rule already reported the root, and every level would repeat it.
+        """
+        if not self.shapes_ok or self.chunk_shape is None or self.base_bin_shape is None:
+            return False
+        return all(
+            divides(c, b) for c, b in zip(self.chunk_shape, self.base_bin_shape, strict=True)
+        )
+
+    @cached_property
     def chunk_grid(self) -> ChunkGrid | None:
         """``chunk_grid`` when it parses (with ``spatial_dims`` dimensions, when that is known)."""
         value = self.root_attrs.get("chunk_grid")
@@ -264,3 +279,23 @@ def integers(value: object) -> tuple[int, ...] | None:
     if floats is None or any(f != int(f) for f in floats):
         return None
     return tuple(int(f) for f in floats)
+
+
+SEED_TOLERANCE = 1e-6
+"""Relative tolerance of the seed's divisibility rule 3 (times ``chunk_shape[i]``)."""
+
+
+def divides(chunk: float, bin_: float) -> bool:
+    """Return whether ``chunk % bin_ == 0`` within ``1e-6 × chunk`` (seed rule 3).
+
+    Both values must be positive.  A remainder just below ``bin_`` is float rounding of an exact
+    multiple, so it counts as zero too.
+
+    Examples
+    --------
+    >>> divides(200.0, 50.0), divides(0.3, 0.1), divides(200.0, 30.0)
+    (True, True, False)
+    """
+    remainder = chunk % bin_
+    tolerance = SEED_TOLERANCE * chunk
+    return remainder <= tolerance or bin_ - remainder <= tolerance

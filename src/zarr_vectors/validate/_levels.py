@@ -24,8 +24,7 @@ from collections.abc import Mapping, Sequence
 from zarr_vectors.errors import ZarrVectorsError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.metadata import DatasetMetadata, LevelMetadata
-from zarr_vectors.validate._context import ValidationContext, integers, numbers
-from zarr_vectors.validate._metadata import seed_divides
+from zarr_vectors.validate._context import ValidationContext, divides, integers, numbers
 from zarr_vectors.validate._scan import JSON
 
 __all__ = ["check_attribute_names", "check_datasets", "check_level_attrs"]
@@ -43,7 +42,7 @@ def _fmt(values: Sequence[float]) -> str:
 
 def _expected_bin_shape(ctx: ValidationContext, ratio: Sequence[int]) -> tuple[float, ...] | None:
     base = ctx.base_bin_shape
-    if not ctx.shapes_ok or base is None or len(ratio) != len(base):
+    if not ctx.base_bins_ok or base is None or len(ratio) != len(base):
         return None
     return tuple(b * r for b, r in zip(base, ratio, strict=True))
 
@@ -240,7 +239,7 @@ def _check_level_bins(
     chunk = ctx.chunk_shape
     if chunk is None or not ctx.shapes_ok or len(chunk) != len(shape):
         return
-    bad = [i for i, (c, b) in enumerate(zip(chunk, shape, strict=True)) if not seed_divides(c, b)]
+    bad = [i for i, (c, b) in enumerate(zip(chunk, shape, strict=True)) if not divides(c, b)]
     if bad:
         ctx.error(
             "L2.level.bin_divides",

@@ -31,35 +31,14 @@ from zarr_vectors.spec.metadata import (
     BoundingBox,
     ChunkGrid,
 )
-from zarr_vectors.validate._context import ValidationContext, integers
+from zarr_vectors.validate._context import SEED_TOLERANCE, ValidationContext, divides, integers
 from zarr_vectors.validate._scan import JSON, join
 
 __all__ = [
-    "SEED_TOLERANCE",
     "check_multiscales_block",
     "check_root_extras",
     "check_seed_rules",
-    "seed_divides",
 ]
-
-SEED_TOLERANCE = 1e-6
-"""Relative tolerance of the seed's divisibility rule 3 (times ``chunk_shape[i]``)."""
-
-
-def seed_divides(chunk: float, bin_: float) -> bool:
-    """Return whether ``chunk % bin_ == 0`` within ``1e-6 × chunk`` (seed rule 3).
-
-    Both values must be positive.  A remainder just below ``bin_`` is float rounding of an exact
-    multiple, so it counts as zero too.
-
-    Examples
-    --------
-    >>> seed_divides(200.0, 50.0), seed_divides(0.3, 0.1), seed_divides(200.0, 30.0)
-    (True, True, False)
-    """
-    remainder = chunk % bin_
-    tolerance = SEED_TOLERANCE * chunk
-    return remainder <= tolerance or bin_ - remainder <= tolerance
 
 
 def check_seed_rules(ctx: ValidationContext) -> None:
@@ -90,7 +69,7 @@ def _rules_2_to_4(ctx: ValidationContext) -> None:
     chunk, bins = ctx.chunk_shape, ctx.base_bin_shape
     if chunk is not None and bins is not None:
         for i, (c, b) in enumerate(zip(chunk, bins, strict=False)):
-            if c > 0 and b > 0 and not seed_divides(c, b):
+            if c > 0 and b > 0 and not divides(c, b):
                 ctx.error(
                     "L2.seed.3",
                     "",
