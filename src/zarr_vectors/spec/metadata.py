@@ -671,6 +671,16 @@ class RootMetadata:
         )
 
 
+def _parse_strategy(value: str | SparsityStrategy) -> SparsityStrategy:
+    if isinstance(value, SparsityStrategy):
+        return value
+    try:
+        return SparsityStrategy(value)
+    except ValueError:
+        valid = ", ".join(repr(m.value) for m in SparsityStrategy)
+        raise _fail("sparsity_strategy", f"{value!r} is not one of {valid}") from None
+
+
 def _parse_units(value: JSON) -> str | tuple[str, ...] | None:
     if value is None or isinstance(value, str):
         return value
@@ -755,11 +765,7 @@ class LevelMetadata:
             self, "object_sparsity", _parse_fraction(self.object_sparsity, "object_sparsity")
         )
         if self.sparsity_strategy is not None:
-            object.__setattr__(
-                self,
-                "sparsity_strategy",
-                SparsityStrategy.parse(self.sparsity_strategy, field="sparsity_strategy"),
-            )
+            object.__setattr__(self, "sparsity_strategy", _parse_strategy(self.sparsity_strategy))
 
     def to_dict(self) -> dict[str, JSON]:
         """Return the JSON form, unknown keys included."""
@@ -797,9 +803,7 @@ class LevelMetadata:
             object_sparsity=doc.get("object_sparsity", 1.0),
             sparsity_strategy=None
             if strategy is None
-            else SparsityStrategy.parse(
-                _parse_str(strategy, "sparsity_strategy"), field="sparsity_strategy"
-            ),
+            else _parse_strategy(_parse_str(strategy, "sparsity_strategy")),
             coarsening=coarsening,
             extra={k: v for k, v in doc.items() if k not in _LEVEL_KEYS},
         )
