@@ -125,7 +125,8 @@ class ChunkLayout:
         bins = np.zeros(n, dtype=np.int64)
         nb = self.bins_per_chunk
         for d in range(self.ndim):
-            col = np.ascontiguousarray(positions[:, d], dtype=np.float64)
+            # a copy: the column is modified in place below (and a 1-row column is a view)
+            col = np.array(positions[:, d], dtype=np.float64, copy=True)
             c = np.floor(col / self.chunk_shape[d])
             cid = c.astype(np.int64)
             idx = cid - self.grid.origin[d]

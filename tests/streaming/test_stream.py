@@ -1,0 +1,136 @@
+"""The streaming writer writes byte-for-byte what the in-memory writers write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from zarr.storage import MemoryStore
+
+import zarr_vectors as zv
+
+
+def _dump(store: MemoryStore) -> dict[str, bytes]:
+    """Every key of a store; metadata documents without the creation timestamp."""
+    out = {}
+    for key, buf in store._store_dict.items():
+        raw = buf.to_bytes()
+        if key.endswith(("zarr.json", ".zattrs")):
+            doc = json.loads(raw)
+            doc.get("attributes", doc).pop("creation_timestamp", None)
+            raw = json.dumps(doc, sort_keys=True).encode()
+        out[key] = raw
+    return out
+
+
+def _assert_same_store(a: MemoryStore, b: MemoryStore) -> None:
+    da, db = _dump(a), _dump(b)
+    assert sorted(da) == sorted(db)
+    assert [k for k in da if da[k] != db[k]] == []
+
+
+def _cuts(n: int, rng: np.random.Generator) -> list[slice]:
+    edges = np.unique(np.r_[0, rng.integers(0, n + 1, 4), n])
+    return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+
+
+@pytest.mark.parametrize("with_ids", [False, True])
+@pytest.mark.parametrize("partition_chunks", [1, 3, 64])
+def test_points_stream_equals_in_memory(with_ids: bool, partition_chunks: int) -> None:
+    rng = np.random.default_rng(partition_chunks)
+    n = 3000
+    pos = rng.uniform(-40, 40, (n, 3)).astype(np.float32)
+    attrs = {
+        "a": rng.random(n),
+        "gene": rng.choice(np.array(["Gad1", "Pvalb", "Sst"]), n),
+        "rgb": rng.integers(0, 255, (n, 3)).astype(np.uint8),
+    }
+    ids = rng.integers(10**12, 10**12 + 50, n).astype(np.uint64) if with_ids else None
+    expected = MemoryStore()
+    zv.write_points(expected, pos, chunk_shape=(10, 10, 10), bin_shape=(5, 5, 5),
+                    attributes=attrs, object_ids=ids)
+    got = MemoryStore()
+    with zv.open_writer(got, "point_cloud", chunk_shape=(10, 10, 10), bin_shape=(5, 5, 5),
+                        partition_chunks=partition_chunks) as w:
+        for sl in _cuts(n, rng):
+            w.append(pos[sl], attributes={k: v[sl] for k, v in attrs.items()},
+                     object_ids=None if ids is None else ids[sl])
+    _assert_same_store(expected, got)
+
+
+@pytest.mark.parametrize("gtype", ["polyline", "streamline"])
+def test_paths_stream_equals_in_memory(gtype: str) -> None:
+    rng = np.random.default_rng(7)
+    paths = [np.cumsum(rng.normal(0, 2.5, (int(rng.integers(1, 50)), 3)), axis=0)
+             for _ in range(200)]
+    fa = [rng.random(len(p)).astype(np.float32) for p in paths]
+    ids = rng.choice(10**9, len(paths), replace=False).astype(np.uint64)
+    expected = MemoryStore()
+    zv.write_polylines(expected, paths, geometry_type=gtype, chunk_shape=(6, 6, 6),  # type: ignore[arg-type]
+                       bin_shape=(3, 3, 3), attributes={"fa": fa},
+                       object_attributes={"k": np.arange(200)}, ids=ids)
+    got = MemoryStore()
+    with zv.open_writer(got, gtype, chunk_shape=(6, 6, 6), bin_shape=(3, 3, 3),  # type: ignore[arg-type]
+                        partition_chunks=2) as w:
+        for sl in _cuts(len(paths), rng):
+            w.append(paths[sl], attributes={"fa": fa[sl]},
+                     object_attributes={"k": np.arange(200)[sl]}, ids=ids[sl])
+    _assert_same_store(expected, got)
+    back = zv.read_polylines(got)
+    assert all(np.array_equal(back[i], p) for i, p in enumerate(paths))
+
+
+def test_lines_stream_equals_in_memory() -> None:
+    rng = np.random.default_rng(3)
+    seg = rng.uniform(0, 50, (500, 2, 2))
+    expected = MemoryStore()
+    zv.write_lines(expected, seg, chunk_shape=(10, 10), attributes={"w": rng.random((500, 2))})
+    got = MemoryStore()
+    w_attr = np.asarray(zv.read_lines(expected).attributes["w"])
+    with zv.open_writer(got, "line", chunk_shape=(10, 10)) as w:
+        w.append(seg[:120], attributes={"w": w_attr[:120]})
+        w.append(seg[120:], attributes={"w": w_attr[120:]})
+    _assert_same_store(expected, got)
+
+
+def test_exception_inside_block_writes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "never.zarrvectors"
+    with pytest.raises(RuntimeError, match="boom"), zv.open_writer(
+        target, "point_cloud", chunk_shape=(1, 1), spill_dir=tmp_path
+    ) as w:
+        w.append(np.zeros((3, 2)))
+        raise RuntimeError("boom")
+    assert not target.exists()
+    assert [p for p in tmp_path.iterdir() if p.name.startswith("zv-spill-")] == []
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "match"),
+    [
+        ({"attributes": {"a": np.zeros(2)}}, {}, "attributes"),
+        ({"attributes": {"a": np.zeros(2)}}, {"attributes": {"a": np.zeros(2, np.int32)}},
+         "dtype"),
+        ({}, {"object_ids": np.zeros(2, np.int64)}, "user object ids"),
+    ],
+)
+def test_inconsistent_batches_are_refused(first: dict[str, Any], second: dict[str, Any],
+                                          match: str) -> None:
+    w = zv.open_writer(MemoryStore(), "point_cloud", chunk_shape=(1, 1))
+    w.append(np.zeros((2, 2)), **first)
+    with pytest.raises(zv.InvalidInputError, match=match):
+        w.append(np.ones((2, 2)), **second)
+    w.abort()
+
+
+def test_bad_batch_leaves_writer_usable() -> None:
+    store = MemoryStore()
+    w = zv.open_writer(store, "point_cloud", chunk_shape=(1, 1))
+    w.append(np.zeros((2, 2)))
+    with pytest.raises(zv.InvalidInputError, match="row 1"):
+        w.append(np.array([[0.0, 0.0], [np.nan, 1.0]]))
+    w.append(np.ones((1, 2)))
+    assert w.close().vertex_count == 3
+    assert len(zv.read_points(store)) == 3
