@@ -104,14 +104,18 @@ class StreamWriter:
         *,
         spill_dir: str | Path | None = None,
         partition_chunks: int = 8,
+        memory_limit: int = 256 << 20,
     ) -> None:
         self.store = store
         self.geometry_type = geometry_type
         self.opts = opts
         self._tmp = Path(tempfile.mkdtemp(prefix="zv-spill-", dir=spill_dir))
         self._block = int(partition_chunks)
+        self._memory_limit = int(memory_limit)
         self._uid: bool | None = None  # per-vertex user object ids, fixed by the first batch
         self._partitions: dict[tuple[int, ...], int] = {}
+        self._spilled: dict[str, list[int]] = {}  # "v3" / "l3" -> batches holding that partition
+        self._spilled_bytes: dict[str, int] = {}
         self._batches = 0
         self.n_vertices = 0
         self.n_objects = 0
@@ -239,6 +243,7 @@ class StreamWriter:
             fields[f"a_{name}"] = self._schema[name].global_codes(col)
         for pid in np.unique(pids).tolist():
             sel = np.flatnonzero(pids == pid)
+            self._note_spill(f"v{pid}", b, sel.size * parts.positions.itemsize * 8)
             for key, values in fields.items():
                 if values is not None:
                     self._save(f"v{pid}_{b}_{key}", take_rows(values, sel))
@@ -250,6 +255,7 @@ class StreamWriter:
         codes = {k: self._link_schema[k].global_codes(c) for k, c in parts.link_attributes.items()}
         for pid in np.unique(owner).tolist():
             sel = np.flatnonzero(owner == pid)
+            self._note_spill(f"l{pid}", b, sel.size * 8 * parts.links.shape[1])
             self._save(f"l{pid}_{b}_ends", parts.links[sel] + self.n_vertices)
             for name, values in codes.items():
                 self._save(f"l{pid}_{b}_a_{name}", values[sel])
@@ -361,8 +367,33 @@ class StreamWriter:
             lo, hi = np.minimum(lo, box.min), np.maximum(hi, box.max)
         return grid_for_bounds(lo.tolist(), hi.tolist(), self.opts.chunk_shape), box, d
 
-    def _load(self, prefix: str, field_name: str) -> npt.NDArray[Any] | None:
-        files = [self._tmp / f"{prefix}_{b}_{field_name}.npy" for b in range(self._batches)]
+    def _note_spill(self, prefix: str, batch: int, nbytes: int) -> None:
+        self._spilled.setdefault(prefix, []).append(batch)
+        self._spilled_bytes[prefix] = self._spilled_bytes.get(prefix, 0) + nbytes
+
+    def _rounds(self, kind: str) -> Iterator[list[str]]:
+        """Group partitions into rounds of at most ``memory_limit`` spilled bytes."""
+        group: list[str] = []
+        size = 0
+        for pid in range(len(self._partitions)):
+            prefix = f"{kind}{pid}"
+            if prefix not in self._spilled:
+                continue
+            nbytes = self._spilled_bytes[prefix]
+            if group and size + nbytes > self._memory_limit:
+                yield group
+                group, size = [], 0
+            group.append(prefix)
+            size += nbytes
+        if group:
+            yield group
+
+    def _load(self, prefixes: list[str], field_name: str) -> npt.NDArray[Any] | None:
+        files = [
+            self._tmp / f"{prefix}_{b}_{field_name}.npy"
+            for prefix in prefixes
+            for b in self._spilled.get(prefix, [])
+        ]
         arrays = [np.load(f) for f in files if f.exists()]
         return np.concatenate(arrays) if arrays else None
 
@@ -384,9 +415,13 @@ class StreamWriter:
         remaps = {k: s.final() for k, s in self._schema.items()}
         vertex_counts = np.zeros(layout.n_chunks, dtype=np.int64)
         refs: list[IntArray] = []
-        where = np.zeros((self.n_vertices, 2), dtype=np.int64) if has_links else None
-        for pid in range(len(self._partitions)):
-            part = self._partition_parts(pid, distinct, n_objects, remaps, object_start)
+        where = None
+        if has_links:  # chunk and row of every vertex, on disk: links are resolved through it
+            where = np.lib.format.open_memmap(
+                self._tmp / "where.npy", mode="w+", dtype=np.int64, shape=(self.n_vertices, 2)
+            )
+        for group in self._rounds("v"):
+            part = self._partition_parts(group, distinct, n_objects, remaps, object_start)
             if part is None:
                 continue
             parts, gidx = part
@@ -420,13 +455,12 @@ class StreamWriter:
 
     def _partition_parts(
         self,
-        pid: int,
+        stem: list[str],
         distinct: npt.NDArray[Any] | None,
         n_objects: int,
         remaps: Mapping[str, tuple[tuple[str, ...] | None, IntArray | None]],
         object_start: IntArray,
     ) -> tuple[GeometryParts, IntArray] | None:
-        stem = f"v{pid}"
         pos = self._load(stem, "pos")
         gidx = self._load(stem, "gidx")
         if pos is None or gidx is None:
@@ -463,13 +497,13 @@ class StreamWriter:
     ) -> None:
         remaps = {k: s.final() for k, s in self._link_schema.items()}
         wrote = False
-        for pid in range(len(self._partitions)):
-            ends = self._load(f"l{pid}", "ends")
+        for group in self._rounds("l"):
+            ends = self._load(group, "ends")
             if ends is None:
                 continue
             attrs = {}
             for name in self._link_schema:
-                values = self._load(f"l{pid}", f"a_{name}")
+                values = self._load(group, f"a_{name}")
                 assert values is not None
                 cats, remap = remaps[name]
                 attrs[name] = Column(values if remap is None else remap[values], cats)
