@@ -21,7 +21,7 @@ __all__ = ["read_parts"]
 IntArray = npt.NDArray[np.int64]
 
 
-def read_parts(reader: LevelReader, *, ordered: bool, sequential: bool) -> GeometryParts:
+def read_parts(reader: LevelReader, *, sequential: bool) -> GeometryParts:
     """Return every vertex, attribute, link, object attribute and group of a level."""
     flats = reader.chunks()
     has_objects = reader.has(L.OBJECT_OFFSETS)
@@ -56,7 +56,7 @@ def read_parts(reader: LevelReader, *, ordered: bool, sequential: bool) -> Geome
         positions=np.ascontiguousarray(pos),
         vertex_object=vertex_object,
         n_objects=n_objects,
-        ordered=ordered,
+        ordered=has_objects,
         sequential=sequential,
         vertex_attributes=attrs,
         links=links,

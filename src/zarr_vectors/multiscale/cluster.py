@@ -107,12 +107,21 @@ def default_aggregation(col: Column) -> Aggregation:
 
 
 def aggregate(
-    values: npt.NDArray[np.generic], cluster: IntArray, n: int, how: Aggregation
+    values: npt.NDArray[np.generic],
+    cluster: IntArray,
+    n: int,
+    how: Aggregation,
+    weights: npt.NDArray[np.float64] | None = None,
 ) -> npt.NDArray[np.generic]:
-    """Aggregate rows of ``values`` (N, ...) into ``n`` clusters."""
+    """Aggregate rows of ``values`` (N, ...) into ``n`` clusters.
+
+    ``weights`` count the level-0 vertices behind each row, so a mean (or mode) over
+    metavertices equals the mean (mode) over the original vertices they summarise.
+    """
     flat = values.reshape(len(values), -1)
+    w = np.ones(len(flat)) if weights is None else weights
     if how is Aggregation.MODE:
-        out = _mode(flat, cluster, n)
+        out = _mode(flat, cluster, n, w)
     elif how is Aggregation.FIRST:
         out = flat[_first_member(cluster, n)]
     elif how in (Aggregation.MIN, Aggregation.MAX):
@@ -120,12 +129,17 @@ def aggregate(
         out = flat[_first_member(cluster, n)].copy()
         ufunc.at(out, cluster, flat)
     else:
-        counts = np.bincount(cluster, minlength=n).astype(np.float64)
+        if how is Aggregation.SUM:
+            w = np.ones(len(flat))
+        total = np.bincount(cluster, weights=w, minlength=n)
         sums = np.stack(
-            [np.bincount(cluster, weights=flat[:, k], minlength=n) for k in range(flat.shape[1])],
+            [
+                np.bincount(cluster, weights=flat[:, k].astype(np.float64) * w, minlength=n)
+                for k in range(flat.shape[1])
+            ],
             axis=1,
         )
-        res = sums if how is Aggregation.SUM else sums / np.maximum(counts, 1)[:, None]
+        res = sums if how is Aggregation.SUM else sums / np.maximum(total, 1e-300)[:, None]
         out = res.astype(values.dtype if values.dtype.kind == "f" else np.float64)
     return out.reshape((n, *values.shape[1:]))
 
@@ -136,15 +150,17 @@ def _first_member(cluster: IntArray, n: int) -> IntArray:
     return first
 
 
-def _mode(flat: npt.NDArray[np.generic], cluster: IntArray, n: int) -> npt.NDArray[np.generic]:
-    """Most frequent value per cluster and column (ties: smallest value)."""
+def _mode(
+    flat: npt.NDArray[np.generic], cluster: IntArray, n: int, weights: npt.NDArray[np.float64]
+) -> npt.NDArray[np.generic]:
+    """Most frequent (by weight) value per cluster and column (ties: smallest value)."""
     out = np.empty((n, flat.shape[1]), dtype=flat.dtype)
     for k in range(flat.shape[1]):  # columns, not rows
         col = flat[:, k]
         order = np.lexsort((col, cluster))
         c_sorted, v_sorted = cluster[order], col[order]
         starts = run_starts(c_sorted, v_sorted)
-        counts = np.diff(np.append(starts, len(col)))
+        counts = np.add.reduceat(weights[order], starts) if len(starts) else starts
         run_cluster = c_sorted[starts]
         # per cluster keep the run with the largest count (stable: first = smallest value)
         pick = np.lexsort((-counts, run_cluster))

@@ -110,14 +110,14 @@ def _parse_sparsity(value: float | Sequence[float] | None, n: int) -> list[float
     return vals
 
 
-def _keep_objects(parts: GeometryParts, keep: IntArray) -> GeometryParts:
-    """Drop vertices (and links touching them) of objects not in ``keep``."""
+def _keep_objects(parts: GeometryParts, keep: IntArray) -> tuple[GeometryParts, IntArray | None]:
+    """Drop vertices (and links touching them) of objects not in ``keep``; return kept rows."""
     assert parts.vertex_object is not None
     mask = np.zeros(parts.n_objects, dtype=bool)
     mask[keep] = True
     vkeep = mask[parts.vertex_object]
     if vkeep.all():
-        return parts
+        return parts, None
     new_index = np.cumsum(vkeep) - 1
     links, link_attrs = parts.links, dict(parts.link_attributes)
     if links is not None and len(links):
@@ -132,7 +132,7 @@ def _keep_objects(parts: GeometryParts, keep: IntArray) -> GeometryParts:
         vertex_attributes={k: c.take(idx) for k, c in parts.vertex_attributes.items()},
         links=links,
         link_attributes=link_attrs,
-    )
+    ), idx
 
 
 def coarsen_parts(
@@ -142,16 +142,22 @@ def coarsen_parts(
     *,
     directed: bool = False,
     aggregation: Mapping[str, Aggregation] | None = None,
-) -> tuple[GeometryParts, dict[str, str]]:
-    """Merge vertices into metavertices on ``layout``'s bins; return parts and methods used."""
+    weights: npt.NDArray[np.float64] | None = None,
+) -> tuple[GeometryParts, dict[str, str], npt.NDArray[np.float64]]:
+    """Merge vertices into metavertices on ``layout``'s bins.
+
+    Returns the coarse parts, the aggregation used per attribute, and the number of
+    original vertices behind each metavertex (pass it back in when coarsening again).
+    """
+    w = np.ones(len(parts.positions)) if weights is None else weights
     cluster, n = assign_clusters(parts.positions, parts.vertex_object, layout, rule, parts.links)
-    pos = aggregate(parts.positions, cluster, n, Aggregation.MEAN)
+    pos = aggregate(parts.positions, cluster, n, Aggregation.MEAN, w)
     used: dict[str, str] = {}
     attrs: dict[str, Column] = {}
     for name, col in parts.vertex_attributes.items():
         how = (aggregation or {}).get(name, default_aggregation(col))
         used[name] = how.value
-        attrs[name] = Column(aggregate(col.values, cluster, n, how), col.categories)
+        attrs[name] = Column(aggregate(col.values, cluster, n, how, w), col.categories)
     obj = None
     if parts.vertex_object is not None:
         first = np.full(n, len(cluster), dtype=np.int64)
@@ -170,7 +176,7 @@ def coarsen_parts(
         links=links,
         link_attributes=link_attrs,
     )
-    return coarse, used
+    return coarse, used, np.asarray(np.bincount(cluster, weights=w, minlength=n), np.float64)
 
 
 def build_pyramid(
@@ -243,9 +249,7 @@ def build_pyramid(
     }
     gtype = meta.geometry_type
     reader = LevelReader(root, 0)
-    parts = read_parts(
-        reader, ordered=gtype is not GeometryTypeName.POINT_CLOUD, sequential=gtype in _SEQUENTIAL
-    )
+    parts = read_parts(reader, sequential=gtype in _SEQUENTIAL)
     unknown = set(aggs) - set(parts.vertex_attributes)
     if unknown:
         raise InvalidInputError(f"aggregation names unknown attributes {sorted(unknown)}")
@@ -277,12 +281,14 @@ def _build_levels(
     assert meta.chunk_grid is not None
     out: list[PyramidLevel] = []
     current = parts
+    weights = np.ones(len(parts.positions))
     for i, (ratio, sparsity) in enumerate(zip(ratios, sparsities, strict=True), start=1):
         layout = ChunkLayout(meta.chunk_shape, meta.bin_shape_for(ratio), meta.chunk_grid)
         if current.vertex_object is not None:
-            current = _keep_objects(current, ranking[: keep_count(sparsity, parts.n_objects)])
-        current, used = coarsen_parts(
-            current, layout, _RULES[gtype], directed=directed, aggregation=aggs
+            current, kept = _keep_objects(current, ranking[: keep_count(sparsity, parts.n_objects)])
+            weights = weights if kept is None else weights[kept]
+        current, used, weights = coarsen_parts(
+            current, layout, _RULES[gtype], directed=directed, aggregation=aggs, weights=weights
         )
         has_obj = current.vertex_object is not None
         lvl = LevelMetadata(
