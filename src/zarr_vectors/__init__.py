@@ -23,9 +23,8 @@ from zarr_vectors.errors import (
 )
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid, choose_level
 from zarr_vectors.spec.conventions import GeometryTypeName
-from zarr_vectors.streaming import Writer, open_writer
-from zarr_vectors.validate import Finding, ValidationReport, validate
 from zarr_vectors.spec.metadata import BoundingBox, RootMetadata
+from zarr_vectors.streaming import Writer, open_writer
 from zarr_vectors.types.lines import Lines, read_lines, write_lines
 from zarr_vectors.types.points import Points, read_points, write_points
 from zarr_vectors.types.polylines import (
@@ -35,6 +34,7 @@ from zarr_vectors.types.polylines import (
     write_polylines,
     write_streamlines,
 )
+from zarr_vectors.validate import Finding, ValidationReport, validate
 
 try:
     from zarr_vectors._version import __version__

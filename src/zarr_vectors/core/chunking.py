@@ -194,8 +194,9 @@ class ChunkLayout:
         origin = np.asarray(self.grid.origin, dtype=np.int64)
         shape = np.asarray(self.grid.shape, dtype=np.int64)
         lo = np.floor(np.asarray(bbox.min) / c).astype(np.int64) - origin
-        # the box is half-open: a max exactly on a chunk boundary does not reach the next chunk
-        hi = np.ceil(np.asarray(bbox.max) / c).astype(np.int64) - origin
+        # exclusive upper chunk: every p < max has floor(p / C) <= floor(max / C); ceil() would
+        # be tighter on exact boundaries but can round below a chunk for decimal chunk sizes
+        hi = np.floor(np.asarray(bbox.max) / c).astype(np.int64) + 1 - origin
         lo = np.clip(lo, 0, shape)
         hi = np.clip(hi, 0, shape)
         if np.any(hi <= lo):

@@ -1,8 +1,9 @@
 """networkx graphs <-> :class:`~zarr_vectors.types.graphs.Graph` and ``graph`` stores.
 
 Needs ``networkx`` (the ``formats`` extra).  Node ``i`` of a :class:`Graph` is the ``i``-th node
-of ``G.nodes``; node keys that are not exactly ``0..N-1`` are kept in a ``node_id`` vertex
-attribute (integers or strings) and become the node keys again in :func:`to_networkx`.  Node
+of ``G.nodes``; node keys (all integers or all strings) are kept in a ``node_id`` vertex
+attribute and become the node keys again in :func:`to_networkx` — so subgraphs read by box or
+object keep the original keys (a graph without ``node_id`` gets keys ``0..N-1``).  Node
 positions live in the ``position_attr`` node attribute (a sequence of D numbers); every other
 node and edge attribute must be present on all nodes (edges) and becomes a vertex (edge)
 attribute.  Conversions necessarily visit every node and edge in Python, as networkx does.
@@ -34,7 +35,8 @@ def _python(values: npt.NDArray[Any]) -> list[Any]:
     """Per-row Python values: scalars, or tuples for (N, K) columns."""
     if values.ndim == 1:
         return list(values.tolist())
-    return [tuple(row) for row in values.reshape(len(values), -1).tolist()]
+    width = int(np.prod(values.shape[1:]))
+    return [tuple(row) for row in values.reshape(len(values), width).tolist()]
 
 
 def _records(columns: Mapping[str, npt.NDArray[Any]], n: int) -> list[dict[str, Any]]:
@@ -82,9 +84,7 @@ def _column(
         ) from None
 
 
-def _node_keys(nodes: list[Any]) -> npt.NDArray[Any] | None:
-    if nodes == list(range(len(nodes))):
-        return None
+def _node_keys(nodes: list[Any]) -> npt.NDArray[Any]:
     if all(isinstance(k, int | np.integer) and not isinstance(k, bool) for k in nodes):
         return np.asarray(nodes, dtype=np.int64)
     if all(isinstance(k, str) for k in nodes):
@@ -112,7 +112,8 @@ def from_networkx(
     Returns
     -------
     Graph
-        Vertices in ``G.nodes`` order, edges in ``G.edges`` order.
+        Vertices in ``G.nodes`` order (node keys in the ``node_id`` attribute), edges in
+        ``G.edges`` order; an empty graph gets (0, 3) positions.
 
     Raises
     ------
@@ -135,16 +136,14 @@ def from_networkx(
     items = list(G.nodes(data=True))
     nodes = [k for k, _ in items]
     n = len(nodes)
-    pos = _column(G, items, position_attr, "node").astype(np.float64).reshape(n, -1)
+    pos = _column(G, items, position_attr, "node").astype(np.float64).reshape(n, -1 if n else 3)
     index = {k: i for i, k in enumerate(nodes)}
     eitems = [((u, v), d) for u, v, d in G.edges(data=True)]
     edges = np.array([(index[u], index[v]) for (u, v), _ in eitems], dtype=np.int64)
     skip = {position_attr, OBJECT_ID} | ({object_attr} if object_attr else set())
     names = sorted({k for _, d in items for k in d} - skip)
     attrs = {k: _column(G, items, k, "node") for k in names}
-    keys = _node_keys(nodes)
-    if keys is not None:
-        attrs[NODE_ID] = keys
+    attrs[NODE_ID] = _node_keys(nodes)
     enames = sorted({k for _, d in eitems for k in d})
     eattrs = {k: _column(G, eitems, k, "edge") for k in enames}
     if object_attr is None:

@@ -9,7 +9,8 @@ Mapping to a store: one SWC file is one skeleton object (one neuron, possibly se
 samples keep their file order; ``T`` and ``R`` become the conventional ``swc_type`` (int32) and
 ``radius`` (float32) attributes, the sample ids a ``swc_id`` (int64) attribute, and the
 full-line comments the ``swc_header`` object attribute — so :func:`store_to_swc` writes the file
-back node for node.  Comments after data on the same line are not kept.
+back node for node.  Comment lines are written back at the top of the file; comments after data
+on the same line are not kept.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = ["SwcData", "read_swc", "skeleton_to_swc", "store_to_swc", "swc_to_sto
 IntArray = npt.NDArray[np.int64]
 PathLike = str | os.PathLike[str]
 _COMMENT = re.compile(r"^[ \t]*#(.*?)\r?$", re.MULTILINE)
+_DATA = re.compile(r"^[ \t]*[^#\s]", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,8 @@ class SwcData:
     """(N,) structure types ``T``."""
     positions: npt.NDArray[np.float64]
     """(N, 3) sample positions ``x y z``."""
-    radii: npt.NDArray[np.float64]
-    """(N,) radii ``R``."""
+    radii: npt.NDArray[np.floating]
+    """(N,) radii ``R`` (float64 from a file; float32 from a store, written as such)."""
     parents: IntArray
     """(N,) parent sample numbers ``P`` (-1 for a root)."""
     header: tuple[str, ...] = field(default=())
@@ -99,10 +101,16 @@ class SwcData:
             ids=sid.reshape(n),
             types=np.zeros(n, np.int32) if types is None else np.asarray(types, np.int32),
             positions=pos,
-            radii=np.ones(n) if radii is None else np.asarray(radii, np.float64).reshape(n),
+            radii=np.ones(n) if radii is None else _floats(radii).reshape(n),
             parents=np.where(par >= 0, sid[np.maximum(par, 0)], -1).astype(np.int64),
             header=tuple(header),
         )
+
+
+def _floats(values: npt.ArrayLike) -> npt.NDArray[np.floating]:
+    """Float values, float32 kept (so 0.55 stored as float32 is written back as 0.55)."""
+    arr = np.asarray(values)
+    return arr if arr.dtype in (np.float32, np.float64) else arr.astype(np.float64)
 
 
 def read_swc(path: PathLike) -> SwcData:
@@ -126,12 +134,12 @@ def read_swc(path: PathLike) -> SwcData:
     """
     text = Path(path).read_text()
     header = tuple(m.group(1) for m in _COMMENT.finditer(text))
-    try:
-        table = np.loadtxt(io.StringIO(text), comments="#", ndmin=2, dtype=np.float64)
-    except ValueError as exc:
-        raise InvalidInputError(f"{path}: not an SWC file ({exc})") from exc
-    if table.size == 0:
-        table = np.zeros((0, 7))
+    table = np.zeros((0, 7))
+    if _DATA.search(text):  # loadtxt warns on a file without samples
+        try:
+            table = np.loadtxt(io.StringIO(text), comments="#", ndmin=2, dtype=np.float64)
+        except ValueError as exc:
+            raise InvalidInputError(f"{path}: not an SWC file ({exc})") from exc
     if table.shape[1] != 7:
         raise InvalidInputError(
             f"{path}: SWC lines need 7 columns (n T x y z R P), got {table.shape[1]}"

@@ -4,6 +4,7 @@
   (point sets as multisets, since reads return storage order);
 * :mod:`zarr_vectors.testing.examples` is a catalogue of canonical inputs (empty, single
   vertex, chunk boundaries, NaN attributes, 2-D/3-D/4-D, uint64 ids, ...);
+* :class:`StoreFactory` makes fresh stores of every kind (memory, local, zip, path strings);
 * :mod:`zarr_vectors.testing.strategies` holds hypothesis strategies for point sets, chunk and
   bin shapes, boxes and ragged geometry (import it explicitly; it needs ``hypothesis``).
 """
@@ -20,10 +21,13 @@ from zarr_vectors.testing.examples import (
     PointCloudExample,
     point_cloud_example,
 )
+from zarr_vectors.testing.stores import STORE_KINDS, StoreFactory
 
 __all__ = [
     "POINT_CLOUD_EXAMPLES",
+    "STORE_KINDS",
     "PointCloudExample",
+    "StoreFactory",
     "assert_arrays_identical",
     "assert_geometry_equal",
     "assert_points_equal",

@@ -160,7 +160,7 @@ def build_query(
         if table is None:
             raise InvalidInputError("this store has no groups")
         members = table.members_of(group)
-        ids = members if ids is None else ids[np.isin(ids, members)]
+        ids = np.sort(members) if ids is None else ids[np.isin(ids, members)]
     return Query(
         bbox=None if bbox is None else parse_bbox(bbox, reader.layout.ndim),
         object_ids=ids,

@@ -44,7 +44,8 @@ def in_box(pos: npt.NDArray[np.floating], box: BoundingBox) -> npt.NDArray[np.bo
     keep = np.ones(len(pos), dtype=bool)
     for d in range(pos.shape[1]):
         col = pos[:, d]
-        keep &= (col >= box.min[d]) & (col < box.max[d])
+        # float64 scalars: a Python float would be rounded to float32 for float32 positions
+        keep &= (col >= np.float64(box.min[d])) & (col < np.float64(box.max[d]))
     return keep
 
 

@@ -46,6 +46,8 @@ class Lines:
     """Per-segment attributes, (M, ...)."""
     groups: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
     """Group name -> ids of returned segments in the group."""
+    group_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-group attributes, in group order."""
 
     def __len__(self) -> int:
         return len(self.endpoints)
@@ -152,13 +154,14 @@ class LineType(GeometryType):
                 "a line store holds an object that is not two vertices "
                 "(is this a pyramid level? read it with read_polylines)"
             )
-        m = len(pl)
+        m, d = len(pl), reader.layout.ndim
         return Lines(
-            pl.positions.reshape(m, 2, -1),
+            pl.positions.reshape(m, 2, d),
             pl.object_ids,
             {k: v.reshape(m, 2, *v.shape[1:]) for k, v in pl.attributes.items()},
             pl.object_attributes,
             pl.groups,
+            pl.group_attributes,
         )
 
 

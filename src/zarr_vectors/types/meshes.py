@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, normalize_columns
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
-from zarr_vectors.core.io import Compressor
+from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.ragged import offsets_from_counts, sort_order
 from zarr_vectors.core.reader import BBoxLike, LevelReader
@@ -402,7 +402,7 @@ def write_mesh(
     bounds: BBoxLike | None = None,
     zarr_format: Literal[2, 3] = 3,
     overwrite: bool = False,
-    compressor: Compressor | Literal["default"] = "default",
+    compressor: CompressorSpec = "default",
     shards: Sequence[int] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     coordinate_system: str = "unknown",

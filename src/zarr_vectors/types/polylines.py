@@ -271,6 +271,10 @@ def write_streamlines(
     >>> zv.open_store(store).attrs["step_size"]
     1.0
     """
+    if step_size is not None and (
+        isinstance(step_size, bool) or not isinstance(step_size, int | float | np.floating)
+    ):
+        raise InvalidInputError(f"step_size must be a number (physical units), got {step_size!r}")
     meta = {
         "step_size": None if step_size is None else float(step_size),
         "step_size_unit": step_size_unit,

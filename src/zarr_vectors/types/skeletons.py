@@ -45,9 +45,9 @@ from zarr_vectors.types._objects import (
 )
 from zarr_vectors.types.graphs import (
     check_edges,
+    first_appearance,
     object_query,
     read_whole_objects,
-    unique_in_order,
 )
 from zarr_vectors.types.polylines import _options
 
@@ -184,11 +184,10 @@ def parents_array(parents: npt.ArrayLike, n: int) -> IntArray:
     arr = np.asarray(parents)
     if arr.ndim == 2:
         edges = check_edges(arr, n, "parent edges")
-        child, first = np.unique(edges[:, 0], return_index=True)
-        if len(child) != len(edges):
-            dup = np.setdiff1d(np.arange(len(edges)), first)[0]
-            c = int(edges[dup, 0])
-            other = int(np.flatnonzero(edges[:, 0] == c)[0])
+        count = np.bincount(edges[:, 0], minlength=n)
+        if len(edges) and count.max() > 1:
+            c = int(np.argmax(count > 1))
+            other, dup = np.flatnonzero(edges[:, 0] == c)[:2].tolist()
             raise GeometryError(
                 f"node {c} has two parents (parent edges rows {other} and {dup}); "
                 "a skeleton must be a forest"
@@ -264,10 +263,13 @@ def _objects(parents: IntArray, offsets: IntArray | None) -> tuple[IntArray, int
     """Object of every node: its segment (``offsets``) or its tree (by smallest node index)."""
     root = tree_roots(parents)
     if offsets is None:
-        _, first, inverse = np.unique(root, return_index=True, return_inverse=True)
-        rank = np.empty(len(first), dtype=np.int64)
-        rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-        return rank[inverse.reshape(-1)], len(first)
+        n = len(root)
+        first = np.full(n, n, dtype=np.int64)  # smallest node of each tree, indexed by its root
+        np.minimum.at(first, root, np.arange(n, dtype=np.int64))
+        roots = np.flatnonzero(root == np.arange(n))
+        rank = np.empty(n, dtype=np.int64)
+        rank[roots[np.argsort(first[roots], kind="stable")]] = np.arange(len(roots))
+        return rank[root], len(roots)
     seg = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
     child = np.flatnonzero(parents >= 0)
     cross = child[seg[child] != seg[parents[child]]]
@@ -450,10 +452,10 @@ def write_skeleton(
 def _read_skeletons(reader: LevelReader, query: Query) -> Skeletons:
     names = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
     with reader.caching():
-        dense = unique_in_order(select_objects(reader, query))
+        dense = first_appearance(select_objects(reader, query))
         rows = read_whole_objects(reader, dense, names, ())
     child, parent = rows.edges[:, 0], rows.edges[:, 1]
-    if len(np.unique(child)) != len(child):
+    if len(child) and np.bincount(child).max() > 1:
         raise CorruptPayloadError(f"{reader.group.path}: a skeleton node has two parents")
     parents = np.full(len(rows.positions), -1, dtype=np.int64)
     parents[child] = parent
