@@ -25,6 +25,7 @@ from zarr_vectors.multiscale import PyramidLevel, build_pyramid, choose_level
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import BoundingBox, RootMetadata
 from zarr_vectors.streaming import Writer, open_writer
+from zarr_vectors.types.graphs import Graph, read_graph, write_graph
 from zarr_vectors.types.lines import Lines, read_lines, write_lines
 from zarr_vectors.types.points import Points, read_points, write_points
 from zarr_vectors.types.polylines import (
@@ -34,6 +35,7 @@ from zarr_vectors.types.polylines import (
     write_polylines,
     write_streamlines,
 )
+from zarr_vectors.types.skeletons import Skeleton, Skeletons, read_skeleton, write_skeleton
 from zarr_vectors.validate import Finding, ValidationReport, validate
 
 try:
@@ -48,6 +50,7 @@ __all__ = [
     "Finding",
     "GeometryError",
     "GeometryTypeName",
+    "Graph",
     "InvalidInputError",
     "Lines",
     "MetadataValidationError",
@@ -57,6 +60,8 @@ __all__ = [
     "PyramidLevel",
     "Reader",
     "RootMetadata",
+    "Skeleton",
+    "Skeletons",
     "StoreExistsError",
     "StoreNotFoundError",
     "WriteSummary",
@@ -73,6 +78,10 @@ __all__ = [
     "open_store",
     "open_writer",
     "read_lines",
+    "write_skeleton",
+    "write_graph",
+    "read_skeleton",
+    "read_graph",
     "read_points",
     "read_polylines",
     "read_streamlines",
