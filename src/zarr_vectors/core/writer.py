@@ -33,6 +33,7 @@ from zarr_vectors.core.io import (
     PayloadArray,
     create_dense_array,
     create_payload_array,
+    open_payload_array,
     set_many,
 )
 from zarr_vectors.core.plan import GeometryParts, LevelPlan, LinkPlan, plan_level
@@ -197,8 +198,12 @@ class LevelWriter:
         grid_shape: tuple[int, ...],
         compressor: CompressorSpec,
         shards: tuple[int, ...] | None,
+        *,
+        existing: bool = False,
     ) -> None:
         self.group = group
+        self.existing = existing
+        """Arrays were declared by another process: open them instead of creating them."""
         self.grid_shape = grid_shape
         self.compressor = compressor
         self.shards = shards
@@ -206,6 +211,24 @@ class LevelWriter:
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._pending: list[Future[None]] = []
         self._arrays: dict[str, PayloadArray] = {}
+
+    def declare(
+        self,
+        path: str,
+        kind: ArrayKind,
+        dtype: str,
+        width: int,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Create the payload array ``path`` before any rows exist (parallel writers)."""
+        self._arrays[path] = create_payload_array(
+            self.group,
+            path,
+            self.grid_shape,
+            attributes=L.array_attributes(kind, dtype, width, extra),
+            compressor=self._compressor(path),
+            shards=self.shards,
+        )
 
     def _compressor(self, path: str) -> Compressor | str:
         spec = self.compressor
@@ -238,6 +261,8 @@ class LevelWriter:
         """Queue the rows of some chunks (sorted by chunk) for the payload array ``path``."""
         rows = rows.reshape(len(rows), -1) if rows.ndim != 2 else rows
         arr = self._arrays.get(path)
+        if arr is None and self.existing:
+            arr = self._arrays[path] = open_payload_array(self.group, path)
         if arr is None:  # created on first use; later calls (streaming) add chunks
             arr = self._arrays[path] = create_payload_array(
                 self.group,
