@@ -32,12 +32,19 @@ from zarr_vectors.core.stream import StreamWriter
 from zarr_vectors.core.writer import StoreOptions, WriteSummary
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.types.graphs import _graph_parts
 from zarr_vectors.types.points import _axes, _points_parts
 from zarr_vectors.types.polylines import _path_parts
+from zarr_vectors.types.skeletons import _skeleton_parts
 
 __all__ = ["Writer", "open_writer"]
 
 _PATHS = (GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE)
+_TYPE_DEFAULTS: Mapping[GeometryTypeName, Mapping[str, Any]] = {
+    GeometryTypeName.GRAPH: {"is_directed": False},
+    GeometryTypeName.SKELETON: {"swc_compatible": True, "is_directed": True},
+}
+"""Root keys the matching ``write_*`` function always writes."""
 
 
 class Writer:
@@ -46,6 +53,7 @@ class Writer:
     def __init__(self, stream: StreamWriter, geometry_type: GeometryTypeName) -> None:
         self._stream = stream
         self.geometry_type = geometry_type
+        self.type_metadata = stream.opts.type_metadata
         self.summary: WriteSummary | None = None
 
     def append(self, data: Any, **kwargs: Any) -> None:
@@ -55,6 +63,11 @@ class Writer:
         Polylines/streamlines: ``append(polylines, offsets=None, attributes=None,
         object_attributes=None, ids=None, groups=None, group_attributes=None)``.
         Lines: ``append(endpoints, attributes=None, object_attributes=None, ids=None)``.
+        Graphs: ``append(positions, edges=..., object_ids=None, attributes=None,
+        edge_attributes=None, object_attributes=None)`` — a batch holds whole objects, and
+        edge indices refer to the batch's own vertices.
+        Skeletons: ``append(positions, parents=..., offsets=None, ids=None, radius=None,
+        swc_type=None, attributes=None, object_attributes=None)``.
         """
         gtype = self.geometry_type
         if gtype is GeometryTypeName.POINT_CLOUD:
@@ -74,6 +87,37 @@ class Writer:
             self._stream.append_parts(parts, object_ids=None if ids is None else np.asarray(ids))
         elif gtype is GeometryTypeName.LINE:
             self._append_lines(data, **kwargs)
+        elif gtype is GeometryTypeName.GRAPH:
+            self._stream.append_parts(
+                _graph_parts(
+                    data,
+                    kwargs.pop("edges"),
+                    bool(self.type_metadata.get("is_directed", False)),
+                    kwargs.pop("object_ids", None),
+                    kwargs.pop("attributes", None),
+                    kwargs.pop("edge_attributes", None),
+                    kwargs.pop("object_attributes", None),
+                    kwargs.pop("groups", None),
+                    kwargs.pop("group_attributes", None),
+                )
+            )
+            _no_more(kwargs)
+        elif gtype is GeometryTypeName.SKELETON:
+            ids = kwargs.pop("ids", None)
+            parts = _skeleton_parts(
+                data,
+                kwargs.pop("parents", None),
+                kwargs.pop("offsets", None),
+                None,
+                kwargs.pop("radius", None),
+                kwargs.pop("swc_type", None),
+                kwargs.pop("attributes", None),
+                kwargs.pop("object_attributes", None),
+                kwargs.pop("groups", None),
+                kwargs.pop("group_attributes", None),
+            )
+            _no_more(kwargs)
+            self._stream.append_parts(parts, object_ids=None if ids is None else np.asarray(ids))
         else:
             raise InvalidInputError(
                 f"streaming {gtype.value!r} stores is not available yet; use write_* instead"
@@ -156,7 +200,7 @@ def _no_more(kwargs: Mapping[str, Any]) -> None:
 
 def open_writer(
     store: StoreLike,
-    geometry_type: GeometryTypeName | Literal["point_cloud", "line", "polyline", "streamline"],
+    geometry_type: GeometryTypeName | str,
     *,
     chunk_shape: Sequence[float],
     bin_shape: Sequence[float] | None = None,
@@ -168,6 +212,8 @@ def open_writer(
     storage_options: Mapping[str, Any] | None = None,
     spill_dir: str | Path | None = None,
     partition_chunks: int = 8,
+    memory_limit: int = 256 << 20,
+    directed: bool = False,
     coordinate_system: str = "unknown",
     axis_units: str | Sequence[str] | None = None,
     axis_names: Sequence[str] | None = None,
@@ -189,8 +235,12 @@ def open_writer(
     spill_dir
         Directory for temporary batch files (default: the system temp directory).
     partition_chunks
-        Chunks per axis in one partition: a partition is loaded whole at close, so this bounds
-        memory (default 8, i.e. up to 512 chunks in 3-D).
+        Chunks per axis in one partition (default 8, i.e. up to 512 chunks in 3-D); a
+        partition is loaded whole at close.
+    memory_limit
+        Spilled bytes processed at once when the store is written (default 256 MiB).
+    directed
+        Graphs: whether edges are directed (``is_directed``).
     coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
         Root metadata.
     type_metadata
@@ -220,9 +270,18 @@ def open_writer(
         source_description=source_description,
         notes=notes,
         custom_metadata=custom_metadata,
-        type_metadata={k: v for k, v in (type_metadata or {}).items() if v is not None},
+        type_metadata={
+            **_TYPE_DEFAULTS.get(gtype, {}),
+            **({"is_directed": True} if directed else {}),
+            **{k: v for k, v in (type_metadata or {}).items() if v is not None},
+        },
     )
     stream = StreamWriter(
-        store, gtype, opts, spill_dir=spill_dir, partition_chunks=partition_chunks
+        store,
+        gtype,
+        opts,
+        spill_dir=spill_dir,
+        partition_chunks=partition_chunks,
+        memory_limit=memory_limit,
     )
     return Writer(stream, gtype)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ def _assert_same_store(a: MemoryStore, b: MemoryStore) -> None:
 
 def _cuts(n: int, rng: np.random.Generator) -> list[slice]:
     edges = np.unique(np.r_[0, rng.integers(0, n + 1, 4), n])
-    return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    return [slice(int(a), int(b)) for a, b in itertools.pairwise(edges)]
 
 
 @pytest.mark.parametrize("with_ids", [False, True])
@@ -50,34 +51,65 @@ def test_points_stream_equals_in_memory(with_ids: bool, partition_chunks: int) -
     }
     ids = rng.integers(10**12, 10**12 + 50, n).astype(np.uint64) if with_ids else None
     expected = MemoryStore()
-    zv.write_points(expected, pos, chunk_shape=(10, 10, 10), bin_shape=(5, 5, 5),
-                    attributes=attrs, object_ids=ids)
+    zv.write_points(
+        expected,
+        pos,
+        chunk_shape=(10, 10, 10),
+        bin_shape=(5, 5, 5),
+        attributes=attrs,
+        object_ids=ids,
+    )
     got = MemoryStore()
-    with zv.open_writer(got, "point_cloud", chunk_shape=(10, 10, 10), bin_shape=(5, 5, 5),
-                        partition_chunks=partition_chunks) as w:
+    with zv.open_writer(
+        got,
+        "point_cloud",
+        chunk_shape=(10, 10, 10),
+        bin_shape=(5, 5, 5),
+        partition_chunks=partition_chunks,
+    ) as w:
         for sl in _cuts(n, rng):
-            w.append(pos[sl], attributes={k: v[sl] for k, v in attrs.items()},
-                     object_ids=None if ids is None else ids[sl])
+            w.append(
+                pos[sl],
+                attributes={k: v[sl] for k, v in attrs.items()},
+                object_ids=None if ids is None else ids[sl],
+            )
     _assert_same_store(expected, got)
 
 
 @pytest.mark.parametrize("gtype", ["polyline", "streamline"])
 def test_paths_stream_equals_in_memory(gtype: str) -> None:
     rng = np.random.default_rng(7)
-    paths = [np.cumsum(rng.normal(0, 2.5, (int(rng.integers(1, 50)), 3)), axis=0)
-             for _ in range(200)]
+    paths = [
+        np.cumsum(rng.normal(0, 2.5, (int(rng.integers(1, 50)), 3)), axis=0) for _ in range(200)
+    ]
     fa = [rng.random(len(p)).astype(np.float32) for p in paths]
     ids = rng.choice(10**9, len(paths), replace=False).astype(np.uint64)
     expected = MemoryStore()
-    zv.write_polylines(expected, paths, geometry_type=gtype, chunk_shape=(6, 6, 6),  # type: ignore[arg-type]
-                       bin_shape=(3, 3, 3), attributes={"fa": fa},
-                       object_attributes={"k": np.arange(200)}, ids=ids)
+    zv.write_polylines(
+        expected,
+        paths,
+        geometry_type=gtype,
+        chunk_shape=(6, 6, 6),  # type: ignore[arg-type]
+        bin_shape=(3, 3, 3),
+        attributes={"fa": fa},
+        object_attributes={"k": np.arange(200)},
+        ids=ids,
+    )
     got = MemoryStore()
-    with zv.open_writer(got, gtype, chunk_shape=(6, 6, 6), bin_shape=(3, 3, 3),  # type: ignore[arg-type]
-                        partition_chunks=2) as w:
+    with zv.open_writer(
+        got,
+        gtype,
+        chunk_shape=(6, 6, 6),
+        bin_shape=(3, 3, 3),  # type: ignore[arg-type]
+        partition_chunks=2,
+    ) as w:
         for sl in _cuts(len(paths), rng):
-            w.append(paths[sl], attributes={"fa": fa[sl]},
-                     object_attributes={"k": np.arange(200)[sl]}, ids=ids[sl])
+            w.append(
+                paths[sl],
+                attributes={"fa": fa[sl]},
+                object_attributes={"k": np.arange(200)[sl]},
+                ids=ids[sl],
+            )
     _assert_same_store(expected, got)
     back = zv.read_polylines(got)
     assert all(np.array_equal(back[i], p) for i, p in enumerate(paths))
@@ -98,9 +130,10 @@ def test_lines_stream_equals_in_memory() -> None:
 
 def test_exception_inside_block_writes_nothing(tmp_path: Path) -> None:
     target = tmp_path / "never.zarrvectors"
-    with pytest.raises(RuntimeError, match="boom"), zv.open_writer(
-        target, "point_cloud", chunk_shape=(1, 1), spill_dir=tmp_path
-    ) as w:
+    with (
+        pytest.raises(RuntimeError, match="boom"),
+        zv.open_writer(target, "point_cloud", chunk_shape=(1, 1), spill_dir=tmp_path) as w,
+    ):
         w.append(np.zeros((3, 2)))
         raise RuntimeError("boom")
     assert not target.exists()
@@ -111,13 +144,13 @@ def test_exception_inside_block_writes_nothing(tmp_path: Path) -> None:
     ("first", "second", "match"),
     [
         ({"attributes": {"a": np.zeros(2)}}, {}, "attributes"),
-        ({"attributes": {"a": np.zeros(2)}}, {"attributes": {"a": np.zeros(2, np.int32)}},
-         "dtype"),
+        ({"attributes": {"a": np.zeros(2)}}, {"attributes": {"a": np.zeros(2, np.int32)}}, "dtype"),
         ({}, {"object_ids": np.zeros(2, np.int64)}, "user object ids"),
     ],
 )
-def test_inconsistent_batches_are_refused(first: dict[str, Any], second: dict[str, Any],
-                                          match: str) -> None:
+def test_inconsistent_batches_are_refused(
+    first: dict[str, Any], second: dict[str, Any], match: str
+) -> None:
     w = zv.open_writer(MemoryStore(), "point_cloud", chunk_shape=(1, 1))
     w.append(np.zeros((2, 2)), **first)
     with pytest.raises(zv.InvalidInputError, match=match):
@@ -134,3 +167,50 @@ def test_bad_batch_leaves_writer_usable() -> None:
     w.append(np.ones((1, 2)))
     assert w.close().vertex_count == 3
     assert len(zv.read_points(store)) == 3
+
+
+def test_graph_stream_equals_in_memory() -> None:
+    rng = np.random.default_rng(11)
+    pieces = []
+    for _ in range(6):  # six batches of whole components
+        n = int(rng.integers(20, 200))
+        pos = rng.uniform(0, 40, (n, 3))
+        edges = np.stack([np.arange(1, n), rng.integers(0, np.arange(1, n))], axis=1)
+        pieces.append((pos, edges, rng.random(len(edges))))
+    all_pos = np.concatenate([p for p, _, _ in pieces])
+    base = np.cumsum([0] + [len(p) for p, _, _ in pieces])[:-1]
+    all_edges = np.concatenate([e + b for (_, e, _), b in zip(pieces, base, strict=True)])
+    weights = np.concatenate([w for _, _, w in pieces])
+    expected = MemoryStore()
+    zv.write_graph(
+        expected,
+        all_pos,
+        all_edges,
+        chunk_shape=(8, 8, 8),
+        bin_shape=(4, 4, 4),
+        edge_attributes={"w": weights},
+    )
+    got = MemoryStore()
+    with zv.open_writer(
+        got, "graph", chunk_shape=(8, 8, 8), bin_shape=(4, 4, 4), memory_limit=1 << 14
+    ) as w:
+        for pos, edges, wt in pieces:
+            w.append(pos, edges=edges, edge_attributes={"w": wt})
+    _assert_same_store(expected, got)
+
+
+def test_skeleton_stream_equals_in_memory() -> None:
+    rng = np.random.default_rng(12)
+    trees = []
+    for _ in range(30):
+        n = int(rng.integers(1, 60))
+        parents = np.r_[-1, rng.integers(0, np.maximum(np.arange(1, n), 1))][:n]
+        trees.append((np.cumsum(rng.normal(0, 2, (n, 3)), axis=0), parents))
+    ids = rng.choice(10**9, 30, replace=False).astype(np.uint64)
+    expected = MemoryStore()
+    zv.write_skeleton(expected, trees, chunk_shape=(5, 5, 5), ids=ids)
+    got = MemoryStore()
+    with zv.open_writer(got, "skeleton", chunk_shape=(5, 5, 5), memory_limit=1 << 12) as w:
+        for i in range(0, 30, 7):
+            w.append(trees[i : i + 7], ids=ids[i : i + 7])
+    _assert_same_store(expected, got)
