@@ -130,12 +130,14 @@ def test_lines_stream_equals_in_memory() -> None:
 
 def test_exception_inside_block_writes_nothing(tmp_path: Path) -> None:
     target = tmp_path / "never.zarrvectors"
-    with (
-        pytest.raises(RuntimeError, match="boom"),
-        zv.open_writer(target, "point_cloud", chunk_shape=(1, 1), spill_dir=tmp_path) as w,
-    ):
-        w.append(np.zeros((3, 2)))
-        raise RuntimeError("boom")
+
+    def fail() -> None:
+        with zv.open_writer(target, "point_cloud", chunk_shape=(1, 1), spill_dir=tmp_path) as w:
+            w.append(np.zeros((3, 2)))
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        fail()
     assert not target.exists()
     assert [p for p in tmp_path.iterdir() if p.name.startswith("zv-spill-")] == []
 
