@@ -27,6 +27,7 @@ from zarr_vectors.spec.metadata import BoundingBox, RootMetadata
 from zarr_vectors.streaming import Writer, open_writer
 from zarr_vectors.types.graphs import Graph, read_graph, write_graph
 from zarr_vectors.types.lines import Lines, read_lines, write_lines
+from zarr_vectors.types.meshes import Mesh, Meshes, read_mesh, write_mesh
 from zarr_vectors.types.points import Points, read_points, write_points
 from zarr_vectors.types.polylines import (
     Polylines,
@@ -53,6 +54,8 @@ __all__ = [
     "Graph",
     "InvalidInputError",
     "Lines",
+    "Mesh",
+    "Meshes",
     "MetadataValidationError",
     "OutOfBoundsError",
     "Points",
@@ -82,12 +85,14 @@ __all__ = [
     "write_graph",
     "read_skeleton",
     "read_graph",
+    "read_mesh",
     "read_points",
     "read_polylines",
     "read_streamlines",
     "remove_resolution_level",
     "validate",
     "write_lines",
+    "write_mesh",
     "write_multiscale_metadata",
     "write_points",
     "write_polylines",

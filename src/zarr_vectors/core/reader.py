@@ -21,11 +21,13 @@ import zarr
 
 from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.columns import Column, GroupTable
+from zarr_vectors.core.draco import decode_payloads
 from zarr_vectors.core.io import PayloadArray, quiet_vlen
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts
 from zarr_vectors.core.store import open_level, read_root_metadata
 from zarr_vectors.errors import CorruptPayloadError, InvalidInputError, StoreNotFoundError
 from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.conventions import Encoding
 from zarr_vectors.spec.metadata import BoundingBox, LevelMetadata, RootMetadata
 
 __all__ = ["BBoxLike", "LevelReader", "LinkBlock", "ObjectRows", "RowBlock", "parse_bbox"]
@@ -183,6 +185,13 @@ class LevelReader:
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptPayloadError(f"{arr.name}: bad dtype/width attributes ({exc})") from exc
         payloads = self._payloads(path, flats)
+        encoding = attrs.get("encoding", Encoding.RAW.value)
+        if encoding == Encoding.DRACO.value:  # vertices only: row counts from vertex_counts
+            counts = self.vertex_counts[flats]
+            values = decode_payloads(payloads, counts, width, arr.name).astype(dtype, copy=False)
+            return RowBlock(values, offsets_from_counts(counts))
+        if encoding != Encoding.RAW.value:
+            raise CorruptPayloadError(f"{arr.name}: unknown encoding {encoding!r}")
         row_bytes = dtype.itemsize * width
         counts = np.zeros(len(payloads), dtype=np.int64)
         for i, p in enumerate(payloads):

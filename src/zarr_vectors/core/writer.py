@@ -27,6 +27,7 @@ from zarr.storage import ZipStore
 
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
 from zarr_vectors.core.columns import Column, GroupTable
+from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.io import (
     Compressor,
     CompressorSpec,
@@ -100,6 +101,8 @@ class StoreOptions:
     """Application metadata, stored verbatim."""
     type_metadata: Mapping[str, Any] = field(default_factory=dict)
     """Type-specific root keys (streamline ``step_size``, graph ``is_directed`` ...)."""
+    draco: DracoSettings | None = None
+    """Draco-encode the ``vertices`` payloads (lossy, row order kept; FORMAT.md §9)."""
 
 
 @dataclass(frozen=True)
@@ -178,14 +181,21 @@ def take_rows(values: npt.NDArray[Any], order: npt.NDArray[np.int64]) -> npt.NDA
 
 
 def _split(
-    rows: npt.NDArray[Any], chunk_of_row: npt.NDArray[np.int64]
+    rows: npt.NDArray[Any],
+    chunk_of_row: npt.NDArray[np.int64],
+    encode: Callable[[npt.NDArray[Any]], bytes] | None = None,
 ) -> tuple[npt.NDArray[np.int64], list[bytes]]:
-    """Split sorted (n, K) rows into one payload per chunk (rows sorted by chunk)."""
+    """Split sorted (n, K) rows into one payload per chunk (rows sorted by chunk).
+
+    ``encode`` turns one chunk's rows into its payload (default: the raw little-endian bytes).
+    """
     if len(rows) == 0:
         return np.zeros(0, dtype=np.int64), []
     starts = np.flatnonzero(np.r_[True, chunk_of_row[1:] != chunk_of_row[:-1]])
     bounds = np.append(starts, len(rows))
     data = np.ascontiguousarray(rows)
+    if encode is not None:
+        return chunk_of_row[starts], [encode(data[a:b]) for a, b in pairwise(bounds)]
     return chunk_of_row[starts], [data[a:b].tobytes() for a, b in pairwise(bounds)]
 
 
@@ -200,8 +210,11 @@ class LevelWriter:
         shards: tuple[int, ...] | None,
         *,
         existing: bool = False,
+        draco: DracoSettings | None = None,
     ) -> None:
         self.group = group
+        self.draco = draco
+        """Draco settings of the ``vertices`` payloads, or None for raw rows."""
         self.existing = existing
         """Arrays were declared by another process: open them instead of creating them."""
         self.grid_shape = grid_shape
@@ -260,6 +273,9 @@ class LevelWriter:
     ) -> None:
         """Queue the rows of some chunks (sorted by chunk) for the payload array ``path``."""
         rows = rows.reshape(len(rows), -1) if rows.ndim != 2 else rows
+        encode = None
+        if path == L.VERTICES and self.draco is not None:
+            extra, encode = {**(extra or {}), **self.draco.array_attributes()}, self.draco.encode
         arr = self._arrays.get(path)
         if arr is None and self.existing:
             arr = self._arrays[path] = open_payload_array(self.group, path)
@@ -272,7 +288,7 @@ class LevelWriter:
                 compressor=self._compressor(path),
                 shards=self.shards,
             )
-        flats, payloads = _split(rows, chunk_of_row)
+        flats, payloads = _split(rows, chunk_of_row, encode)
         self._pending.append(self._pool.submit(arr.write, flats, payloads))
 
     def dense(
@@ -314,10 +330,11 @@ def write_level(
     compressor: CompressorSpec = "default",
     shards: tuple[int, ...] | None = None,
     plan: LevelPlan | None = None,
+    draco: DracoSettings | None = None,
 ) -> LevelMetadata:
     """Write every array of one level into ``group`` and return its completed metadata."""
     plan = plan_level(parts, layout) if plan is None else plan
-    w = LevelWriter(group, layout.grid.shape, compressor, shards)
+    w = LevelWriter(group, layout.grid.shape, compressor, shards, draco=draco)
     try:
         _write_arrays(w, parts, plan)
     except BaseException:
@@ -526,7 +543,12 @@ def write_store_with(
         notes=_notes(opts),
         custom_metadata=opts.custom_metadata,
         type_metadata=dict(opts.type_metadata),
+        draco_compressed=True if opts.draco is not None else None,
     )
+    if opts.draco is not None:
+        require_dracopy()
+        if d > MAX_DIMS:
+            raise InvalidInputError(f"Draco encodes at most {MAX_DIMS} dimensions, got D={d}")
     layout = ChunkLayout(chunk, bins, grid)
     if opts.shards is not None and opts.zarr_format == 2:
         raise InvalidInputError("sharding needs Zarr v3 (zarr_format=3)")
@@ -549,7 +571,7 @@ def write_store_with(
         )
         ds = root_meta.multiscales.datasets[0]
         group = root.create_group(L.level_path(0))
-        w = LevelWriter(group, layout.grid.shape, opts.compressor, opts.shards)
+        w = LevelWriter(group, layout.grid.shape, opts.compressor, opts.shards, draco=opts.draco)
         try:
             n_vertices, n_objects, n_chunks = fill(w, layout)
         except BaseException:

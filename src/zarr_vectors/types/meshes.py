@@ -505,7 +505,7 @@ def write_mesh(
         if parts.positions.shape[1] > MAX_DIMS:
             raise InvalidInputError(f"Draco encodes at most {MAX_DIMS} dimensions")
         # StoreOptions.draco is the core hook (FORMAT.md §9); the ignore goes once it is merged
-        opts = replace(opts, draco=settings)  # type: ignore[call-arg,unused-ignore]
+        opts = replace(opts, draco=settings)
     return write_store(store, GeometryTypeName.MESH, parts, opts)
 
 

@@ -24,6 +24,7 @@ from zarr_vectors.validate._report import Finding
 from zarr_vectors.validate._scan import JSON, ZARR_JSON, RawNode, Scan, ZarrFormat, display_path
 
 __all__ = [
+    "MAX_REPEATS",
     "REQUIRED_ROOT_KEYS",
     "ArrayInfo",
     "SEED_TOLERANCE",
@@ -42,6 +43,10 @@ REQUIRED_ROOT_KEYS = (
     "multiscales",
 )
 """Root keys whose absence is an error (seed *Required keys*)."""
+
+MAX_REPEATS = 10
+"""Findings kept per (check id, array) by :meth:`ValidationContext.capped`; a corrupt store can
+have millions of bad chunks, and the rest are summarised in one finding."""
 
 
 @dataclass
@@ -72,6 +77,10 @@ class ValidationContext:
     """Arrays of level groups that L1 matched to the layout table, by store path."""
     reported: set[str] = field(default_factory=set)
     """Node paths already reported as missing, so later checks do not repeat it."""
+    memo: dict[str, object] = field(default_factory=dict)
+    """Values shared between checks of one run (e.g. an opened level), keyed by their owner."""
+    suppressed: dict[tuple[str, str], tuple[Severity, int]] = field(default_factory=dict)
+    """Findings left out by :meth:`capped`, counted per (check id, node)."""
 
     def add(self, check: str, severity: Severity, path: str, message: str) -> None:
         """Record a finding about node ``path`` (store path, ``""`` for the root)."""
@@ -86,6 +95,30 @@ class ValidationContext:
     def warning(self, check: str, path: str, message: str) -> None:
         """Record a warning."""
         self.add(check, Severity.WARNING, path, message)
+
+    def capped(
+        self, check: str, severity: Severity, node: str, message: str, *, where: str = ""
+    ) -> None:
+        """Record a finding about ``node`` (at ``where`` inside it, e.g. a chunk), at most
+        :data:`MAX_REPEATS` times per (check, node); :meth:`flush_suppressed` counts the rest."""
+        key = (check, node)
+        sev, n = self.suppressed.get(key, (severity, 0))
+        self.suppressed[key] = (sev, n + 1)
+        if n < MAX_REPEATS:
+            self.add(check, severity, node + where, message)
+
+    def flush_suppressed(self) -> None:
+        """Add one finding per (check, node) that :meth:`capped` cut short, giving the count."""
+        for (check, node), (severity, n) in self.suppressed.items():
+            if n > MAX_REPEATS:
+                self.add(
+                    check,
+                    severity,
+                    node,
+                    f"{n - MAX_REPEATS} more {check} findings in this array were not listed "
+                    f"({n} in all)",
+                )
+        self.suppressed.clear()
 
     # -- hierarchy ------------------------------------------------------------------------------
 

@@ -1,0 +1,517 @@
+"""ASPRS LAS/LAZ point clouds <-> ``point_cloud`` stores (LAS 1.0–1.4; LAZ through lazrs).
+
+Needs ``laspy`` with a LAZ backend (the ``formats`` extra).
+
+Mapping: positions are the scaled coordinates ``x = X · scale + offset`` (float64, so integer
+coordinates come back exactly); every other point dimension of the point format — intensity,
+return_number, number_of_returns, classification and its flags, scan angle, user data, point
+source id, gps_time, red/green/blue, nir, extra bytes — becomes a per-point attribute named as
+in laspy (extra-bytes names are made identifiers; scaled extra bytes are stored scaled).  The
+header — version, point format, scales, offsets, system identifier, generating software,
+creation date, global encoding, file source id, GUID, extra-bytes descriptions and the raw
+payloads of the VLRs and EVLRs (base64) — goes to ``custom_metadata["las"]`` (FORMAT.md §3), so
+:func:`store_to_las` writes back an equivalent file.  The LASzip and extra-bytes VLRs are
+rebuilt by laspy rather than copied.
+
+A store from another source is written with the point format (0, 1, 2, 3, 6, 7 or 8) whose
+dimensions cover most of its attribute names, a 0.001 scale (coarser when the extent needs it),
+offsets at the floor of the bounding box, and every other numeric attribute as extra bytes.
+Points are written in storage order (chunk by chunk), not in the original file order.
+
+Large files stream: :class:`LasSource` reads ``chunk_iterator`` batches into
+:func:`~zarr_vectors.open_writer` and :func:`store_to_las` writes chunk batches through a laspy
+writer, so neither direction holds the whole cloud in memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import itertools
+import math
+import uuid
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypedDict, cast
+
+import laspy  # type: ignore[import-untyped, unused-ignore]
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.core.store import StoreLike
+from zarr_vectors.core.writer import WriteSummary
+from zarr_vectors.errors import InvalidInputError, ZVUserWarning
+from zarr_vectors.formats.registry import (
+    Extent,
+    NullProgress,
+    PathLike,
+    PointBatch,
+    Progress,
+    Source,
+    WriteOptions,
+    custom_section,
+    default_bin_shape,
+    identifier,
+    iter_point_batches,
+    store_metadata,
+    suggest_chunk_shape,
+)
+from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.metadata import RootMetadata
+from zarr_vectors.streaming import open_writer
+from zarr_vectors.types.points import write_points
+
+__all__ = [
+    "KEY",
+    "LasDimension",
+    "LasMetadata",
+    "LasPoints",
+    "LasSource",
+    "LasVlr",
+    "header_metadata",
+    "las_to_store",
+    "open_las",
+    "read_las",
+    "store_to_las",
+]
+
+KEY = "las"
+"""Key of the LAS header in the root ``custom_metadata``."""
+_COORDS = frozenset({"X", "Y", "Z"})
+_REBUILT_VLRS = frozenset({("LASF_Spec", 4), ("laszip encoded", 22204)})
+_POINT_FORMATS = (0, 1, 2, 3, 6, 7, 8)
+_MAX_INT32 = 2**31 - 1
+
+
+class LasDimension(TypedDict):
+    """One point dimension (JSON, in ``custom_metadata["las"]["dimensions"]``)."""
+
+    name: str
+    attribute: str
+    extra: bool
+    type: str
+    description: str
+    scales: list[float] | None
+    offsets: list[float] | None
+
+
+class LasVlr(TypedDict):
+    """One (extended) variable length record, payload base64-encoded."""
+
+    user_id: str
+    record_id: int
+    description: str
+    data: str
+
+
+class LasMetadata(TypedDict):
+    """The LAS header kept in ``custom_metadata["las"]``."""
+
+    version: str
+    point_format: int
+    scales: list[float]
+    offsets: list[float]
+    system_identifier: str
+    generating_software: str
+    creation_date: str | None
+    global_encoding: int
+    file_source_id: int
+    uuid: str
+    dimensions: list[LasDimension]
+    vlrs: list[LasVlr]
+    evlrs: list[LasVlr]
+
+
+@dataclass(frozen=True)
+class LasPoints:
+    """A LAS file in memory: positions, per-point attributes and header metadata."""
+
+    positions: npt.NDArray[np.float64]
+    """(N, 3) scaled coordinates."""
+    attributes: dict[str, npt.NDArray[Any]]
+    """Per-point dimensions by attribute name."""
+    metadata: LasMetadata
+    """Header, as stored in ``custom_metadata["las"]``."""
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+
+# -- header <-> metadata --------------------------------------------------------------------
+
+
+def _floats(values: Any) -> list[float] | None:
+    return None if values is None else [float(v) for v in np.ravel(values)]
+
+
+def _dimensions(point_format: Any) -> list[LasDimension]:
+    extra = set(point_format.extra_dimension_names)
+    taken = {d.name for d in point_format.dimensions if d.name not in extra}
+    out: list[LasDimension] = []
+    for dim in point_format.dimensions:
+        if dim.name in _COORDS:
+            continue
+        is_extra = dim.name in extra
+        out.append(
+            LasDimension(
+                name=dim.name,
+                attribute=identifier(dim.name, taken) if is_extra else dim.name,
+                extra=is_extra,
+                type=_extra_type(dim) if is_extra else "",
+                description=str(dim.description or "") if is_extra else "",
+                scales=_floats(dim.scales) if is_extra else None,
+                offsets=_floats(dim.offsets) if is_extra else None,
+            )
+        )
+    return out
+
+
+def _extra_type(dim: Any) -> str:
+    base = np.dtype(dim.dtype).base.str.lstrip("<>|=")
+    return base if dim.num_elements == 1 else f"{dim.num_elements}{base}"
+
+
+def _vlrs(records: Iterable[Any] | None) -> list[LasVlr]:
+    out: list[LasVlr] = []
+    for v in records or ():
+        if (v.user_id, v.record_id) in _REBUILT_VLRS:
+            continue
+        out.append(
+            LasVlr(
+                user_id=str(v.user_id),
+                record_id=int(v.record_id),
+                description=str(v.description),
+                data=base64.b64encode(bytes(v.record_data_bytes())).decode("ascii"),
+            )
+        )
+    return out
+
+
+def header_metadata(header: Any) -> LasMetadata:
+    """Return the JSON form of a ``laspy.LasHeader`` kept in ``custom_metadata["las"]``."""
+    date = header.creation_date
+    return LasMetadata(
+        version=str(header.version),
+        point_format=int(header.point_format.id),
+        scales=[float(s) for s in header.scales],
+        offsets=[float(o) for o in header.offsets],
+        system_identifier=str(header.system_identifier),
+        generating_software=str(header.generating_software),
+        creation_date=None if date is None else date.isoformat(),
+        global_encoding=int(header.global_encoding.value),
+        file_source_id=int(header.file_source_id),
+        uuid=str(header.uuid),
+        dimensions=_dimensions(header.point_format),
+        vlrs=_vlrs(header.vlrs),
+        evlrs=_vlrs(header.evlrs),
+    )
+
+
+def _vlr(record: Mapping[str, Any]) -> Any:
+    return laspy.VLR(
+        str(record["user_id"]),
+        int(record["record_id"]),
+        str(record["description"]),
+        base64.b64decode(str(record["data"])),
+    )
+
+
+def _header(meta: Mapping[str, Any]) -> Any:
+    """Build a ``laspy.LasHeader`` from stored metadata."""
+    header = laspy.LasHeader(version=str(meta["version"]), point_format=int(meta["point_format"]))
+    for dim in meta["dimensions"]:
+        if dim["extra"]:
+            scales, offsets = dim.get("scales"), dim.get("offsets")
+            header.add_extra_dim(
+                laspy.ExtraBytesParams(
+                    dim["name"],
+                    dim["type"],
+                    description=dim.get("description", ""),
+                    scales=None if scales is None else np.asarray(scales, np.float64),
+                    offsets=None if offsets is None else np.asarray(offsets, np.float64),
+                )
+            )
+    header.scales = np.asarray(meta["scales"], np.float64)
+    header.offsets = np.asarray(meta["offsets"], np.float64)
+    header.system_identifier = str(meta.get("system_identifier", ""))
+    header.generating_software = str(meta.get("generating_software", ""))
+    if meta.get("creation_date"):
+        header.creation_date = datetime.date.fromisoformat(str(meta["creation_date"]))
+    header.global_encoding.value = int(meta.get("global_encoding", 0))
+    header.file_source_id = int(meta.get("file_source_id", 0))
+    header.uuid = uuid.UUID(str(meta.get("uuid", uuid.UUID(int=0))))
+    header.vlrs.extend(_vlr(v) for v in meta.get("vlrs", ()))
+    evlrs = [_vlr(v) for v in meta.get("evlrs", ())]
+    if evlrs:
+        header.evlrs = evlrs
+    return header
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+def _positions(record: Any) -> npt.NDArray[np.float64]:
+    return np.stack([np.asarray(record.x), np.asarray(record.y), np.asarray(record.z)], axis=1)
+
+
+def _attributes(record: Any, dims: Sequence[LasDimension]) -> dict[str, npt.NDArray[Any]]:
+    return {d["attribute"]: np.asarray(record[d["name"]]) for d in dims}
+
+
+def read_las(path: PathLike) -> LasPoints:
+    """Read a whole LAS/LAZ file.
+
+    Parameters
+    ----------
+    path
+        ``.las`` or ``.laz`` file.
+
+    Returns
+    -------
+    LasPoints
+        Scaled positions, every point dimension, and the header metadata.
+    """
+    las = laspy.read(path)
+    meta = header_metadata(las.header)
+    return LasPoints(_positions(las.points), _attributes(las.points, meta["dimensions"]), meta)
+
+
+class LasSource(Source):
+    """A LAS/LAZ file opened for conversion (only the header is read here)."""
+
+    geometry_type = GeometryTypeName.POINT_CLOUD
+
+    def __init__(self, path: PathLike) -> None:
+        super().__init__(path)
+        with laspy.open(self.path) as reader:
+            self.header = reader.header
+        self.metadata: LasMetadata = header_metadata(self.header)
+
+    def extent(self) -> Extent:
+        """Return the point count and the header's bounding box."""
+        return Extent(
+            tuple(float(v) for v in self.header.mins),
+            tuple(float(v) for v in self.header.maxs),
+            int(self.header.point_count),
+        )
+
+    def _store_options(self, options: WriteOptions) -> dict[str, Any]:
+        meta = self.metadata
+        return {
+            "chunk_shape": options.chunk_shape,
+            "bin_shape": options.bin_shape,
+            "overwrite": options.overwrite,
+            "custom_metadata": {KEY: cast(dict[str, Any], meta)},
+            "source_description": (
+                f"LAS {meta['version']} point format {meta['point_format']}: {self.path.name}"
+            ),
+        }
+
+    def write(
+        self, store: StoreLike, options: WriteOptions, progress: Progress | None = None
+    ) -> WriteSummary:
+        """Write the points to a new store, streaming above the threshold."""
+        report = progress or NullProgress()
+        kwargs = self._store_options(options)
+        dims = self.metadata["dimensions"]
+        n = int(self.header.point_count)
+        if not options.stream(n):
+            report.start(f"reading {self.path.name}", None)
+            las = laspy.read(self.path)
+            report.start("writing store", None)
+            return write_points(
+                store, _positions(las.points), attributes=_attributes(las.points, dims), **kwargs
+            )
+        writer = open_writer(store, "point_cloud", **kwargs)
+        try:
+            report.start(f"reading {self.path.name}", n)
+            with laspy.open(self.path) as reader:
+                for record in reader.chunk_iterator(options.batch_size):
+                    writer.append(_positions(record), attributes=_attributes(record, dims))
+                    report.advance(len(record))
+            report.start("writing store", None)
+            return writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+
+
+def open_las(path: PathLike) -> LasSource:
+    """Open a LAS/LAZ file for conversion (see :class:`LasSource`)."""
+    return LasSource(path)
+
+
+def las_to_store(
+    path: PathLike,
+    store: StoreLike,
+    *,
+    chunk_shape: Sequence[float] | None = None,
+    bin_shape: Sequence[float] | None = None,
+    overwrite: bool = False,
+    streaming: bool | None = None,
+    chunk_size: int = 1_000_000,
+    progress: Progress | None = None,
+) -> WriteSummary:
+    """Convert a LAS/LAZ file to a new ``point_cloud`` store.
+
+    Parameters
+    ----------
+    path
+        ``.las`` or ``.laz`` file.
+    store
+        Where the new store goes.
+    chunk_shape
+        Chunk extent per axis, same units as the coordinates; default from the header extent
+        (~50k points per chunk).
+    bin_shape
+        Level-0 bin extent; default ``chunk_shape / 4``.
+    overwrite
+        Replace an existing store.
+    streaming
+        Read ``chunk_size`` points at a time through :func:`~zarr_vectors.open_writer`; default
+        only for very large files.  The store is the same either way.
+    chunk_size
+        Points per streamed batch.
+    progress
+        Receiver of progress reports.
+
+    Returns
+    -------
+    WriteSummary
+        What level 0 holds.
+    """
+    with open_las(path) as src:
+        chunk = tuple(chunk_shape) if chunk_shape is not None else suggest_chunk_shape(src.extent())
+        opts = WriteOptions(
+            chunk_shape=chunk,
+            bin_shape=default_bin_shape(chunk) if bin_shape is None else tuple(bin_shape),
+            overwrite=overwrite,
+            streaming=streaming,
+            batch_size=chunk_size,
+        )
+        return src.write(store, opts, progress)
+
+
+# -- writing --------------------------------------------------------------------------------
+
+
+def _point_format_for(names: Iterable[str]) -> int:
+    wanted = set(names)
+
+    def covered(pf: int) -> int:
+        return len(wanted & set(laspy.PointFormat(pf).dimension_names))
+
+    return max(_POINT_FORMATS, key=lambda pf: (covered(pf), -pf))
+
+
+def _derived_metadata(meta: RootMetadata, batch: PointBatch | None) -> dict[str, Any]:
+    """LAS header metadata for a store that was not read from a LAS file."""
+    if meta.spatial_dims not in (2, 3):
+        raise InvalidInputError(f"LAS holds 2-D or 3-D points, the store has {meta.spatial_dims}-D")
+    attrs = {} if batch is None else batch.attributes
+    pf = _point_format_for(attrs)
+    box = meta.bounding_box
+    lo = np.zeros(3) if box is None else np.resize(np.asarray(box.min, np.float64), 3)
+    hi = np.zeros(3) if box is None else np.resize(np.asarray(box.max, np.float64), 3)
+    if meta.spatial_dims == 2:
+        lo[2] = hi[2] = 0.0
+    span = np.maximum(hi - lo, 0.0)
+    scales = [0.001 if s <= 0 else max(0.001, 10.0 ** math.ceil(math.log10(s / _MAX_INT32))) for s in span]
+    return {
+        "version": "1.2" if pf < 6 else "1.4",
+        "point_format": pf,
+        "scales": scales,
+        "offsets": np.floor(lo).tolist(),
+        "dimensions": [
+            {"name": n, "attribute": n, "extra": False}
+            for n in laspy.PointFormat(pf).dimension_names
+            if n in attrs and n not in _COORDS
+        ],
+    }
+
+
+def _extra_dims(meta: dict[str, Any], batch: PointBatch | None) -> list[tuple[str, str]]:
+    """Add extra-bytes dimensions for attributes the header does not name; return the plan."""
+    used = {d["attribute"] for d in meta["dimensions"]}
+    taken = {d["name"] for d in meta["dimensions"]}
+    for name, values in ({} if batch is None else batch.attributes).items():
+        if name in used:
+            continue
+        if values.dtype.kind not in "biuf" or values.ndim > 2:
+            warnings.warn(f"LAS export skips attribute {name!r} ({values.dtype})", ZVUserWarning, 2)
+            continue
+        dtype = np.dtype(np.uint8) if values.dtype.kind == "b" else values.dtype
+        width = 1 if values.ndim == 1 else values.shape[1]
+        base = dtype.str.lstrip("<>|=")
+        meta["dimensions"].append(
+            {
+                "name": identifier(name, taken),
+                "attribute": name,
+                "extra": True,
+                "type": base if width == 1 else f"{width}{base}",
+                "description": "",
+            }
+        )
+    return [(d["attribute"], d["name"]) for d in meta["dimensions"]]
+
+
+def _record(header: Any, batch: PointBatch, plan: Sequence[tuple[str, str]]) -> Any:
+    n = len(batch.positions)
+    record = laspy.ScaleAwarePointRecord.zeros(n, header=header)
+    pos = batch.positions
+    record.x = pos[:, 0]
+    record.y = pos[:, 1]
+    record.z = pos[:, 2] if pos.shape[1] > 2 else np.zeros(n)
+    for attribute, name in plan:
+        values = batch.attributes.get(attribute)
+        if values is not None:
+            record[name] = values.astype(np.uint8) if values.dtype.kind == "b" else values
+    return record
+
+
+def store_to_las(
+    store: StoreLike,
+    path: PathLike,
+    *,
+    level: int = 0,
+    batch_size: int = 1_000_000,
+    progress: Progress | None = None,
+) -> None:
+    """Write one level of a ``point_cloud`` store to a LAS or LAZ file (by extension).
+
+    Parameters
+    ----------
+    store
+        A ``point_cloud`` store.
+    path
+        Output ``.las`` or ``.laz`` file.
+    level
+        Resolution level to write.
+    batch_size
+        Points per write batch.
+    progress
+        Receiver of progress reports.
+
+    Raises
+    ------
+    InvalidInputError
+        The store is not a 2-D or 3-D point cloud, or a value does not fit its LAS field.
+    """
+    report = progress or NullProgress()
+    meta = store_metadata(store)
+    batches = iter_point_batches(store, level=level, batch_size=batch_size)
+    first = next(batches, None)
+    stored = custom_section(meta, KEY)
+    las_meta = dict(stored) if stored is not None else _derived_metadata(meta, first)
+    las_meta["dimensions"] = [dict(d) for d in las_meta["dimensions"]]
+    plan = _extra_dims(las_meta, first)
+    header = _header(las_meta)
+    report.start(f"writing {path}", None)
+    try:
+        with laspy.open(path, mode="w", header=header) as writer:
+            for batch in itertools.chain([] if first is None else [first], batches):
+                writer.write_points(_record(header, batch, plan))
+                report.advance(len(batch.positions))
+    except OverflowError as exc:
+        raise InvalidInputError(f"a value does not fit its LAS field: {exc}") from exc

@@ -1,0 +1,663 @@
+"""File formats by extension, the conversion protocol, and ``convert`` / ``export``.
+
+Each entry of :data:`FORMATS` names the module that converts one foreign format, the function
+that opens a file of that format as a :class:`Source` (its ``opener``) and the function that
+writes a store back to a file (its ``exporter``).  Modules are imported by name with
+:func:`importlib.import_module` only when a file of their format is converted, so using one
+format never needs another format's library; a missing library raises
+:class:`~zarr_vectors.errors.MissingDependencyError` naming the ``formats`` extra.
+
+The contract of a format module:
+
+* ``opener(path, **options) -> Source``: read the header (streaming formats) or the whole file
+  (small formats); :meth:`Source.extent` reports the vertex count and bounding box used to pick a
+  default chunk shape, :meth:`Source.write` writes level 0 of a new store.
+* ``exporter(store, path, *, level=0, progress=None) -> None``: write one level of a store.
+* Foreign header fields go to the root ``custom_metadata`` under the format's name (FORMAT.md
+  §3), so that the exporter reproduces the header.
+
+Examples
+--------
+>>> format_for("scan.laz").name, format_for("tracts.TRK").name
+('las', 'trk')
+>>> suggest_chunk_shape(Extent((0.0, 0.0, 0.0), (1000.0, 1000.0, 10.0), 4_000_000))
+(100.0, 100.0, 100.0)
+>>> default_bin_shape((100.0, 100.0, 100.0), [(2, 2, 2), (8, 8, 8)])
+(12.5, 12.5, 12.5)
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+import math
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType, TracebackType
+from typing import Any, Protocol, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.core.reader import LevelReader
+from zarr_vectors.core.store import StoreLike, open_store
+from zarr_vectors.core.writer import WriteSummary
+from zarr_vectors.errors import InvalidInputError, MissingDependencyError
+from zarr_vectors.multiscale import PyramidLevel, build_pyramid
+from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.metadata import RootMetadata
+from zarr_vectors.types._base import decode_columns
+
+__all__ = [
+    "FORMATS",
+    "STORE_SUFFIXES",
+    "STREAMING_THRESHOLD",
+    "TARGET_VERTICES_PER_CHUNK",
+    "ConvertReport",
+    "Extent",
+    "FormatInfo",
+    "NullProgress",
+    "PointBatch",
+    "Progress",
+    "Source",
+    "WriteOptions",
+    "convert",
+    "custom_section",
+    "default_bin_shape",
+    "export",
+    "format_for",
+    "identifier",
+    "is_store_path",
+    "iter_point_batches",
+    "load_format",
+    "open_source",
+    "store_metadata",
+    "suggest_chunk_shape",
+]
+
+PathLike = str | os.PathLike[str]
+
+TARGET_VERTICES_PER_CHUNK = 50_000
+"""Vertices per chunk the default chunk shape aims for."""
+STREAMING_THRESHOLD = 20_000_000
+"""Inputs with more vertices are streamed through :func:`~zarr_vectors.open_writer` by default
+(the in-memory writers are several times faster but hold every vertex several times over)."""
+STORE_SUFFIXES = (".zarrvectors", ".zip")
+"""Suffixes that mark a path as a ZVF store rather than a foreign file."""
+BIN_DIVISOR = 4
+"""Default bins per chunk axis, so ``pyramid --ratio 2,2,2 --ratio 4,4,4`` works later."""
+_EXTRA = "pip install 'zarr-vectors[formats]'"
+_POINTS = (GeometryTypeName.POINT_CLOUD,)
+_PATHS = (GeometryTypeName.STREAMLINE, GeometryTypeName.POLYLINE)
+_GRAPHS = (GeometryTypeName.GRAPH, GeometryTypeName.SKELETON)
+
+
+# -- the protocol ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Extent:
+    """Size and bounding box of a source, known before it is written."""
+
+    min: tuple[float, ...]
+    """Lower corner, physical units (the source's coordinates)."""
+    max: tuple[float, ...]
+    """Upper corner, physical units."""
+    n_vertices: int
+    """Number of vertices (points, streamline points, graph nodes)."""
+
+    @classmethod
+    def of(cls, positions: npt.NDArray[np.floating], ndim: int = 3) -> Extent:
+        """Return the extent of an (N, D) array (a zero box at the origin when empty)."""
+        if len(positions) == 0:
+            zeros = (0.0,) * (positions.shape[1] if positions.ndim == 2 else ndim)
+            return cls(zeros, zeros, 0)
+        lo = np.min(positions, axis=0).astype(np.float64)
+        hi = np.max(positions, axis=0).astype(np.float64)
+        return cls(tuple(lo.tolist()), tuple(hi.tolist()), len(positions))
+
+
+class Progress(Protocol):
+    """Receiver of progress reports (the CLI draws rich progress bars)."""
+
+    def start(self, description: str, total: float | None = None) -> None:
+        """Begin a new step; ``total`` in the step's units, None when unknown."""
+
+    def advance(self, amount: float = 1) -> None:
+        """Report ``amount`` more units of the current step done."""
+
+    def note(self, message: str) -> None:
+        """Tell the user something (the chosen chunk shape, a skipped attribute)."""
+
+
+class NullProgress:
+    """A :class:`Progress` that reports nothing (the default of every function)."""
+
+    def start(self, description: str, total: float | None = None) -> None:
+        """Ignore the step."""
+
+    def advance(self, amount: float = 1) -> None:
+        """Ignore the advance."""
+
+    def note(self, message: str) -> None:
+        """Ignore the message."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WriteOptions:
+    """How :meth:`Source.write` lays out the new store."""
+
+    chunk_shape: tuple[float, ...]
+    """Chunk extent per axis, physical units (same as the source's coordinates)."""
+    bin_shape: tuple[float, ...] | None = None
+    """Level-0 bin extent per axis; must divide ``chunk_shape`` (default: ``chunk_shape``)."""
+    overwrite: bool = False
+    """Replace an existing store."""
+    streaming: bool | None = None
+    """Stream batches through :func:`~zarr_vectors.open_writer`; None: only above
+    :data:`STREAMING_THRESHOLD` vertices."""
+    batch_size: int = 1_000_000
+    """Vertices per streamed batch (LAS points per ``chunk_iterator`` step)."""
+
+    def stream(self, n_vertices: int) -> bool:
+        """Whether a source of ``n_vertices`` is streamed."""
+        if n_vertices == 0:
+            return False
+        return n_vertices > STREAMING_THRESHOLD if self.streaming is None else self.streaming
+
+
+class Source(abc.ABC):
+    """A foreign file opened for conversion (a context manager).
+
+    Subclasses set :attr:`geometry_type` and implement :meth:`extent` and :meth:`write`.
+    """
+
+    geometry_type: GeometryTypeName
+    """Geometry type of the store :meth:`write` creates."""
+
+    def __init__(self, path: PathLike) -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            raise FileNotFoundError(f"no such file: {self.path}")
+
+    @abc.abstractmethod
+    def extent(self) -> Extent:
+        """Return the vertex count and bounding box (cheap: header or loaded data)."""
+
+    @abc.abstractmethod
+    def write(
+        self, store: StoreLike, options: WriteOptions, progress: Progress | None = None
+    ) -> WriteSummary:
+        """Write the file as level 0 of a new store."""
+
+    def close(self) -> None:
+        """Release open files (the default holds none)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+# -- the table of formats -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FormatInfo:
+    """One foreign format: its extensions, module and conversion functions."""
+
+    name: str
+    """Short name, also the ``custom_metadata`` key of its header."""
+    extensions: tuple[str, ...]
+    """Lower-case file suffixes, with the dot."""
+    module: str
+    """Dotted module path, imported on first use."""
+    opener: str
+    """Name of the module function ``(path, **options) -> Source``."""
+    exporter: str
+    """Name of the module function ``(store, path, *, level, progress) -> None``."""
+    exports: tuple[GeometryTypeName, ...]
+    """Geometry types of the stores the exporter writes."""
+    description: str
+    """One line for ``--help``."""
+    options: tuple[str, ...] = field(default=())
+    """Keyword options the opener accepts besides ``path``."""
+
+
+FORMATS: tuple[FormatInfo, ...] = (
+    FormatInfo(
+        "las",
+        (".las", ".laz"),
+        "zarr_vectors.formats.las",
+        "open_las",
+        "store_to_las",
+        _POINTS,
+        "ASPRS LAS/LAZ point clouds (laspy, lazrs)",
+    ),
+    FormatInfo(
+        "ply",
+        (".ply",),
+        "zarr_vectors.formats.ply_points",
+        "open_ply",
+        "store_to_ply",
+        _POINTS,
+        "PLY vertices with all their properties",
+    ),
+    FormatInfo(
+        "csv",
+        (".csv",),
+        "zarr_vectors.formats.tables",
+        "open_csv",
+        "store_to_csv",
+        _POINTS,
+        "CSV tables of points, one row per point (pyarrow)",
+        ("columns",),
+    ),
+    FormatInfo(
+        "parquet",
+        (".parquet", ".pq"),
+        "zarr_vectors.formats.tables",
+        "open_parquet",
+        "store_to_parquet",
+        _POINTS,
+        "Parquet tables of points (pyarrow)",
+        ("columns",),
+    ),
+    FormatInfo(
+        "trk",
+        (".trk",),
+        "zarr_vectors.formats.tractography",
+        "open_trk",
+        "store_to_trk",
+        _PATHS,
+        "TrackVis streamlines (nibabel)",
+    ),
+    FormatInfo(
+        "tck",
+        (".tck",),
+        "zarr_vectors.formats.tractography",
+        "open_tck",
+        "store_to_tck",
+        _PATHS,
+        "MRtrix streamlines (nibabel)",
+    ),
+    FormatInfo(
+        "trx",
+        (".trx",),
+        "zarr_vectors.formats.tractography",
+        "open_trx",
+        "store_to_trx",
+        _PATHS,
+        "TRX tractograms (trx-python)",
+    ),
+    FormatInfo(
+        "graphml",
+        (".graphml",),
+        "zarr_vectors.formats.graphml",
+        "open_graphml",
+        "store_to_graphml",
+        _GRAPHS,
+        "GraphML graphs with node positions (networkx)",
+    ),
+)
+"""Every convertible format, in ``--help`` order."""
+
+
+def is_store_path(path: PathLike) -> bool:
+    """Whether ``path`` names a ZVF store (``.zarrvectors`` directory or ``.zip``)."""
+    return Path(path).suffix.lower() in STORE_SUFFIXES
+
+
+def format_for(path: PathLike) -> FormatInfo:
+    """Return the format of a file from its extension.
+
+    Raises
+    ------
+    InvalidInputError
+        The extension is not one of :data:`FORMATS` (the message lists them).
+    """
+    suffix = Path(path).suffix.lower()
+    for info in FORMATS:
+        if suffix in info.extensions:
+            return info
+    known = ", ".join(e for info in FORMATS for e in info.extensions)
+    raise InvalidInputError(f"{os.fspath(path)!r}: unknown file extension {suffix!r}; use {known}")
+
+
+def load_format(info: FormatInfo) -> ModuleType:
+    """Import the module of a format.
+
+    Raises
+    ------
+    MissingDependencyError
+        The module's third-party library is not installed.
+    """
+    try:
+        return importlib.import_module(info.module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (exc.name == "zarr_vectors" or exc.name.startswith("zarr_")):
+            raise
+        raise MissingDependencyError(
+            f"{info.name} files need the {exc.name!r} package: {_EXTRA}"
+        ) from exc
+
+
+def open_source(path: PathLike, **options: Any) -> Source:
+    """Open a foreign file for conversion; ``options`` go to the format's opener.
+
+    Raises
+    ------
+    InvalidInputError
+        Unknown extension, or an option the format does not take.
+    MissingDependencyError
+        The format's library is not installed.
+    """
+    info = format_for(path)
+    given = {k: v for k, v in options.items() if v is not None}
+    unknown = sorted(set(given) - set(info.options))
+    if unknown:
+        raise InvalidInputError(f"{info.name} files take no option {', '.join(unknown)}")
+    source: Source = getattr(load_format(info), info.opener)(path, **given)
+    return source
+
+
+# -- chunk shapes ---------------------------------------------------------------------------
+
+
+def _nice(value: float) -> float:
+    """Round to the nearest (in log scale) of 1, 2, 2.5, 5 times a power of ten."""
+    exp = math.floor(math.log10(value))
+    best = min(
+        (m * 10.0**e for e in (exp - 1, exp, exp + 1) for m in (1.0, 2.0, 2.5, 5.0)),
+        key=lambda c: abs(math.log(c / value)),
+    )
+    return float(f"{best:.12g}")
+
+
+def suggest_chunk_shape(
+    extent: Extent, target: int = TARGET_VERTICES_PER_CHUNK
+) -> tuple[float, ...]:
+    """Pick a cubic chunk shape holding about ``target`` vertices on average.
+
+    The side ``s`` solves ``prod(max(1, span_d / s)) = n / target`` (flat axes count once), then
+    rounds to 1, 2, 2.5 or 5 times a power of ten.
+
+    Parameters
+    ----------
+    extent
+        Vertex count and bounding box of the data.
+    target
+        Vertices per chunk to aim for.
+
+    Returns
+    -------
+    tuple of float
+        One side per axis, physical units.
+
+    Examples
+    --------
+    >>> suggest_chunk_shape(Extent((0.0, 0.0), (0.0, 0.0), 0))
+    (1.0, 1.0)
+    """
+    span = np.subtract(extent.max, extent.min, dtype=np.float64)
+    d = len(span)
+    biggest = float(span.max()) if d else 0.0
+    if biggest <= 0 or extent.n_vertices <= target:
+        side = biggest if biggest > 0 else 1.0
+        return (_nice(side * 1.0001),) * d
+    wanted = extent.n_vertices / target
+    lo, hi = math.log(biggest / wanted), math.log(biggest)
+    for _ in range(60):  # prod(max(1, span / s)) decreases with s: bisect in log space
+        mid = 0.5 * (lo + hi)
+        if float(np.prod(np.maximum(1.0, span / math.exp(mid)))) > wanted:
+            lo = mid
+        else:
+            hi = mid
+    return (_nice(math.exp(hi)),) * d
+
+
+def default_bin_shape(
+    chunk_shape: Sequence[float], ratios: Sequence[Sequence[int]] = ()
+) -> tuple[float, ...]:
+    """Return ``chunk_shape / lcm(4, ratios...)`` per axis, so every pyramid ratio divides.
+
+    Examples
+    --------
+    >>> default_bin_shape((10.0, 10.0))
+    (2.5, 2.5)
+    """
+    out = []
+    for axis, c in enumerate(chunk_shape):
+        div = BIN_DIVISOR
+        for r in ratios:
+            div = math.lcm(div, int(r[axis]))
+        out.append(float(c) / div)
+    return tuple(out)
+
+
+# -- reading point stores in batches ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PointBatch:
+    """Points of some chunks of a ``point_cloud`` level, in storage order."""
+
+    positions: npt.NDArray[np.floating]
+    """(n, D) coordinates."""
+    attributes: dict[str, npt.NDArray[Any]]
+    """Per-point attributes (categories resolved to strings)."""
+
+
+def iter_point_batches(
+    store: StoreLike, *, level: int = 0, batch_size: int = 1_000_000
+) -> Iterator[PointBatch]:
+    """Yield the points of a level chunk by chunk, about ``batch_size`` points at a time.
+
+    Raises
+    ------
+    InvalidInputError
+        The store is not a point cloud.
+    """
+    reader = LevelReader(open_store(store, mode="r"), level)
+    if reader.meta.geometry_type is not GeometryTypeName.POINT_CLOUD:
+        raise InvalidInputError(
+            f"store holds {reader.meta.geometry_type.value!r}, not 'point_cloud'"
+        )
+    names = reader.names(L.ATTRIBUTES)
+    flats = reader.chunks()
+    counts = reader.vertex_counts[flats]
+    start = 0
+    while start < len(flats):
+        cum = np.cumsum(counts[start:])
+        stop = start + max(1, int(np.searchsorted(cum, batch_size, side="right")))
+        part = flats[start:stop]
+        pos = reader.rows(L.VERTICES, part).values
+        cols = {n: reader.column(f"{L.ATTRIBUTES}/{n}", part) for n in names}
+        yield PointBatch(pos, decode_columns(cols))
+        start = stop
+
+
+def identifier(name: str, taken: set[str]) -> str:
+    """Make ``name`` a Python identifier not in ``taken`` (attribute names must be), and take it.
+
+    Examples
+    --------
+    >>> taken = {"fa"}
+    >>> identifier("my dist", taken), identifier("fa", taken), identifier("2nd", taken)
+    ('my_dist', 'fa_1', '_2nd')
+    """
+    out = re.sub(r"\W+", "_", name).strip("_") or "value"
+    if out[0].isdigit():
+        out = "_" + out
+    base, i = out, 1
+    while out in taken:
+        out, i = f"{base}_{i}", i + 1
+    taken.add(out)
+    return out
+
+
+def store_metadata(store: StoreLike) -> RootMetadata:
+    """Read the root metadata of a store."""
+    return RootMetadata.from_dict(open_store(store, mode="r").attrs.asdict())
+
+
+# -- convert and export ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConvertReport:
+    """What :func:`convert` did."""
+
+    format: str
+    """Name of the input format."""
+    chunk_shape: tuple[float, ...]
+    """Chunk shape of the new store, physical units."""
+    bin_shape: tuple[float, ...]
+    """Level-0 bin shape of the new store."""
+    chunk_shape_chosen: bool
+    """Whether ``chunk_shape`` was picked from the data extent."""
+    summary: WriteSummary
+    """What level 0 holds."""
+    pyramid: list[PyramidLevel]
+    """Coarser levels built."""
+
+
+def convert(
+    source: PathLike,
+    store: StoreLike,
+    *,
+    chunk_shape: Sequence[float] | None = None,
+    bin_shape: Sequence[float] | None = None,
+    pyramid: Sequence[Sequence[int]] = (),
+    overwrite: bool = False,
+    streaming: bool | None = None,
+    batch_size: int = 1_000_000,
+    progress: Progress | None = None,
+    **options: Any,
+) -> ConvertReport:
+    """Convert a foreign file to a new store, choosing the format from the extension.
+
+    Parameters
+    ----------
+    source
+        Input file (see :data:`FORMATS` for the extensions).
+    store
+        Where the new store goes (path, ``.zip`` or zarr store).
+    chunk_shape
+        Chunk extent per axis, physical units; default :func:`suggest_chunk_shape`.
+    bin_shape
+        Level-0 bin extent; default :func:`default_bin_shape` (``chunk_shape / 4``, finer when
+        ``pyramid`` needs it).
+    pyramid
+        Bin ratios of coarser levels to build after level 0, e.g. ``[(2, 2, 2), (4, 4, 4)]``.
+    overwrite
+        Replace an existing store.
+    streaming
+        Stream through :func:`~zarr_vectors.open_writer` (LAS/LAZ, TRK, TCK, TRX); None: only
+        above :data:`STREAMING_THRESHOLD` vertices.
+    batch_size
+        Vertices per streamed batch.
+    progress
+        Receiver of progress reports.
+    **options
+        Format options (``columns=("x", "y", "z")`` for CSV and Parquet).
+
+    Returns
+    -------
+    ConvertReport
+        Shapes used, the level-0 summary and the pyramid levels.
+
+    Raises
+    ------
+    InvalidInputError
+        Unknown extension, bad option, or data the store cannot hold.
+    MissingDependencyError
+        The format's library is not installed.
+    StoreExistsError
+        ``store`` exists and ``overwrite`` is False.
+    """
+    report = progress or NullProgress()
+    info = format_for(source)
+    with open_source(source, **options) as src:
+        chosen = chunk_shape is None
+        if chunk_shape is None:
+            extent = src.extent()
+            chunk = suggest_chunk_shape(extent)
+            per = extent.n_vertices / max(1, _chunks_spanned(extent, chunk))
+            report.note(f"chunk shape {_fmt(chunk)} (from the data extent, ~{per:,.0f} vertices/chunk)")
+        else:
+            chunk = tuple(float(c) for c in chunk_shape)
+        bins = (
+            default_bin_shape(chunk, pyramid)
+            if bin_shape is None
+            else tuple(float(b) for b in bin_shape)
+        )
+        if bin_shape is None:
+            report.note(f"bin shape {_fmt(bins)}")
+        opts = WriteOptions(
+            chunk_shape=chunk,
+            bin_shape=bins,
+            overwrite=overwrite,
+            streaming=streaming,
+            batch_size=batch_size,
+        )
+        summary = src.write(store, opts, report)
+    levels: list[PyramidLevel] = []
+    if pyramid:
+        report.start(f"building {len(pyramid)} pyramid level(s)", None)
+        levels = build_pyramid(store, [tuple(r) for r in pyramid])
+    return ConvertReport(info.name, chunk, bins, chosen, summary, levels)
+
+
+def _chunks_spanned(extent: Extent, chunk: Sequence[float]) -> int:
+    lo = np.floor(np.divide(extent.min, chunk))
+    hi = np.floor(np.divide(extent.max, chunk))
+    return int(np.prod(hi - lo + 1))
+
+
+def _fmt(values: Sequence[float]) -> str:
+    return "(" + ", ".join(f"{v:g}" for v in values) + ")"
+
+
+def export(
+    store: StoreLike, path: PathLike, *, level: int = 0, progress: Progress | None = None
+) -> FormatInfo:
+    """Write one level of a store to a foreign file, choosing the format from the extension.
+
+    Returns
+    -------
+    FormatInfo
+        The format written.
+
+    Raises
+    ------
+    InvalidInputError
+        Unknown extension, or a store whose geometry type the format cannot hold.
+    MissingDependencyError
+        The format's library is not installed.
+    """
+    info = format_for(path)
+    gtype = store_metadata(store).geometry_type
+    if gtype not in info.exports:
+        allowed = " or ".join(repr(g.value) for g in info.exports)
+        raise InvalidInputError(
+            f"the store holds {gtype.value!r}; {info.name} files hold {allowed} geometry"
+        )
+    getattr(load_format(info), info.exporter)(store, path, level=level, progress=progress)
+    return info
+
+
+def custom_section(meta: RootMetadata, key: str) -> Mapping[str, Any] | None:
+    """Return ``custom_metadata[key]`` when it is a mapping, else None."""
+    section = (meta.custom_metadata or {}).get(key)
+    return section if isinstance(section, Mapping) else None
