@@ -17,12 +17,14 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
 import numpy as np
+import numpy.typing as npt
 
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
@@ -33,18 +35,190 @@ from zarr_vectors.core.writer import StoreOptions, WriteSummary
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.types.graphs import _graph_parts
+from zarr_vectors.types.meshes import _mesh_parts
 from zarr_vectors.types.points import _axes, _points_parts
 from zarr_vectors.types.polylines import _path_parts
 from zarr_vectors.types.skeletons import _skeleton_parts
 
-__all__ = ["Writer", "open_writer"]
+__all__ = ["TYPE_DEFAULTS", "Batch", "Writer", "batch_parts", "open_writer"]
 
-_PATHS = (GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE)
-_TYPE_DEFAULTS: Mapping[GeometryTypeName, Mapping[str, Any]] = {
+TYPE_DEFAULTS: Mapping[GeometryTypeName, Mapping[str, Any]] = {
     GeometryTypeName.GRAPH: {"is_directed": False},
     GeometryTypeName.SKELETON: {"swc_compatible": True, "is_directed": True},
 }
 """Root keys the matching ``write_*`` function always writes."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One batch converted for spilling."""
+
+    parts: GeometryParts
+    """Vertices, objects and links of the batch (batch-local numbering)."""
+    user_ids: npt.NDArray[Any] | None = None
+    """Per-vertex user object ids (point clouds)."""
+    object_ids: npt.NDArray[Any] | None = None
+    """Per-object user ids of the batch's objects."""
+
+
+def batch_parts(
+    geometry_type: GeometryTypeName,
+    data: Any,
+    *,
+    type_metadata: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Batch:
+    """Convert one batch, given as the matching ``write_*`` arguments, to spillable parts.
+
+    Point clouds: ``(positions, attributes=None, object_ids=None)``.
+    Polylines/streamlines: ``(polylines, offsets=None, attributes=None, object_attributes=None,
+    ids=None, groups=None, group_attributes=None)``.
+    Lines: ``(endpoints, attributes=None, object_attributes=None, ids=None)``.
+    Graphs: ``(positions, edges=..., object_ids=None, attributes=None, edge_attributes=None,
+    object_attributes=None)``.  Skeletons: ``(positions, parents=..., offsets=None, ids=None,
+    radius=None, swc_type=None, attributes=None, object_attributes=None)``.  Meshes:
+    ``(vertices, faces=None, ids=None, attributes=None, face_attributes=None,
+    object_attributes=None)``.  A batch holds whole objects (point-cloud objects excepted)
+    and its link indices refer to its own vertices.
+    """
+    handler = _HANDLERS.get(geometry_type)
+    if handler is None:
+        raise InvalidInputError(f"no streaming support for {geometry_type.value!r}")
+    return handler(data, dict(type_metadata or {}), dict(kwargs))
+
+
+def _take(kwargs: dict[str, Any], *names: str) -> list[Any]:
+    values = [kwargs.pop(n, None) for n in names]
+    if kwargs:
+        raise InvalidInputError(f"unexpected arguments {sorted(kwargs)}")
+    return values
+
+
+def _ids(value: Any) -> npt.NDArray[Any] | None:
+    return None if value is None else np.asarray(value)
+
+
+def _points_batch(data: Any, meta: dict[str, Any], kw: dict[str, Any]) -> Batch:
+    attributes, object_ids = _take(kw, "attributes", "object_ids")
+    parts = _points_parts(data, attributes, None, None, None, None)
+    if object_ids is None:
+        return Batch(parts)
+    ids = np.asarray(object_ids)
+    if ids.shape != (len(parts.positions),) or ids.dtype.kind not in "iu":
+        raise InvalidInputError("object_ids must hold one integer per point")
+    staged = GeometryParts(
+        positions=parts.positions,
+        vertex_object=np.zeros(len(ids), np.int64),
+        n_objects=0,
+        ordered=True,
+        vertex_attributes=parts.vertex_attributes,
+    )
+    return Batch(staged, user_ids=ids)
+
+
+def _paths_batch(data: Any, meta: dict[str, Any], kw: dict[str, Any]) -> Batch:
+    offsets, attrs, obj_attrs, ids, groups, group_attrs = _take(
+        kw, "offsets", "attributes", "object_attributes", "ids", "groups", "group_attributes"
+    )
+    parts = _path_parts(data, offsets, attrs, obj_attrs, None, groups, group_attrs)
+    return Batch(parts, object_ids=_ids(ids))
+
+
+def _lines_batch(data: Any, meta: dict[str, Any], kw: dict[str, Any]) -> Batch:
+    attributes, obj_attrs, ids = _take(kw, "attributes", "object_attributes", "ids")
+    ends = np.asarray(data)
+    if ends.ndim != 3 or ends.shape[1] != 2:
+        raise InvalidInputError(f"endpoints must have shape (M, 2, D), got {ends.shape}")
+    m, _, d = ends.shape
+    flat = {
+        k: np.asarray(v).reshape(2 * m, *np.asarray(v).shape[2:])
+        for k, v in (attributes or {}).items()
+    }
+    parts = _path_parts(
+        ends.reshape(2 * m, d), np.arange(0, 2 * m + 1, 2), flat, obj_attrs, None, None, None
+    )
+    return Batch(parts, object_ids=_ids(ids))
+
+
+def _graph_batch(data: Any, meta: dict[str, Any], kw: dict[str, Any]) -> Batch:
+    edges, object_ids, attrs, e_attrs, o_attrs, groups, g_attrs = _take(
+        kw,
+        "edges",
+        "object_ids",
+        "attributes",
+        "edge_attributes",
+        "object_attributes",
+        "groups",
+        "group_attributes",
+    )
+    if edges is None:
+        raise InvalidInputError("graph batches need edges=")
+    parts = _graph_parts(
+        data,
+        edges,
+        bool(meta.get("is_directed", False)),
+        object_ids,
+        attrs,
+        e_attrs,
+        o_attrs,
+        groups,
+        g_attrs,
+    )
+    return Batch(parts)
+
+
+def _skeleton_batch(data: Any, meta: dict[str, Any], kw: dict[str, Any]) -> Batch:
+    parents, offsets, ids, radius, swc_type, attrs, o_attrs, groups, g_attrs = _take(
+        kw,
+        "parents",
+        "offsets",
+        "ids",
+        "radius",
+        "swc_type",
+        "attributes",
+        "object_attributes",
+        "groups",
+        "group_attributes",
+    )
+    parts = _skeleton_parts(
+        data, parents, offsets, None, radius, swc_type, attrs, o_attrs, groups, g_attrs
+    )
+    return Batch(parts, object_ids=_ids(ids))
+
+
+def _mesh_batch(data: Any, meta: dict[str, Any], kw: dict[str, Any]) -> Batch:
+    faces, ids, attrs, f_attrs, o_attrs, groups, g_attrs = _take(
+        kw,
+        "faces",
+        "ids",
+        "attributes",
+        "face_attributes",
+        "object_attributes",
+        "groups",
+        "group_attributes",
+    )
+    parts = _mesh_parts(
+        data,
+        faces,
+        object_ids=None,
+        attributes=attrs,
+        face_attributes=f_attrs,
+        object_attributes=o_attrs,
+        groups=groups,
+        group_attributes=g_attrs,
+    )
+    return Batch(parts, object_ids=_ids(ids))
+
+
+_HANDLERS: Mapping[GeometryTypeName, Callable[[Any, dict[str, Any], dict[str, Any]], Batch]] = {
+    GeometryTypeName.POINT_CLOUD: _points_batch,
+    GeometryTypeName.POLYLINE: _paths_batch,
+    GeometryTypeName.STREAMLINE: _paths_batch,
+    GeometryTypeName.LINE: _lines_batch,
+    GeometryTypeName.GRAPH: _graph_batch,
+    GeometryTypeName.SKELETON: _skeleton_batch,
+    GeometryTypeName.MESH: _mesh_batch,
+}
 
 
 class Writer:
@@ -53,121 +227,17 @@ class Writer:
     def __init__(self, stream: StreamWriter, geometry_type: GeometryTypeName) -> None:
         self._stream = stream
         self.geometry_type = geometry_type
-        self.type_metadata = stream.opts.type_metadata
         self.summary: WriteSummary | None = None
 
     def append(self, data: Any, **kwargs: Any) -> None:
         """Add a batch; arguments are those of the matching ``write_*`` function.
 
-        Point clouds: ``append(positions, attributes=None, object_ids=None)``.
-        Polylines/streamlines: ``append(polylines, offsets=None, attributes=None,
-        object_attributes=None, ids=None, groups=None, group_attributes=None)``.
-        Lines: ``append(endpoints, attributes=None, object_attributes=None, ids=None)``.
-        Graphs: ``append(positions, edges=..., object_ids=None, attributes=None,
-        edge_attributes=None, object_attributes=None)`` — a batch holds whole objects, and
-        edge indices refer to the batch's own vertices.
-        Skeletons: ``append(positions, parents=..., offsets=None, ids=None, radius=None,
-        swc_type=None, attributes=None, object_attributes=None)``.
+        See :func:`batch_parts` for the arguments of each geometry type.
         """
-        gtype = self.geometry_type
-        if gtype is GeometryTypeName.POINT_CLOUD:
-            self._append_points(data, **kwargs)
-        elif gtype in _PATHS:
-            ids = kwargs.pop("ids", None)
-            parts = _path_parts(
-                data,
-                kwargs.pop("offsets", None),
-                kwargs.pop("attributes", None),
-                kwargs.pop("object_attributes", None),
-                None,
-                kwargs.pop("groups", None),
-                kwargs.pop("group_attributes", None),
-            )
-            _no_more(kwargs)
-            self._stream.append_parts(parts, object_ids=None if ids is None else np.asarray(ids))
-        elif gtype is GeometryTypeName.LINE:
-            self._append_lines(data, **kwargs)
-        elif gtype is GeometryTypeName.GRAPH:
-            self._stream.append_parts(
-                _graph_parts(
-                    data,
-                    kwargs.pop("edges"),
-                    bool(self.type_metadata.get("is_directed", False)),
-                    kwargs.pop("object_ids", None),
-                    kwargs.pop("attributes", None),
-                    kwargs.pop("edge_attributes", None),
-                    kwargs.pop("object_attributes", None),
-                    kwargs.pop("groups", None),
-                    kwargs.pop("group_attributes", None),
-                )
-            )
-            _no_more(kwargs)
-        elif gtype is GeometryTypeName.SKELETON:
-            ids = kwargs.pop("ids", None)
-            parts = _skeleton_parts(
-                data,
-                kwargs.pop("parents", None),
-                kwargs.pop("offsets", None),
-                None,
-                kwargs.pop("radius", None),
-                kwargs.pop("swc_type", None),
-                kwargs.pop("attributes", None),
-                kwargs.pop("object_attributes", None),
-                kwargs.pop("groups", None),
-                kwargs.pop("group_attributes", None),
-            )
-            _no_more(kwargs)
-            self._stream.append_parts(parts, object_ids=None if ids is None else np.asarray(ids))
-        else:
-            raise InvalidInputError(
-                f"streaming {gtype.value!r} stores is not available yet; use write_* instead"
-            )
-
-    def _append_points(
-        self, positions: Any, *, attributes: Mapping[str, Any] | None = None, object_ids: Any = None
-    ) -> None:
-        parts = _points_parts(positions, attributes, None, None, None, None)
-        if object_ids is None:
-            self._stream.append_parts(parts)
-            return
-        ids = np.asarray(object_ids)
-        if ids.shape != (len(parts.positions),) or ids.dtype.kind not in "iu":
-            raise InvalidInputError("object_ids must hold one integer per point")
-        staged = GeometryParts(
-            positions=parts.positions,
-            vertex_object=np.zeros(len(ids), np.int64),
-            n_objects=0,
-            ordered=True,
-            vertex_attributes=parts.vertex_attributes,
+        batch = batch_parts(
+            self.geometry_type, data, type_metadata=self._stream.opts.type_metadata, **kwargs
         )
-        self._stream.append_parts(staged, user_ids=ids)
-
-    def _append_lines(
-        self,
-        endpoints: Any,
-        *,
-        attributes: Mapping[str, Any] | None = None,
-        object_attributes: Mapping[str, Any] | None = None,
-        ids: Any = None,
-    ) -> None:
-        ends = np.asarray(endpoints)
-        if ends.ndim != 3 or ends.shape[1] != 2:
-            raise InvalidInputError(f"endpoints must have shape (M, 2, D), got {ends.shape}")
-        m, _, d = ends.shape
-        flat = {
-            k: np.asarray(v).reshape(2 * m, *np.asarray(v).shape[2:])
-            for k, v in (attributes or {}).items()
-        }
-        parts = _path_parts(
-            ends.reshape(2 * m, d),
-            np.arange(0, 2 * m + 1, 2),
-            flat,
-            object_attributes,
-            None,
-            None,
-            None,
-        )
-        self._stream.append_parts(parts, object_ids=None if ids is None else np.asarray(ids))
+        self._stream.append_parts(batch.parts, user_ids=batch.user_ids, object_ids=batch.object_ids)
 
     def close(self) -> WriteSummary:
         """Write the store; returns what was written."""
@@ -191,11 +261,6 @@ class Writer:
             self.close()
         else:
             self.abort()
-
-
-def _no_more(kwargs: Mapping[str, Any]) -> None:
-    if kwargs:
-        raise InvalidInputError(f"unexpected arguments {sorted(kwargs)}")
 
 
 def open_writer(
@@ -271,7 +336,7 @@ def open_writer(
         notes=notes,
         custom_metadata=custom_metadata,
         type_metadata={
-            **_TYPE_DEFAULTS.get(gtype, {}),
+            **TYPE_DEFAULTS.get(gtype, {}),
             **({"is_directed": True} if directed else {}),
             **{k: v for k, v in (type_metadata or {}).items() if v is not None},
         },
