@@ -552,19 +552,9 @@ def write_store_with(
     layout = ChunkLayout(chunk, bins, grid)
     if opts.shards is not None and opts.zarr_format == 2:
         raise InvalidInputError("sharding needs Zarr v3 (zarr_format=3)")
-    target = resolve_store(
-        store, mode="w" if opts.overwrite else "w-", storage_options=opts.storage_options
-    )
-    handle, final_dir = target, target.local_path
+    target, handle = _write_target(store, opts)
+    final_dir = target.local_path
     zip_target = target.zip_path is not None or isinstance(target.store, ZipStore)
-    if zip_target:  # zip entries cannot be rewritten: build in a directory, pack at the end
-        if not opts.overwrite and has_data(target):
-            raise StoreExistsError(f"{store} already holds data; pass overwrite=True to replace it")
-        handle = resolve_store(
-            _staging_dir(target.zip_path or Path(tempfile.gettempdir()) / "store.zip"), mode="w"
-        )
-    elif final_dir is not None and opts.overwrite and final_dir.exists():
-        handle = resolve_store(_staging_dir(final_dir), mode="w")
     try:
         root = init_root(
             handle, zarr_format=opts.zarr_format, overwrite=opts.overwrite, where=str(store)
@@ -601,6 +591,31 @@ def write_store_with(
     ):
         _swap_in(handle.local_path, final_dir)
     return WriteSummary(geometry_type, n_vertices, n_objects, n_chunks, grid)
+
+
+def _write_target(store: StoreLike, opts: StoreOptions) -> tuple[StoreHandle, StoreHandle]:
+    """Return the destination and the place to build the store in.
+
+    Zip targets and overwritten local directories are built in a staging directory, so the old
+    store stays until the new one is complete.
+    """
+    target = resolve_store(
+        store, mode="w" if opts.overwrite else "w-", storage_options=opts.storage_options
+    )
+    if target.zip_path is not None or isinstance(target.store, ZipStore):
+        occupied = has_data(target)
+        if occupied and not opts.overwrite:
+            raise StoreExistsError(f"{store} already holds data; pass overwrite=True to replace it")
+        if occupied and target.zip_path is None:
+            raise StoreExistsError(
+                "an open ZipStore that holds data cannot be overwritten in place (zip entries "
+                "cannot be removed); pass the .zip path instead, which is replaced whole"
+            )
+        staging = _staging_dir(target.zip_path or Path(tempfile.gettempdir()) / "store.zip")
+        return target, resolve_store(staging, mode="w")
+    if target.local_path is not None and opts.overwrite and target.local_path.exists():
+        return target, resolve_store(_staging_dir(target.local_path), mode="w")
+    return target, target
 
 
 def _pack_zip(staged: Path, target: StoreHandle) -> None:
