@@ -34,7 +34,7 @@ import numpy.typing as npt
 import zarr
 from numcodecs.abc import Codec as NumcodecsCodec
 from zarr.abc.codec import BytesBytesCodec
-from zarr.abc.store import Store
+from zarr.abc.store import OffsetByteRequest, Store
 from zarr.codecs import (
     BytesCodec,
     Crc32cCodec,
@@ -49,7 +49,7 @@ from zarr.core.dtype import VariableLengthBytes
 from zarr.core.metadata import ArrayV3Metadata
 from zarr.core.sync import sync
 from zarr.errors import UnstableSpecificationWarning
-from zarr.storage import LocalStore
+from zarr.storage import FsspecStore, LocalStore
 
 from zarr_vectors.core.shards import ShardFormat
 from zarr_vectors.errors import CorruptPayloadError, StoreNotFoundError
@@ -212,9 +212,13 @@ def _get_many(store: Store, keys: Sequence[str]) -> list[bytes | None]:
     async def fetch() -> list[bytes | None]:
         sem = asyncio.Semaphore(_MAX_IN_FLIGHT)
 
+        # an open-ended range read is one GET; a plain fsspec/s3fs read first asks for the
+        # object's size (one HEAD per key) to decide on concurrent block downloads
+        whole = OffsetByteRequest(0) if isinstance(store, FsspecStore) else None
+
         async def one(k: str) -> bytes | None:
             async with sem:
-                buf = await store.get(k, proto)
+                buf = await store.get(k, proto, byte_range=whole)
             return None if buf is None else buf.to_bytes()
 
         return list(await asyncio.gather(*(one(k) for k in keys)))

@@ -1,0 +1,139 @@
+"""Stores on a real S3 protocol server (moto) on 127.0.0.1: write, read, query, pyramid, validate.
+
+Requests are counted at the client (every ``S3FileSystem._call_s3`` is one HTTP request).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import numpy as np
+import pytest
+import s3fs
+from moto.server import ThreadedMotoServer
+
+import zarr_vectors as zv
+
+pytestmark = pytest.mark.s3
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[dict[str, Any]]:
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        region_name="us-east-1",
+    ).create_bucket(Bucket="zv-test")
+    try:
+        yield {
+            "endpoint_url": endpoint,
+            "key": "test",
+            "secret": "test",
+            "client_kwargs": {"region_name": "us-east-1"},
+            "use_listings_cache": False,
+        }
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def request_count(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+    original = s3fs.S3FileSystem._call_s3
+
+    async def counting(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(method)
+        return await original(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", counting)
+    return calls
+
+
+def test_points_round_trip_query_pyramid_validate(
+    s3: dict[str, Any], request_count: list[str]
+) -> None:
+    rng = np.random.default_rng(0)
+    pos = rng.uniform(0, 100, (20_000, 3)).astype(np.float32)
+    url = "s3://zv-test/points.zarrvectors"
+    zv.write_points(
+        url,
+        pos,
+        chunk_shape=(25, 25, 25),
+        bin_shape=(5, 5, 5),
+        attributes={"v": rng.random(20_000)},
+        storage_options=s3,
+    )
+    with pytest.raises(zv.StoreExistsError):
+        zv.write_points(url, pos, chunk_shape=(25, 25, 25), storage_options=s3)
+    back = zv.read_points(url, storage_options=s3)
+    key = np.lexsort(pos.T)
+    assert np.array_equal(
+        np.sort(back.positions.view("V12").ravel()), np.sort(pos.view("V12").ravel())
+    )
+    assert len(key) == len(back)
+
+    lo, hi = np.array([10, 10, 10]), np.array([40, 40, 40])  # 2x2x2 chunks
+    request_count.clear()
+    box = zv.read_points(url, bbox=(lo, hi), storage_options=s3)
+    assert len(box) == int(np.all((pos >= lo) & (pos < hi), axis=1).sum())
+    touched = 8
+    payload_arrays = 2  # vertices + attribute v
+    payload_gets = [c for c in request_count if c == "get_object"]
+    # metadata: a fixed number of documents (root, level, 5 nodes, vertex_counts); payloads: one
+    # GET per touched chunk and array -- independent of the store's size
+    assert len(request_count) <= 32 + touched * payload_arrays, request_count
+    assert len(payload_gets) <= 9 + touched * payload_arrays, request_count
+
+    request_count.clear()
+    reader = zv.open(url, storage_options=s3)
+    reader.read(bbox=(lo, hi))
+    request_count.clear()
+    again = reader.read(bbox=(lo, hi))  # an open reader only fetches payloads
+    assert len(again) == len(box)
+    assert len(request_count) <= touched * payload_arrays, request_count
+
+    zv.build_pyramid(url, [(5, 5, 5)], storage_options=s3)
+    assert len(zv.read_points(url, level=1, storage_options=s3)) == 64
+    assert zv.validate(url, level=2, storage_options=s3).ok
+
+
+def test_streamlines_on_s3(s3: dict[str, Any]) -> None:
+    rng = np.random.default_rng(1)
+    paths = [np.cumsum(rng.normal(0, 2, (40, 3)), axis=0) + 50 for _ in range(30)]
+    url = "s3://zv-test/tracts.zarrvectors"
+    zv.write_streamlines(url, paths, chunk_shape=(10, 10, 10), storage_options=s3)
+    one = zv.read_streamlines(url, object_ids=[7], storage_options=s3)
+    assert np.array_equal(one[0], paths[7])
+
+
+def test_sharded_store_on_s3_needs_fewer_requests(
+    s3: dict[str, Any], request_count: list[str]
+) -> None:
+    rng = np.random.default_rng(2)
+    pos = rng.uniform(0, 80, (10_000, 3))
+    plain, sharded = "s3://zv-test/plain.zarrvectors", "s3://zv-test/sharded.zarrvectors"
+    zv.write_points(plain, pos, chunk_shape=(10, 10, 10), storage_options=s3)
+    zv.write_points(sharded, pos, chunk_shape=(10, 10, 10), shards=(4, 4, 4), storage_options=s3)
+    counts = []
+    for url in (plain, sharded):
+        reader = zv.open(url, storage_options=s3)
+        request_count.clear()
+        got = reader.read(bbox=([0, 0, 0], [40, 40, 40]))
+        counts.append(len(request_count))
+        assert len(got) == int(np.all(pos < 40, axis=1).sum())
+    assert counts[1] * 4 < counts[0], counts
