@@ -22,6 +22,7 @@ from zarr_vectors.errors import (
     ZarrVectorsError,
 )
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid, choose_level
+from zarr_vectors.rechunk import rechunk
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import BoundingBox, RootMetadata
 from zarr_vectors.streaming import Writer, open_writer
@@ -89,6 +90,7 @@ __all__ = [
     "read_points",
     "read_polylines",
     "read_streamlines",
+    "rechunk",
     "remove_resolution_level",
     "validate",
     "write_lines",
