@@ -30,7 +30,7 @@ from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, parse_bbox
 from zarr_vectors.core.store import StoreLike
-from zarr_vectors.core.stream import StreamWriter
+from zarr_vectors.core.stream import ProgressCallback, StreamWriter
 from zarr_vectors.core.writer import StoreOptions, WriteSummary
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import GeometryTypeName
@@ -278,6 +278,7 @@ def open_writer(
     spill_dir: str | Path | None = None,
     partition_chunks: int = 8,
     memory_limit: int = 256 << 20,
+    progress: ProgressCallback | None = None,
     directed: bool = False,
     coordinate_system: str = "unknown",
     axis_units: str | Sequence[str] | None = None,
@@ -304,6 +305,8 @@ def open_writer(
         partition is loaded whole at close.
     memory_limit
         Spilled bytes processed at once when the store is written (default 256 MiB).
+    progress
+        Called as ``progress(stage, done, total)`` while the store is written at close.
     directed
         Graphs: whether edges are directed (``is_directed``).
     coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
@@ -348,5 +351,6 @@ def open_writer(
         spill_dir=spill_dir,
         partition_chunks=partition_chunks,
         memory_limit=memory_limit,
+        progress=progress,
     )
     return Writer(stream, gtype)

@@ -216,3 +216,22 @@ def test_skeleton_stream_equals_in_memory() -> None:
         for i in range(0, 30, 7):
             w.append(trees[i : i + 7], ids=ids[i : i + 7])
     _assert_same_store(expected, got)
+
+
+def test_progress_is_reported() -> None:
+    events: list[tuple[str, int, int]] = []
+    store = MemoryStore()
+    with zv.open_writer(
+        store,
+        "point_cloud",
+        chunk_shape=(1, 1),
+        partition_chunks=1,
+        memory_limit=1,
+        progress=lambda *e: events.append(e),
+    ) as w:
+        w.append(np.random.default_rng(0).uniform(0, 4, (100, 2)))
+    assert events[-1][1] == events[-1][2] > 1
+    assert [e[1] for e in events] == list(range(1, events[-1][2] + 1))
+    pyramid: list[tuple[str, int, int]] = []
+    zv.build_pyramid(store, [(1, 1)], progress=lambda *e: pyramid.append(e))
+    assert pyramid == [("pyramid", 1, 1)]

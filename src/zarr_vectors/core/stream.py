@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -37,7 +38,10 @@ from zarr_vectors.core.writer import LevelWriter, StoreOptions, WriteSummary, wr
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import GeometryTypeName
 
-__all__ = ["SEQUENTIAL_TYPES", "StreamWriter", "write_assembled"]
+__all__ = ["SEQUENTIAL_TYPES", "ProgressCallback", "StreamWriter", "write_assembled"]
+
+ProgressCallback = Callable[[str, int, int], None]
+"""Called as ``progress(stage, done, total)`` while long operations run (opt-in)."""
 
 SEQUENTIAL_TYPES = frozenset(
     {GeometryTypeName.LINE, GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE}
@@ -62,8 +66,10 @@ class StreamWriter:
         spill_dir: str | Path | None = None,
         partition_chunks: int = 8,
         memory_limit: int = 256 << 20,
+        progress: ProgressCallback | None = None,
     ) -> None:
         self.store = store
+        self._progress = progress
         self.geometry_type = geometry_type
         self.opts = opts
         self._tmp = Path(tempfile.mkdtemp(prefix="zv-spill-", dir=spill_dir))
@@ -140,6 +146,7 @@ class StreamWriter:
                 self._summaries,
                 self.opts,
                 memory_limit=self._memory_limit,
+                progress=self._progress,
             )
         finally:
             self.abort()
@@ -159,13 +166,14 @@ def write_assembled(
     *,
     memory_limit: int,
     run_rounds: Any = None,
+    progress: ProgressCallback | None = None,
 ) -> WriteSummary:
     """Write a store from assembled spills; ``run_rounds`` may distribute the rounds.
 
     ``run_rounds(kind, asm, rounds, level_writer)`` returns one result per round; the default
-    runs them here, in order.
+    runs them here, in order, reporting ``progress("write", done, total)`` per round.
     """
-    runner = run_rounds or _run_here
+    runner = run_rounds or _local_runner(progress)
     d = asm.layout.ndim
 
     def fill(w: LevelWriter, layout: ChunkLayout) -> tuple[int, int, int]:
@@ -198,8 +206,17 @@ def write_assembled(
     return write_store_with(store, geometry_type, extent, opts, fill)
 
 
-def _run_here(kind: str, asm: Assembly, rounds: list[list[str]], w: LevelWriter) -> list[Any]:
-    if kind == "vertices":
-        return [process_round(asm, r, w, need_where=asm.arity > 0) for r in rounds]
-    where_path = Path(asm.directory).parent / "where.npy"
-    return [process_link_round(asm, r, w, where_path) for r in rounds]
+def _local_runner(progress: ProgressCallback | None) -> Callable[..., list[Any]]:
+    def run(kind: str, asm: Assembly, rounds: list[list[str]], w: LevelWriter) -> list[Any]:
+        where_path = Path(asm.directory).parent / "where.npy"
+        out: list[Any] = []
+        for i, r in enumerate(rounds):
+            if kind == "vertices":
+                out.append(process_round(asm, r, w, need_where=asm.arity > 0))
+            else:
+                out.append(process_link_round(asm, r, w, where_path))
+            if progress is not None:
+                progress("write " + kind, i + 1, len(rounds))
+        return out
+
+    return run

@@ -24,6 +24,7 @@ from zarr_vectors.core.parts import read_parts
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, list_resolution_levels, open_store
+from zarr_vectors.core.stream import ProgressCallback
 from zarr_vectors.core.writer import write_level
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.multiscale.cluster import (
@@ -191,6 +192,7 @@ def build_pyramid(
     overwrite: bool = False,
     compressor: Compressor | str = "default",
     storage_options: Mapping[str, Any] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> list[PyramidLevel]:
     """Add coarser levels 1..n to a store, one per entry of ``bin_ratios``.
 
@@ -219,6 +221,8 @@ def build_pyramid(
         Replace existing levels > 0; otherwise existing coarse levels raise.
     compressor, storage_options
         As for the writers.
+    progress
+        Called as ``progress("pyramid", levels done, levels)`` after each level.
 
     Returns
     -------
@@ -262,7 +266,9 @@ def build_pyramid(
         if has_objects
         else np.zeros(0, np.int64)
     )
-    return _build_levels(root, meta, parts, ratios, sparsities, ranking, strategy, aggs, compressor)
+    return _build_levels(
+        root, meta, parts, ratios, sparsities, ranking, strategy, aggs, compressor, progress
+    )
 
 
 def _build_levels(
@@ -275,6 +281,7 @@ def _build_levels(
     strategy: SparsityStrategy,
     aggs: Mapping[str, Aggregation],
     compressor: Compressor | str,
+    progress: ProgressCallback | None = None,
 ) -> list[PyramidLevel]:
     gtype = meta.geometry_type
     directed = bool(meta.type_metadata.get("is_directed", gtype is GeometryTypeName.SKELETON))
@@ -308,5 +315,7 @@ def _build_levels(
             root.create_group(L.level_path(i)), current, layout, lvl, compressor=compressor
         )
         out.append(PyramidLevel(i, ratio, done.vertex_count, done.object_count, sparsity))
+        if progress is not None:
+            progress("pyramid", i, len(ratios))
     write_multiscale_metadata(root)
     return out
