@@ -194,9 +194,11 @@ class ChunkLayout:
         origin = np.asarray(self.grid.origin, dtype=np.int64)
         shape = np.asarray(self.grid.shape, dtype=np.int64)
         lo = np.floor(np.asarray(bbox.min) / c).astype(np.int64) - origin
-        # exclusive upper chunk: every p < max has floor(p / C) <= floor(max / C); ceil() would
-        # be tighter on exact boundaries but can round below a chunk for decimal chunk sizes
-        hi = np.floor(np.asarray(bbox.max) / c).astype(np.int64) + 1 - origin
+        # last chunk a point p < max can fall in: floor(prev(max) / C), prev(max) being the
+        # largest float below max (division is monotonic); exact on boundaries, and safe when
+        # decimal chunk sizes round p / C up to the next integer
+        below = np.nextafter(np.asarray(bbox.max, dtype=np.float64), -np.inf)
+        hi = np.floor(below / c).astype(np.int64) + 1 - origin
         lo = np.clip(lo, 0, shape)
         hi = np.clip(hi, 0, shape)
         if np.any(hi <= lo):

@@ -22,7 +22,7 @@ import zarr
 from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import decode_payloads
-from zarr_vectors.core.io import PayloadArray, quiet_vlen
+from zarr_vectors.core.io import PayloadArray, quiet_vlen, read_dense_rows
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts
 from zarr_vectors.core.store import open_level, read_root_metadata
 from zarr_vectors.errors import CorruptPayloadError, InvalidInputError, StoreNotFoundError
@@ -101,6 +101,7 @@ class LevelReader:
         self.layout = ChunkLayout(self.meta.chunk_shape, self.level_meta.bin_shape, grid)
         self._arrays: dict[str, PayloadArray] = {}
         self._cache: dict[tuple[str, int], bytes] | None = None
+        self._dense_cache: dict[tuple[str, int], npt.NDArray[Any]] = {}
 
     # -- metadata -----------------------------------------------------------------------------
 
@@ -247,12 +248,9 @@ class LevelReader:
         take = concat_ranges(starts, counts)
         if take.size == 0:
             return np.zeros((0, self.layout.ndim + 2), dtype=np.int64), counts
-        manifest = self.node(L.OBJECT_MANIFEST)
-        lo, hi = int(take.min()), int(take.max()) + 1
-        if hi - lo <= 4 * take.size + L.DENSE_CHUNK_ROWS:
-            refs = np.asarray(manifest[lo:hi])[take - lo]
-        else:
-            refs = np.asarray(manifest.get_orthogonal_selection((take, slice(None))))
+        if len(self._dense_cache) > 256:  # bound the decoded-chunk cache (~40 MB)
+            self._dense_cache.clear()
+        refs = read_dense_rows(self.node(L.OBJECT_MANIFEST), take, self._dense_cache)
         return refs.astype(np.int64), counts
 
     def gather_objects(self, ids: IntArray) -> ObjectRows:
