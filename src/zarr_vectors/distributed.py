@@ -24,20 +24,20 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import distributed
 import zarr
 from zarr.storage import MemoryStore
 
+import distributed
 from zarr_vectors.core.assemble import Assembly, assemble, process_link_round, process_round
 from zarr_vectors.core.io import CompressorSpec
-from zarr_vectors.core.reader import BBoxLike, parse_bbox
+from zarr_vectors.core.reader import BBoxLike
 from zarr_vectors.core.spill import BatchSummary, spill_batch
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.stream import write_assembled
-from zarr_vectors.core.writer import LevelWriter, StoreOptions, WriteSummary
+from zarr_vectors.core.writer import LevelWriter, StoreOptions, WriteSummary, store_options
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import GeometryTypeName
-from zarr_vectors.streaming import TYPE_DEFAULTS, batch_parts
+from zarr_vectors.streaming import batch_parts, type_keys
 
 __all__ = ["write_distributed"]
 
@@ -181,25 +181,7 @@ def write_distributed(
         if isinstance(client, str)
         else (client or distributed.get_client())
     )
-    d = len(chunk_shape)
-    opts = StoreOptions(
-        chunk_shape=tuple(float(c) for c in chunk_shape),
-        bin_shape=None if bin_shape is None else tuple(float(b) for b in bin_shape),
-        bounds=None if bounds is None else parse_bbox(bounds, d),
-        zarr_format=zarr_format,
-        overwrite=overwrite,
-        compressor=compressor,
-        shards=None if shards is None else tuple(shards),
-        storage_options=storage_options,
-        coordinate_system=coordinate_system,
-        axis_units=axis_units,
-        source_description=source_description,
-        type_metadata={
-            **TYPE_DEFAULTS.get(gtype, {}),
-            **({"is_directed": True} if directed else {}),
-            **dict(type_metadata or {}),
-        },
-    )
+    opts = store_options(len(chunk_shape), locals(), type_keys(gtype, directed, type_metadata))
     tmp = Path(tempfile.mkdtemp(prefix="zv-shuffle-", dir=spill_dir))
     try:
         spill = str(tmp / "pending")

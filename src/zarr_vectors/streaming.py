@@ -28,19 +28,19 @@ import numpy.typing as npt
 
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.reader import BBoxLike, parse_bbox
+from zarr_vectors.core.reader import BBoxLike
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.stream import ProgressCallback, StreamWriter
-from zarr_vectors.core.writer import StoreOptions, WriteSummary
+from zarr_vectors.core.writer import WriteSummary, store_options
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.types.graphs import _graph_parts
 from zarr_vectors.types.meshes import _mesh_parts
-from zarr_vectors.types.points import _axes, _points_parts
+from zarr_vectors.types.points import _points_parts
 from zarr_vectors.types.polylines import _path_parts
 from zarr_vectors.types.skeletons import _skeleton_parts
 
-__all__ = ["TYPE_DEFAULTS", "Batch", "Writer", "batch_parts", "open_writer"]
+__all__ = ["TYPE_DEFAULTS", "Batch", "Writer", "batch_parts", "open_writer", "type_keys"]
 
 TYPE_DEFAULTS: Mapping[GeometryTypeName, Mapping[str, Any]] = {
     GeometryTypeName.GRAPH: {"is_directed": False},
@@ -263,6 +263,17 @@ class Writer:
             self.abort()
 
 
+def type_keys(
+    gtype: GeometryTypeName, directed: bool, extra: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Root keys a store of ``gtype`` gets: the ``write_*`` defaults plus the caller's."""
+    return {
+        **TYPE_DEFAULTS.get(gtype, {}),
+        **({"is_directed": True} if directed else {}),
+        **{k: v for k, v in (extra or {}).items() if v is not None},
+    }
+
+
 def open_writer(
     store: StoreLike,
     geometry_type: GeometryTypeName | str,
@@ -321,29 +332,7 @@ def open_writer(
     """
     gtype = GeometryTypeName.parse(geometry_type)
     d = len(chunk_shape)
-    opts = StoreOptions(
-        chunk_shape=tuple(float(c) for c in chunk_shape),
-        bin_shape=None if bin_shape is None else tuple(float(b) for b in bin_shape),
-        bounds=None if bounds is None else parse_bbox(bounds, d),
-        zarr_format=zarr_format,
-        overwrite=overwrite,
-        compressor=compressor,
-        shards=None if shards is None else tuple(shards),
-        storage_options=storage_options,
-        coordinate_system=coordinate_system,
-        axis_units=axis_units
-        if axis_units is None or isinstance(axis_units, str)
-        else tuple(axis_units),
-        axes=_axes(axis_names, axis_units, d),
-        source_description=source_description,
-        notes=notes,
-        custom_metadata=custom_metadata,
-        type_metadata={
-            **TYPE_DEFAULTS.get(gtype, {}),
-            **({"is_directed": True} if directed else {}),
-            **{k: v for k, v in (type_metadata or {}).items() if v is not None},
-        },
-    )
+    opts = store_options(len(chunk_shape), locals(), type_keys(gtype, directed, type_metadata))
     stream = StreamWriter(
         store,
         gtype,

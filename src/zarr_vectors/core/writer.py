@@ -38,6 +38,7 @@ from zarr_vectors.core.io import (
     set_many,
 )
 from zarr_vectors.core.plan import GeometryParts, LevelPlan, LinkPlan, plan_level
+from zarr_vectors.core.reader import parse_bbox
 from zarr_vectors.core.store import StoreHandle, StoreLike, has_data, init_root, resolve_store
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.spec import layout as L
@@ -56,6 +57,8 @@ __all__ = [
     "StoreOptions",
     "WriteSummary",
     "check_positions",
+    "make_axes",
+    "store_options",
     "column_attrs",
     "take_rows",
     "write_level",
@@ -103,6 +106,52 @@ class StoreOptions:
     """Type-specific root keys (streamline ``step_size``, graph ``is_directed`` ...)."""
     draco: DracoSettings | None = None
     """Draco-encode the ``vertices`` payloads (lossy, row order kept; FORMAT.md §9)."""
+
+
+def make_axes(
+    names: Sequence[str] | None, units: str | Sequence[str] | None, d: int
+) -> tuple[Axis, ...] | None:
+    """Axis descriptions from user axis names and units (None: the default names)."""
+    if names is None:
+        return None
+    if len(names) != d:
+        raise InvalidInputError(f"axis_names has {len(names)} names, expected {d}")
+    per = [units] * d if units is None or isinstance(units, str) else list(units)
+    return tuple(
+        Axis(name=n, type="time" if n == "t" else "space", unit=u)
+        for n, u in zip(names, per, strict=True)
+    )
+
+
+def store_options(
+    ndim: int, kw: Mapping[str, Any], type_metadata: Mapping[str, Any] | None = None
+) -> StoreOptions:
+    """Build :class:`StoreOptions` from the keyword arguments every ``write_*`` shares.
+
+    ``kw`` maps the keyword names (``chunk_shape``, ``bin_shape``, ``bounds``, ``zarr_format``,
+    ``overwrite``, ``compressor``, ``shards``, ``storage_options``, ``coordinate_system``,
+    ``axis_units``, ``axis_names``, ``source_description``, ``notes``, ``custom_metadata``)
+    to their values; absent names take the defaults.  ``None`` type keys are dropped.
+    """
+    units = kw.get("axis_units")
+    bounds, shards, bins = kw.get("bounds"), kw.get("shards"), kw.get("bin_shape")
+    return StoreOptions(
+        chunk_shape=tuple(float(c) for c in kw["chunk_shape"]),
+        bin_shape=None if bins is None else tuple(float(b) for b in bins),
+        bounds=None if bounds is None else parse_bbox(bounds, ndim),
+        zarr_format=kw.get("zarr_format", 3),
+        overwrite=bool(kw.get("overwrite", False)),
+        compressor=kw.get("compressor", "default"),
+        shards=None if shards is None else tuple(int(x) for x in shards),
+        storage_options=kw.get("storage_options"),
+        coordinate_system=kw.get("coordinate_system", "unknown"),
+        axis_units=units if units is None or isinstance(units, str) else tuple(units),
+        axes=make_axes(kw.get("axis_names"), units, ndim),
+        source_description=kw.get("source_description"),
+        notes=kw.get("notes"),
+        custom_metadata=kw.get("custom_metadata"),
+        type_metadata={k: v for k, v in (type_metadata or {}).items() if v is not None},
+    )
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,9 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column
+from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import LevelReader, parse_bbox
+from zarr_vectors.core.writer import StoreOptions, store_options
 from zarr_vectors.errors import InvalidInputError, UnknownGeometryTypeError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
@@ -34,6 +36,7 @@ __all__ = [
     "get_geometry_type",
     "register_geometry_type",
     "user_ids",
+    "write_options",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -167,6 +170,13 @@ def build_query(
         attributes=attribute_selection(reader.names(L.ATTRIBUTES), attributes),
         clip=clip,
     )
+
+
+def write_options(
+    parts: GeometryParts, kw: Mapping[str, Any], type_metadata: Mapping[str, Any] | None = None
+) -> StoreOptions:
+    """Store options from a ``write_*`` call's keyword arguments (its ``locals()``)."""
+    return store_options(parts.positions.shape[1], kw, type_metadata)
 
 
 def attribute_selection(

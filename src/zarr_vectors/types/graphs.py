@@ -52,6 +52,7 @@ from zarr_vectors.types._base import (
     register_geometry_type,
     resolve_user_ids,
     user_ids,
+    write_options,
 )
 from zarr_vectors.types._objects import (
     UserIdMap,
@@ -62,7 +63,6 @@ from zarr_vectors.types._objects import (
     read_objects,
     select_objects,
 )
-from zarr_vectors.types.polylines import _options
 
 __all__ = ["Graph", "check_edges", "connected_components", "read_graph", "write_graph"]
 
@@ -424,7 +424,7 @@ def write_graph(
         groups,
         group_attributes,
     )
-    opts = _options(parts, locals(), {"is_directed": bool(directed)})
+    opts = write_options(parts, locals(), {"is_directed": bool(directed)})
     return write_store(store, GeometryTypeName.GRAPH, parts, opts)
 
 

@@ -19,8 +19,8 @@ from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, write_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import GeometryTypeName
-from zarr_vectors.types._base import GeometryType, Query, register_geometry_type
-from zarr_vectors.types.polylines import _options, _path_parts, path_query, read_paths
+from zarr_vectors.types._base import GeometryType, Query, register_geometry_type, write_options
+from zarr_vectors.types.polylines import _path_parts, path_query, read_paths
 
 __all__ = ["Lines", "read_lines", "write_lines"]
 
@@ -134,7 +134,7 @@ def write_lines(
         groups,
         group_attributes,
     )
-    opts = _options(parts, locals(), None)
+    opts = write_options(parts, locals(), None)
     return write_store(store, GeometryTypeName.LINE, parts, opts)
 
 

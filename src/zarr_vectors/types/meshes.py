@@ -47,6 +47,7 @@ from zarr_vectors.types._base import (
     decode_columns,
     dense_object_ids,
     register_geometry_type,
+    write_options,
 )
 from zarr_vectors.types._objects import (
     UserIdMap,
@@ -57,7 +58,6 @@ from zarr_vectors.types._objects import (
     output_ids,
     ragged_columns,
 )
-from zarr_vectors.types.polylines import _options
 
 __all__ = [
     "Mesh",
@@ -496,7 +496,7 @@ def write_mesh(
         "winding_order": WindingOrder.parse(winding_order, field="winding_order").value,
         "closed_surface": None if closed_surface is None else bool(closed_surface),
     }
-    opts = _options(parts, locals(), meta)
+    opts = write_options(parts, locals(), meta)
     if Encoding.parse(encoding, field="encoding") is Encoding.DRACO:
         settings = DracoSettings(
             quantization_bits=quantization_bits, compression_level=compression_level
@@ -504,7 +504,6 @@ def write_mesh(
         require_dracopy()
         if parts.positions.shape[1] > MAX_DIMS:
             raise InvalidInputError(f"Draco encodes at most {MAX_DIMS} dimensions")
-        # StoreOptions.draco is the core hook (FORMAT.md §9); the ignore goes once it is merged
         opts = replace(opts, draco=settings)
     return write_store(store, GeometryTypeName.MESH, parts, opts)
 

@@ -19,13 +19,12 @@ import numpy.typing as npt
 from zarr_vectors.core.columns import Column, GroupTable, normalize_columns
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.reader import BBoxLike, LevelReader, parse_bbox
+from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
-from zarr_vectors.core.writer import StoreOptions, WriteSummary, check_positions, write_store
+from zarr_vectors.core.writer import WriteSummary, check_positions, store_options, write_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
-from zarr_vectors.spec.metadata import Axis
 from zarr_vectors.types._base import (
     GeometryType,
     Query,
@@ -205,40 +204,8 @@ def write_points(
     parts = _points_parts(
         positions, attributes, object_ids, object_attributes, groups, group_attributes
     )
-    d = parts.positions.shape[1]
-    opts = StoreOptions(
-        chunk_shape=tuple(chunk_shape),
-        bin_shape=None if bin_shape is None else tuple(bin_shape),
-        bounds=None if bounds is None else parse_bbox(bounds, d),
-        zarr_format=zarr_format,
-        overwrite=overwrite,
-        compressor=compressor,
-        shards=None if shards is None else tuple(shards),
-        storage_options=storage_options,
-        coordinate_system=coordinate_system,
-        axis_units=axis_units
-        if axis_units is None or isinstance(axis_units, str)
-        else tuple(axis_units),
-        axes=_axes(axis_names, axis_units, d),
-        source_description=source_description,
-        notes=notes,
-        custom_metadata=custom_metadata,
-    )
+    opts = store_options(parts.positions.shape[1], locals())
     return write_store(store, GeometryTypeName.POINT_CLOUD, parts, opts)
-
-
-def _axes(
-    names: Sequence[str] | None, units: str | Sequence[str] | None, d: int
-) -> tuple[Axis, ...] | None:
-    if names is None:
-        return None
-    if len(names) != d:
-        raise InvalidInputError(f"axis_names has {len(names)} names, expected {d}")
-    per = [units] * d if units is None or isinstance(units, str) else list(units)
-    return tuple(
-        Axis(name=n, type="time" if n == "t" else "space", unit=u)
-        for n, u in zip(names, per, strict=True)
-    )
 
 
 @register_geometry_type

@@ -18,9 +18,9 @@ import numpy.typing as npt
 from zarr_vectors.core.columns import normalize_columns
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.reader import BBoxLike, LevelReader, parse_bbox
+from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
-from zarr_vectors.core.writer import StoreOptions, WriteSummary, write_store
+from zarr_vectors.core.writer import WriteSummary, write_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
@@ -30,6 +30,7 @@ from zarr_vectors.types._base import (
     build_query,
     decode_columns,
     register_geometry_type,
+    write_options,
 )
 from zarr_vectors.types._objects import (
     UserIdMap,
@@ -42,7 +43,6 @@ from zarr_vectors.types._objects import (
     read_objects,
     select_objects,
 )
-from zarr_vectors.types.points import _axes
 
 __all__ = [
     "Polylines",
@@ -217,31 +217,7 @@ def write_polylines(
     parts = _path_parts(
         polylines, offsets, attributes, object_attributes, ids, groups, group_attributes
     )
-    return write_store(store, gtype, parts, _options(parts, locals(), type_metadata))
-
-
-def _options(
-    parts: GeometryParts, kw: Mapping[str, Any], type_metadata: Mapping[str, Any] | None
-) -> StoreOptions:
-    d = parts.positions.shape[1]
-    units = kw["axis_units"]
-    return StoreOptions(
-        chunk_shape=tuple(kw["chunk_shape"]),
-        bin_shape=None if kw["bin_shape"] is None else tuple(kw["bin_shape"]),
-        bounds=None if kw["bounds"] is None else parse_bbox(kw["bounds"], d),
-        zarr_format=kw["zarr_format"],
-        overwrite=kw["overwrite"],
-        compressor=kw["compressor"],
-        shards=None if kw["shards"] is None else tuple(kw["shards"]),
-        storage_options=kw["storage_options"],
-        coordinate_system=kw["coordinate_system"],
-        axis_units=units if units is None or isinstance(units, str) else tuple(units),
-        axes=_axes(kw["axis_names"], units, d),
-        source_description=kw["source_description"],
-        notes=kw["notes"],
-        custom_metadata=kw["custom_metadata"],
-        type_metadata={k: v for k, v in (type_metadata or {}).items() if v is not None},
-    )
+    return write_store(store, gtype, parts, write_options(parts, locals(), type_metadata))
 
 
 def write_streamlines(

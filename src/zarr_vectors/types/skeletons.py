@@ -33,7 +33,13 @@ from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
-from zarr_vectors.types._base import GeometryType, Query, decode_columns, register_geometry_type
+from zarr_vectors.types._base import (
+    GeometryType,
+    Query,
+    decode_columns,
+    register_geometry_type,
+    write_options,
+)
 from zarr_vectors.types._objects import (
     UserIdMap,
     flatten_ragged,
@@ -49,7 +55,6 @@ from zarr_vectors.types.graphs import (
     object_query,
     read_whole_objects,
 )
-from zarr_vectors.types.polylines import _options
 
 __all__ = ["Skeleton", "Skeletons", "read_skeleton", "write_skeleton"]
 
@@ -443,7 +448,9 @@ def write_skeleton(
         group_attributes,
     )
     meta = {"swc_compatible": True, "is_directed": True}
-    return write_store(store, GeometryTypeName.SKELETON, parts, _options(parts, locals(), meta))
+    return write_store(
+        store, GeometryTypeName.SKELETON, parts, write_options(parts, locals(), meta)
+    )
 
 
 # -- reading --------------------------------------------------------------------------------
