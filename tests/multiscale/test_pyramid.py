@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+import trimesh
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
@@ -24,9 +26,14 @@ def _walks(rng: np.random.Generator, n: int, steps: int, scale: float = 1.0) -> 
 def test_seed_example_multiscales_reproduced() -> None:
     rng = np.random.default_rng(0)
     store = MemoryStore()
-    zv.write_streamlines(store, _walks(rng, 40, 60), chunk_shape=(200, 200, 200),
-                         bin_shape=(50, 50, 50), coordinate_system="RAS",
-                         axis_units="micrometer")
+    zv.write_streamlines(
+        store,
+        _walks(rng, 40, 60),
+        chunk_shape=(200, 200, 200),
+        bin_shape=(50, 50, 50),
+        coordinate_system="RAS",
+        axis_units="micrometer",
+    )
     zv.build_pyramid(store, [(2, 2, 2)], object_sparsity=0.5)
     datasets = zv.open_store(store).attrs["multiscales"][0]["datasets"]
     text = SEED.read_text() if SEED.exists() else ""
@@ -35,16 +42,28 @@ def test_seed_example_multiscales_reproduced() -> None:
         expected_snippet = text[start:]
         assert '"bin_ratio":       [2, 2, 2]' in expected_snippet
     assert datasets == [
-        {"path": "0", "level": 0, "bin_ratio": [1, 1, 1], "bin_shape": [50.0, 50.0, 50.0],
-         "object_sparsity": 1.0,
-         "coordinateTransformations": [{"type": "scale", "scale": [1.0, 1.0, 1.0]},
-                                       {"type": "translation",
-                                        "translation": [25.0, 25.0, 25.0]}]},
-        {"path": "1", "level": 1, "bin_ratio": [2, 2, 2], "bin_shape": [100.0, 100.0, 100.0],
-         "object_sparsity": 0.5,
-         "coordinateTransformations": [{"type": "scale", "scale": [2.0, 2.0, 2.0]},
-                                       {"type": "translation",
-                                        "translation": [50.0, 50.0, 50.0]}]},
+        {
+            "path": "0",
+            "level": 0,
+            "bin_ratio": [1, 1, 1],
+            "bin_shape": [50.0, 50.0, 50.0],
+            "object_sparsity": 1.0,
+            "coordinateTransformations": [
+                {"type": "scale", "scale": [1.0, 1.0, 1.0]},
+                {"type": "translation", "translation": [25.0, 25.0, 25.0]},
+            ],
+        },
+        {
+            "path": "1",
+            "level": 1,
+            "bin_ratio": [2, 2, 2],
+            "bin_shape": [100.0, 100.0, 100.0],
+            "object_sparsity": 0.5,
+            "coordinateTransformations": [
+                {"type": "scale", "scale": [2.0, 2.0, 2.0]},
+                {"type": "translation", "translation": [50.0, 50.0, 50.0]},
+            ],
+        },
     ]
     root = json.loads(json.dumps(zv.open_store(store).attrs.asdict()))
     assert root["multiscales"][0]["type"] == "zarr_vectors_multiscale"
@@ -54,22 +73,31 @@ def test_seed_example_multiscales_reproduced() -> None:
 
 def _levels_shrink(store: MemoryStore, n_levels: int) -> list[int]:
     counts = [zv.open(store).level(n).level_meta.vertex_count for n in range(n_levels + 1)]
-    assert all(b < a for a, b in zip(counts, counts[1:], strict=False)), counts
+    assert all(b < a for a, b in itertools.pairwise(counts)), counts
     return counts
 
 
 def _bbox_of_sources_holds(fine: np.ndarray, coarse: np.ndarray) -> None:
     lo, hi = fine.min(axis=0), fine.max(axis=0)
-    assert np.all(coarse >= lo - 1e-4) and np.all(coarse <= hi + 1e-4)
+    assert np.all(coarse >= lo - 1e-4)
+    assert np.all(coarse <= hi + 1e-4)
 
 
 def test_points_levels_shrink_and_aggregate() -> None:
     rng = np.random.default_rng(1)
     pos = rng.uniform(0, 400, (20_000, 3)).astype(np.float32)
     store = MemoryStore()
-    zv.write_points(store, pos, chunk_shape=(100, 100, 100), bin_shape=(10, 10, 10),
-                    attributes={"v": rng.random(20_000), "label": rng.integers(0, 3, 20_000),
-                                "cell": rng.choice(np.array(["a", "b"]), 20_000)})
+    zv.write_points(
+        store,
+        pos,
+        chunk_shape=(100, 100, 100),
+        bin_shape=(10, 10, 10),
+        attributes={
+            "v": rng.random(20_000),
+            "label": rng.integers(0, 3, 20_000),
+            "cell": rng.choice(np.array(["a", "b"]), 20_000),
+        },
+    )
     zv.build_pyramid(store, [(2, 2, 2), (10, 10, 10)])
     _levels_shrink(store, 2)
     coarse = zv.read_points(store, level=2)
@@ -91,10 +119,20 @@ def test_streamlines_keep_order_and_sparsity_is_deterministic() -> None:
     stores = []
     for _ in range(2):
         store = MemoryStore()
-        zv.write_streamlines(store, walks, chunk_shape=(100, 100, 100), bin_shape=(5, 5, 5),
-                             attributes={"fa": [rng.random(80) for _ in walks]})
-        zv.build_pyramid(store, [(2, 2, 2), (4, 4, 4)], object_sparsity=[0.5, 0.25],
-                         sparsity_strategy="random", seed=4)
+        zv.write_streamlines(
+            store,
+            walks,
+            chunk_shape=(100, 100, 100),
+            bin_shape=(5, 5, 5),
+            attributes={"fa": [rng.random(80) for _ in walks]},
+        )
+        zv.build_pyramid(
+            store,
+            [(2, 2, 2), (4, 4, 4)],
+            object_sparsity=[0.5, 0.25],
+            sparsity_strategy="random",
+            seed=4,
+        )
         stores.append(store)
     a, b = (zv.read_streamlines(s, level=2) for s in stores)
     assert np.array_equal(a.object_ids, b.object_ids)
@@ -114,8 +152,7 @@ def test_sparsity_strategies_keep_the_requested_fraction(strategy: str) -> None:
     walks = [w[: int(rng.integers(5, 80))] for w in _walks(rng, 40, 80)]
     store = MemoryStore()
     zv.write_polylines(store, walks, chunk_shape=(100, 100, 100), bin_shape=(10, 10, 10))
-    levels = zv.build_pyramid(store, [(2, 2, 2)], object_sparsity=0.25,
-                              sparsity_strategy=strategy)  # type: ignore[arg-type]
+    levels = zv.build_pyramid(store, [(2, 2, 2)], object_sparsity=0.25, sparsity_strategy=strategy)  # type: ignore[arg-type]
     assert levels[0].object_count == 10
     if strategy == "length":
         kept = zv.read_polylines(store, level=1).object_ids
@@ -128,10 +165,20 @@ def test_attribute_strategy_keeps_highest_scores() -> None:
     walks = _walks(rng, 20, 30)
     score = rng.random(20)
     store = MemoryStore()
-    zv.write_polylines(store, walks, chunk_shape=(100, 100, 100), bin_shape=(10, 10, 10),
-                       object_attributes={"score": score})
-    zv.build_pyramid(store, [(2, 2, 2)], object_sparsity=0.2, sparsity_strategy="attribute",
-                     sparsity_attribute="score")
+    zv.write_polylines(
+        store,
+        walks,
+        chunk_shape=(100, 100, 100),
+        bin_shape=(10, 10, 10),
+        object_attributes={"score": score},
+    )
+    zv.build_pyramid(
+        store,
+        [(2, 2, 2)],
+        object_sparsity=0.2,
+        sparsity_strategy="attribute",
+        sparsity_attribute="score",
+    )
     kept = zv.read_polylines(store, level=1)
     assert set(kept.object_ids.tolist()) == set(np.argsort(-score)[:4].tolist())
     # object attributes are copied to every level
@@ -140,8 +187,11 @@ def test_attribute_strategy_keeps_highest_scores() -> None:
 
 @pytest.mark.parametrize(
     ("ratios", "match"),
-    [([(2, 2, 2), (1, 1, 1)], "non-decreasing"), ([(3, 3, 3)], "does not divide"),
-     ([(2, 2)], "3 values")],
+    [
+        ([(2, 2, 2), (1, 1, 1)], "non-decreasing"),
+        ([(3, 3, 3)], "does not divide"),
+        ([(2, 2)], "3 values"),
+    ],
 )
 def test_bad_ratios_are_refused(ratios: list[tuple[int, ...]], match: str) -> None:
     store = MemoryStore()
@@ -154,8 +204,9 @@ def test_bad_ratios_are_refused(ratios: list[tuple[int, ...]], match: str) -> No
 def test_existing_levels_need_overwrite_and_anisotropy_works() -> None:
     rng = np.random.default_rng(6)
     store = MemoryStore()
-    zv.write_points(store, rng.uniform(0, 64, (5000, 3)), chunk_shape=(32, 32, 32),
-                    bin_shape=(2, 2, 2))
+    zv.write_points(
+        store, rng.uniform(0, 64, (5000, 3)), chunk_shape=(32, 32, 32), bin_shape=(2, 2, 2)
+    )
     zv.build_pyramid(store, [(2, 2, 1)])
     with pytest.raises(zv.StoreExistsError):
         zv.build_pyramid(store, [(4, 4, 2)])
@@ -178,8 +229,9 @@ def test_level_zero_read_back_equals_input_after_pyramid() -> None:
 def test_choose_level_by_budget_and_resolution() -> None:
     rng = np.random.default_rng(8)
     store = MemoryStore()
-    zv.write_points(store, rng.uniform(0, 100, (20_000, 3)), chunk_shape=(50, 50, 50),
-                    bin_shape=(1, 1, 1))
+    zv.write_points(
+        store, rng.uniform(0, 100, (20_000, 3)), chunk_shape=(50, 50, 50), bin_shape=(1, 1, 1)
+    )
     zv.build_pyramid(store, [(5, 5, 5), (50, 50, 50)])
     assert zv.choose_level(store, max_vertices=10**9) == 0
     assert zv.choose_level(store, max_vertices=10) == 2
@@ -206,3 +258,79 @@ def test_read_parts_of_level_zero_is_the_input() -> None:
     zv.write_polylines(store, walks, chunk_shape=(50, 50, 50))
     parts = read_parts(LevelReader(zv.open_store(store), 0), sequential=True)
     assert np.array_equal(parts.positions, np.concatenate(walks))
+
+
+def test_graph_levels_remap_edges_without_loops_or_duplicates() -> None:
+    rng = np.random.default_rng(10)
+    n = 3000
+    pos = rng.uniform(0, 100, (n, 3))
+    edges = np.stack([np.arange(1, n), rng.integers(0, np.arange(1, n))], axis=1)
+    store = MemoryStore()
+    zv.write_graph(
+        store,
+        pos,
+        edges,
+        chunk_shape=(50, 50, 50),
+        bin_shape=(5, 5, 5),
+        attributes={"w": rng.random(n)},
+    )
+    zv.build_pyramid(store, [(2, 2, 2), (5, 5, 5)])
+    _levels_shrink(store, 2)
+    for level in (1, 2):
+        g = zv.read_graph(store, level=level)
+        assert np.all(g.edges[:, 0] != g.edges[:, 1])
+        assert len(np.unique(np.sort(g.edges, axis=1), axis=0)) == len(g.edges)
+        assert g.edges.min() >= 0
+        assert g.edges.max() < len(g.positions)
+        _bbox_of_sources_holds(pos, g.positions)
+    assert zv.validate(store, level=2).ok
+
+
+def test_skeleton_levels_stay_trees() -> None:
+    rng = np.random.default_rng(11)
+    trees = []
+    for _ in range(12):
+        m = 300
+        parents = np.r_[-1, rng.integers(np.maximum(np.arange(1, m) - 3, 0), np.arange(1, m))]
+        steps = rng.normal(0, 1.5, (m, 3))
+        pos = np.zeros((m, 3))
+        for i in range(1, m):  # a small test tree: walk from the parent
+            pos[i] = pos[parents[i]] + steps[i]
+        trees.append((pos + rng.uniform(20, 80, 3), parents))
+    store = MemoryStore()
+    zv.write_skeleton(store, trees, chunk_shape=(50, 50, 50), bin_shape=(1, 1, 1))
+    zv.build_pyramid(store, [(2, 2, 2), (5, 5, 5)])
+    _levels_shrink(store, 2)
+    for level in (1, 2):
+        sk = zv.read_skeleton(store, level=level)
+        assert len(sk) == 12
+        for tree in sk:
+            parents = tree.parents
+            assert (parents == -1).sum() >= 1
+            # a forest: following parents from every node ends at a root without repeats
+            for start in range(len(parents)):
+                node, steps = start, 0
+                while node != -1 and steps <= len(parents):
+                    node, steps = parents[node], steps + 1
+                assert steps <= len(parents)  # no cycle
+
+
+def test_mesh_levels_have_valid_faces() -> None:
+    store = MemoryStore()
+    sphere = trimesh.creation.icosphere(subdivisions=4, radius=30.0)
+    zv.write_mesh(
+        store,
+        np.asarray(sphere.vertices) + 50,
+        np.asarray(sphere.faces),
+        chunk_shape=(25, 25, 25),
+        bin_shape=(1, 1, 1),
+    )
+    zv.build_pyramid(store, [(5, 5, 5), (25, 25, 25)])
+    _levels_shrink(store, 2)
+    for level in (1, 2):
+        m = zv.read_mesh(store, level=level)
+        f = m.faces
+        assert f.min() >= 0
+        assert f.max() < len(m.vertices)
+        assert np.all((f[:, 0] != f[:, 1]) & (f[:, 1] != f[:, 2]) & (f[:, 0] != f[:, 2]))
+        assert len(np.unique(np.sort(f, axis=1), axis=0)) == len(f)
