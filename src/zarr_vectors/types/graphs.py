@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, normalize_columns
+from zarr_vectors.core.components import connected_components
 from zarr_vectors.core.io import Compressor
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts
@@ -185,50 +186,6 @@ def first_appearance(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
     ranked = values[order]
     starts = np.flatnonzero(np.concatenate(([True], ranked[1:] != ranked[:-1])))
     return ranked[starts][np.argsort(order[starts])]
-
-
-def _compress(root: IntArray) -> IntArray:
-    """Pointer-jump a parent array (pointing to smaller indices) until each node names its root."""
-    while True:
-        nxt = root[root]
-        if np.array_equal(nxt, root):
-            return root
-        root = nxt
-
-
-def connected_components(n: int, edges: npt.ArrayLike) -> tuple[IntArray, int]:
-    """Label the connected components of an ``n``-vertex graph (edge direction ignored).
-
-    Vectorised label propagation: each round hooks the larger root of every edge whose ends
-    have different roots onto the smaller one, then compresses paths by pointer jumping.
-
-    Returns
-    -------
-    labels, count
-        (n,) component of each vertex, numbered by smallest vertex index; number of components.
-
-    Examples
-    --------
-    >>> labels, count = connected_components(5, [[3, 1], [4, 0]])
-    >>> labels.tolist(), count
-    ([0, 1, 2, 1, 0], 3)
-    """
-    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    root = np.arange(n, dtype=np.int64)
-    u, v = e[:, 0], e[:, 1]
-    while u.size:
-        ru, rv = root[u], root[v]
-        differ = ru != rv
-        if not differ.any():
-            break
-        u, v, ru, rv = u[differ], v[differ], ru[differ], rv[differ]
-        np.minimum.at(root, np.maximum(ru, rv), np.minimum(ru, rv))
-        root = _compress(root)
-    # the root of a component is its smallest vertex, so numbering roots in index order numbers
-    # components by their smallest vertex
-    is_root = root == np.arange(n)
-    number = np.cumsum(is_root) - 1
-    return number[root].astype(np.int64), int(is_root.sum())
 
 
 def reject_duplicate_edges(edges: IntArray, keyed: IntArray, n: int, undirected: bool) -> None:

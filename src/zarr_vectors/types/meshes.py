@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, normalize_columns
+from zarr_vectors.core.components import connected_components
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
@@ -177,48 +178,6 @@ MeshInput = npt.ArrayLike | MeshLike | Meshes | Sequence[Any]
 
 
 # -- input -----------------------------------------------------------------------------------
-
-
-def connected_components(n_vertices: int, links: IntArray) -> tuple[IntArray, int]:
-    """Label vertices by connected component of (L, k) links (faces k=3, edges k=2).
-
-    Vectorised min-label hooking plus pointer jumping: each round hooks the larger root of
-    every link edge whose ends have different roots under the smaller one.
-
-    Returns
-    -------
-    labels, n
-        Component of every vertex, numbered by smallest vertex (input order), and their count.
-
-    Examples
-    --------
-    >>> labels, n = connected_components(5, np.array([[3, 4, 3], [0, 2, 0]]))
-    >>> labels.tolist(), n
-    ([0, 1, 0, 2, 2], 3)
-    >>> connected_components(0, np.zeros((0, 3), np.int64))[1]
-    0
-    """
-    dt = np.int32 if n_vertices < 2**31 else np.int64  # half the memory traffic per gather
-    label = np.arange(n_vertices, dtype=dt)
-    f = np.asarray(links).astype(dt)
-    a, b = f[:, :-1].ravel(), f[:, 1:].ravel()  # chain each link's vertices: k-1 edges
-    while a.size:
-        la, lb = label[a], label[b]
-        live = np.flatnonzero(la != lb)  # an edge whose ends share a root stays joined
-        if not live.size:
-            break
-        if live.size < a.size // 4:  # shrinking costs a copy: only when most edges are done
-            a, b, la, lb = a[live], b[live], la[live], lb[live]
-        # labels are roots here: hook each larger root under the smallest root it touches
-        # (a finished edge hooks a root under itself: a no-op)
-        np.minimum.at(label, np.maximum(la, lb), np.minimum(la, lb))
-        while True:
-            jumped = label[label]
-            if np.array_equal(jumped, label):
-                break
-            label = jumped
-    roots, dense = np.unique(label, return_inverse=True)
-    return dense.astype(np.int64).reshape(-1), len(roots)
 
 
 def _check_faces(faces: Any, n_vertices: int, what: str) -> IntArray:
