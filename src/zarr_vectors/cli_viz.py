@@ -85,9 +85,7 @@ def render_command(
     color_by: Annotated[
         str | None, typer.Option("--color-by", help="Attribute mapped to colour.")
     ] = None,
-    projection: Annotated[
-        str, typer.Option("--projection", "-p", help="xy, xz, yz or 3d.")
-    ] = "xy",
+    projection: Annotated[str, typer.Option("--projection", "-p", help="xy, xz, yz or 3d.")] = "xy",
     max_vertices: Annotated[
         int, typer.Option("--max-vertices", min=1, help="Vertex budget of the automatic level.")
     ] = 200_000,
@@ -144,7 +142,9 @@ def view_command(
         with server:
             state = viz.viewer_state(export, server.url)
             url = viz.neuroglancer_url(state, client or viz.DEFAULT_CLIENT)
-            typer.echo(f"serving {export.count} {export.kind.value} at {server.url}/{export.source}")
+            typer.echo(
+                f"serving {export.count} {export.kind.value} at {server.url}/{export.source}"
+            )
             typer.echo(url, nl=True)
             _wait(duration)
 

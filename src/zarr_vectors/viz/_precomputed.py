@@ -144,21 +144,34 @@ def _property_id(name: str, taken: set[str]) -> str:
     return pid
 
 
+# integer property types, narrowest first: (name, itemsize, min, max)
+_INT_TYPES = tuple(
+    (name, np.dtype(name).itemsize, int(np.iinfo(name).min), int(np.iinfo(name).max))
+    for name in ("uint8", "int8", "uint16", "int16", "uint32", "int32")
+)
+
+
 def _int_type(values: AnyArray) -> str:
+    """Keep 8- to 32-bit integers as they are; 64-bit ones become 32-bit if they fit."""
     lo, hi = (int(values.min()), int(values.max())) if values.size else (0, 0)
-    for name, info in (("uint8", np.iinfo(np.uint8)), ("int8", np.iinfo(np.int8))):
-        if values.dtype.itemsize == 1 and info.min <= lo and hi <= info.max:
-            return name
-    for name, info in (("uint16", np.iinfo(np.uint16)), ("int16", np.iinfo(np.int16))):
-        if values.dtype.itemsize == 2 and info.min <= lo and hi <= info.max:
-            return name
-    for name, info in (("uint32", np.iinfo(np.uint32)), ("int32", np.iinfo(np.int32))):
-        if info.min <= lo and hi <= info.max:
+    signed = values.dtype.kind == "i"
+    # narrowest first; at equal width, the input's own signedness first
+    order = sorted(_INT_TYPES, key=lambda t: (t[1], (t[2] < 0) != signed))
+    for name, size, low, high in order:
+        if (size >= values.dtype.itemsize or size == 4) and low <= lo and hi <= high:
             return name
     return "float32"
 
 
-def _typed_columns(name: str, values: AnyArray) -> Iterator[tuple[str, str, AnyArray, tuple[str, ...]]]:
+def _column_type(col: AnyArray) -> str:
+    if col.dtype.kind == "b":
+        return "uint8"
+    return _int_type(col) if col.dtype.kind in "iu" else "float32"
+
+
+def _typed_columns(
+    name: str, values: AnyArray
+) -> Iterator[tuple[str, str, AnyArray, tuple[str, ...]]]:
     """Split one attribute into ``(name, type, values, labels)`` property columns."""
     arr = np.asarray(values)
     if arr.dtype.kind in "OUSaT":
@@ -174,9 +187,7 @@ def _typed_columns(name: str, values: AnyArray) -> Iterator[tuple[str, str, AnyA
     for k in range(flat.shape[1]):
         col = flat[:, k]
         label = name if flat.shape[1] == 1 else f"{name}_{k}"
-        kind = "uint8" if col.dtype.kind == "b" else _int_type(col) if col.dtype.kind in "iu" else (
-            "float32"
-        )
+        kind = _column_type(col)
         yield label, kind, col.astype(_PROPERTY_DTYPES[kind][0]), ()
 
 
@@ -386,14 +397,9 @@ def spatial_index(
 def skeleton_attribute_type(values: AnyArray) -> str | None:
     """Return the skeleton ``data_type`` for numeric values (None when not exportable)."""
     arr = np.asarray(values)
-    if arr.dtype.kind == "b":
-        return "uint8"
-    if arr.dtype.kind in "iu":
-        kind = _int_type(arr.reshape(-1))
-        return kind
-    if arr.dtype.kind == "f":
-        return "float32"
-    return None
+    if arr.dtype.kind not in "biuf":
+        return None
+    return _column_type(arr.reshape(-1))
 
 
 def encode_skeleton(
@@ -427,4 +433,4 @@ def encode_legacy_mesh(vertices: FloatArray, faces: IntArray) -> bytes:
     """Encode one legacy mesh fragment: uint32 count, float32 xyz vertices, uint32 triangles."""
     v = np.ascontiguousarray(vertices, dtype="<f4").reshape(-1, 3)
     f = np.ascontiguousarray(faces, dtype="<u4").reshape(-1, 3)
-    return np.uint32(len(v)).astype("<u4").tobytes() + v.tobytes() + f.tobytes()
+    return bytes(np.uint32(len(v)).astype("<u4").tobytes() + v.tobytes() + f.tobytes())

@@ -291,8 +291,10 @@ def load_scene(
     meta = reader.metadata
     box = None if bbox is None else parse_bbox(bbox, meta.spatial_dims)
     if level is None:
-        level = 0 if max_vertices is None else choose_level(
-            reader.root, bbox=box, max_vertices=max_vertices
+        level = (
+            0
+            if max_vertices is None
+            else choose_level(reader.root, bbox=box, max_vertices=max_vertices)
         )
     if level not in reader.levels:
         raise InvalidInputError(f"level {level} is not in the store (levels {reader.levels})")

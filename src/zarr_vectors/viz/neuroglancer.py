@@ -186,9 +186,7 @@ def _annotation_objects(scene: Scene) -> IntArray | None:
     return ids[owner].astype(np.int64)
 
 
-def _write_id_index(
-    root: Path, records: AnyArray, objects: IntArray | None
-) -> None:
+def _write_id_index(root: Path, records: AnyArray, objects: IntArray | None) -> None:
     by_id = root / "by_id"
     by_id.mkdir()
     for i in range(len(records)):
@@ -330,8 +328,7 @@ def _write_skeletons(scene: Scene, root: Path, dims: tuple[Dimension, ...]) -> l
         "@type": "neuroglancer_skeletons",
         "transform": [s[0], 0, 0, 0, 0, s[1], 0, 0, 0, 0, s[2], 0],
         "vertex_attributes": [
-            {"id": name, "data_type": t, "num_components": int(a.shape[1])}
-            for name, t, a in attrs
+            {"id": name, "data_type": t, "num_components": int(a.shape[1])} for name, t, a in attrs
         ],
         "segment_properties": "segment_properties",
     }

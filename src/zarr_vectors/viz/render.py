@@ -25,7 +25,10 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.colors import BoundaryNorm, Colormap, Normalize, to_rgba_array
 from matplotlib.figure import Figure
-from mpl_toolkits.mplot3d.art3d import Line3DCollection, Poly3DCollection
+from mpl_toolkits.mplot3d.art3d import (  # type: ignore[import-untyped]
+    Line3DCollection,
+    Poly3DCollection,
+)
 
 from zarr_vectors.api import Reader
 from zarr_vectors.core.reader import BBoxLike
@@ -149,9 +152,7 @@ def _colours(scene: Scene, name: str) -> _Colours:
 
 
 def _viridis() -> Colormap:
-    cmap = colormaps["viridis"].copy()
-    cmap.set_bad("#bbbbbb")
-    return cmap
+    return colormaps["viridis"].with_extremes(bad="#bbbbbb")  # NaN values in grey
 
 
 def _element_values(c: _Colours, index: IntArray | None) -> FloatArray:
@@ -185,13 +186,14 @@ def _point_size(n: int) -> float:
     return float(np.clip(10000.0 / max(n, 1), 0.5, 25.0))
 
 
-def _draw_points(ax: Axes, xyz: FloatArray, rgba: FloatArray, three_d: bool, dense: bool) -> None:
+def _draw_points(ax: Any, xyz: FloatArray, rgba: FloatArray, three_d: bool, nodes: bool) -> None:
     if len(xyz) == 0:
         return
-    size = min(_point_size(len(xyz)), 12.0) if dense else _point_size(len(xyz))
-    coords = [xyz[:, i] for i in range(xyz.shape[1])]
-    extra: dict[str, Any] = {"depthshade": False} if three_d else {}
-    ax.scatter(*coords, c=rgba, s=size, linewidths=0, **extra)
+    size = min(_point_size(len(xyz)), 12.0) if nodes else _point_size(len(xyz))
+    if three_d:
+        ax.scatter(xyz[:, 0], xyz[:, 1], xyz[:, 2], c=rgba, s=size, lw=0, depthshade=False)
+    else:
+        ax.scatter(xyz[:, 0], xyz[:, 1], c=rgba, s=size, linewidths=0)
 
 
 def _draw_edges(ax: Axes, segs: FloatArray, rgba: FloatArray, three_d: bool) -> None:
@@ -269,7 +271,7 @@ def _draw_scene(
         keep = _thin(len(pos), budget)
         point_colours = None if colours is not None and colours.where != "vertex" else colours
         rgba = _rgba(scene, point_colours, keep)
-        _draw_points(ax, pos[keep], rgba, three_d, dense=gtype is GeometryTypeName.GRAPH)
+        _draw_points(ax, pos[keep], rgba, three_d, nodes=gtype is GeometryTypeName.GRAPH)
         drawn_vertices = len(keep)
     else:
         drawn_vertices = len(scene.positions)
@@ -419,9 +421,11 @@ def render(
     ax = fig.add_subplot(projection="3d") if three_d else fig.add_subplot()
     drawn = _draw_scene(ax, scene, colours, proj.axes, max_vertices)
     labels = axis_labels(meta)
-    _set_axes(ax, _limits(scene, loaded.bbox, meta.bounding_box, proj.axes), [
-        labels[a] for a in proj.axes
-    ])
+    _set_axes(
+        ax,
+        _limits(scene, loaded.bbox, meta.bounding_box, proj.axes),
+        [labels[a] for a in proj.axes],
+    )
     if colours is not None:
         _colour_bar(fig, ax, colours)
     if not len(scene.positions):

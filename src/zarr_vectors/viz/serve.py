@@ -34,13 +34,13 @@ class _CORSHandler(SimpleHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         super().end_headers()
 
-    def do_OPTIONS(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_OPTIONS(self) -> None:
         """Answer CORS pre-flight requests."""
         self.send_response(204)
         self.send_header("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
         self.end_headers()
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (base signature)
+    def log_message(self, format: str, *args: Any) -> None:
         """Stay quiet: a viewer makes thousands of requests."""
 
 
