@@ -21,7 +21,7 @@ import numpy.typing as npt
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.plan import GeometryParts, LinkPlan, plan_level
-from zarr_vectors.core.ragged import offsets_from_counts
+from zarr_vectors.core.ragged import offsets_from_counts, unique_sorted
 from zarr_vectors.core.spill import BatchSummary, ColumnInfo
 from zarr_vectors.core.writer import (
     LevelWriter,
@@ -231,7 +231,7 @@ def _object_numbering(
         per_object = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
         return None, {}, offsets_from_counts(per_object)[:-1]
     tables = [s.uid_table for s in summaries if s.uid_table is not None]
-    distinct = np.unique(np.concatenate([t[0] for t in tables]))
+    distinct = unique_sorted(np.concatenate([t[0] for t in tables]))
     running = np.zeros(len(distinct), dtype=np.int64)
     before: dict[int, tuple[npt.NDArray[Any], IntArray]] = {}
     for s in summaries:
@@ -310,7 +310,7 @@ def _by_batch(mapping: Mapping[int, int], batch: IntArray) -> IntArray:
 
 def _remap_codes(cat: _Categorical, codes: npt.NDArray[Any], batch: IntArray) -> npt.NDArray[Any]:
     out = np.empty_like(codes)
-    for b in np.unique(batch).tolist():
+    for b in unique_sorted(batch).tolist():
         sel = batch == b
         out[sel] = cat.remap[b][codes[sel]]
     return out
@@ -357,7 +357,7 @@ def load_parts(asm: Assembly, prefixes: Sequence[str]) -> tuple[GeometryParts, I
 
 def _uid_before(asm: Assembly, uid: npt.NDArray[Any], batch: IntArray) -> IntArray:
     out = np.zeros(len(uid), dtype=np.int64)
-    for b in np.unique(batch).tolist():
+    for b in unique_sorted(batch).tolist():
         sel = batch == b
         uniq, before = asm.uid_before[b]
         out[sel] = before[np.searchsorted(uniq, uid[sel])]

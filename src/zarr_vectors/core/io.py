@@ -51,6 +51,7 @@ from zarr.core.sync import sync
 from zarr.errors import UnstableSpecificationWarning
 from zarr.storage import FsspecStore, LocalStore
 
+from zarr_vectors.core.ragged import unique_sorted
 from zarr_vectors.core.shards import ShardFormat
 from zarr_vectors.errors import CorruptPayloadError, StoreNotFoundError
 
@@ -497,7 +498,7 @@ def read_dense_rows(
     chunk_rows, comp = fast
     dtype = np.dtype(array.dtype)
     inner = tuple(array.shape[1:])
-    wanted = np.unique(rows // chunk_rows)
+    wanted = unique_sorted(rows // chunk_rows)
     cache = {} if cache is None else cache
     missing = [int(c) for c in wanted if (array.path, int(c)) not in cache]
     prefix = array.store_path.path

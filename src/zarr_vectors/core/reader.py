@@ -23,7 +23,7 @@ from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import decode_payloads
 from zarr_vectors.core.io import PayloadArray, quiet_vlen, read_dense_rows
-from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts
+from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts, unique_sorted
 from zarr_vectors.core.store import open_level, read_root_metadata
 from zarr_vectors.errors import CorruptPayloadError, InvalidInputError, StoreNotFoundError
 from zarr_vectors.spec import layout as L
@@ -258,7 +258,7 @@ class LevelReader:
         refs, per_object = self.object_refs(ids)
         d = self.layout.ndim
         ref_flat = self.layout.flat_index(refs[:, :d]) if len(refs) else np.zeros(0, np.int64)
-        chunks = np.unique(ref_flat)
+        chunks = unique_sorted(ref_flat)
         counts_in_chunk = self.vertex_counts[chunks]
         base = offsets_from_counts(counts_in_chunk)[:-1]
         starts = base[np.searchsorted(chunks, ref_flat)] + refs[:, d]

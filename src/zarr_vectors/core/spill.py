@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.plan import GeometryParts
+from zarr_vectors.core.ragged import unique_sorted
 from zarr_vectors.core.writer import take_rows
 from zarr_vectors.errors import InvalidInputError
 
@@ -172,7 +173,7 @@ def spill_batch(
         link_fields: dict[str, npt.NDArray[Any] | None] = {"ends": parts.links}
         for name, col in parts.link_attributes.items():
             link_fields[f"a_{name}"] = col.values
-        for i in np.unique(owner).tolist():
+        for i in unique_sorted(owner).tolist():
             sel = np.flatnonzero(owner == i)
             prefix = "l" + prefixes[i][1:]
             _save_fields(root / prefix, batch, link_fields, sel)

@@ -284,8 +284,11 @@ class LasSource(Source):
 
     def __init__(self, path: PathLike) -> None:
         super().__init__(path)
-        with laspy.open(self.path) as reader:
-            self.header = reader.header
+        try:
+            with laspy.open(self.path) as reader:
+                self.header = reader.header
+        except laspy.errors.LaspyException as exc:
+            raise InvalidInputError(f"{self.path}: not a valid LAS/LAZ file: {exc}") from exc
         self.metadata: LasMetadata = header_metadata(self.header)
 
     def extent(self) -> Extent:
@@ -417,7 +420,9 @@ def _derived_metadata(meta: RootMetadata, batch: PointBatch | None) -> dict[str,
     if meta.spatial_dims == 2:
         lo[2] = hi[2] = 0.0
     span = np.maximum(hi - lo, 0.0)
-    scales = [0.001 if s <= 0 else max(0.001, 10.0 ** math.ceil(math.log10(s / _MAX_INT32))) for s in span]
+    scales = [
+        0.001 if s <= 0 else max(0.001, 10.0 ** math.ceil(math.log10(s / _MAX_INT32))) for s in span
+    ]
     return {
         "version": "1.2" if pf < 6 else "1.4",
         "point_format": pf,

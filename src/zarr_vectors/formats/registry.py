@@ -194,7 +194,7 @@ class Source(abc.ABC):
     ) -> WriteSummary:
         """Write the file as level 0 of a new store."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook: most sources hold no open file
         """Release open files (the default holds none)."""
 
     def __enter__(self) -> Self:
@@ -374,11 +374,14 @@ def open_source(path: PathLike, **options: Any) -> Source:
 # -- chunk shapes ---------------------------------------------------------------------------
 
 
+_ROUND = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
+
+
 def _nice(value: float) -> float:
-    """Round to the nearest (in log scale) of 1, 2, 2.5, 5 times a power of ten."""
+    """Round to the nearest (in log scale) of 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × a power of ten."""
     exp = math.floor(math.log10(value))
     best = min(
-        (m * 10.0**e for e in (exp - 1, exp, exp + 1) for m in (1.0, 2.0, 2.5, 5.0)),
+        (m * 10.0**e for e in (exp - 1, exp, exp + 1) for m in _ROUND),
         key=lambda c: abs(math.log(c / value)),
     )
     return float(f"{best:.12g}")
@@ -390,7 +393,7 @@ def suggest_chunk_shape(
     """Pick a cubic chunk shape holding about ``target`` vertices on average.
 
     The side ``s`` solves ``prod(max(1, span_d / s)) = n / target`` (flat axes count once), then
-    rounds to 1, 2, 2.5 or 5 times a power of ten.
+    rounds to a round number (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten).
 
     Parameters
     ----------
@@ -593,8 +596,11 @@ def convert(
         if chunk_shape is None:
             extent = src.extent()
             chunk = suggest_chunk_shape(extent)
-            per = extent.n_vertices / max(1, _chunks_spanned(extent, chunk))
-            report.note(f"chunk shape {_fmt(chunk)} (from the data extent, ~{per:,.0f} vertices/chunk)")
+            spanned = _chunks_spanned(extent, chunk)
+            report.note(
+                f"chunk shape {_fmt(chunk)} from the data extent: {extent.n_vertices:,} vertices "
+                f"over {spanned:,} chunks of the bounding box"
+            )
         else:
             chunk = tuple(float(c) for c in chunk_shape)
         bins = (

@@ -11,11 +11,14 @@ unchanged, so a newer writer's metadata survives a rewrite by this library.  An 
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NotRequired, TypedDict
+
+import numpy as np
 
 from zarr_vectors.errors import MetadataValidationError, ZVUserWarning
 from zarr_vectors.spec.conventions import GeometryTypeName, SparsityStrategy
@@ -89,7 +92,9 @@ def parse_float_tuple(
     assert isinstance(value, Sequence)
     out: list[float] = []
     for i, v in enumerate(value):
-        if isinstance(v, bool) or not isinstance(v, int | float):
+        if isinstance(v, bool | np.bool_):
+            raise _fail(field_name, f"element {i} is a boolean, not a number: {v!r}")
+        if not isinstance(v, int | float):
             try:
                 v = float(v)  # numpy scalars
             except (TypeError, ValueError):
@@ -412,6 +417,13 @@ class MultiscaleMetadata:
         for d in self.datasets:
             if len(d.bin_ratio) != len(self.axes):
                 raise _fail("multiscales.datasets", f"level {d.level} has wrong dimensionality")
+        for a, b in itertools.pairwise(self.datasets):  # seed rule 7
+            if any(y < x for x, y in zip(a.bin_ratio, b.bin_ratio, strict=True)):
+                raise _fail(
+                    "multiscales.datasets",
+                    f"bin_ratio decreases from level {a.level} {list(a.bin_ratio)} to level "
+                    f"{b.level} {list(b.bin_ratio)}",
+                )
 
     def to_dict(self) -> MultiscaleDict:
         """Return the JSON form."""
@@ -527,6 +539,8 @@ class RootMetadata:
                 "multiscales.axes",
                 f"expected {d} axes (spatial_dims), got {len(self.multiscales.axes)}",
             )
+        for ds in self.multiscales.datasets:
+            check_divides(chunk, ds.bin_shape, f"multiscales level {ds.level} bin_shape")
         if self.multiscales.datasets[0].level != 0 or any(
             r != 1 for r in self.multiscales.datasets[0].bin_ratio
         ):

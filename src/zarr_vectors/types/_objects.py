@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, GroupTable, normalize_columns
+from zarr_vectors.core.ragged import unique_sorted
 from zarr_vectors.core.reader import LevelReader, ObjectRows
 from zarr_vectors.core.writer import check_positions
 from zarr_vectors.errors import InvalidInputError
@@ -176,7 +177,7 @@ def objects_touching(reader: LevelReader, box: BoundingBox) -> IntArray:
         return np.zeros(0, dtype=np.int64)
     pos = reader.rows(L.VERTICES, flats).values
     obj = reader.vertex_object_ids(flats)
-    return np.unique(obj[in_box(pos, box)])
+    return unique_sorted(obj[in_box(pos, box)])
 
 
 def select_objects(reader: LevelReader, query: Query) -> IntArray:

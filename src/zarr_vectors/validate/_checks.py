@@ -3,8 +3,8 @@
 Level N of :func:`~zarr_vectors.validate.validate` runs the checks of levels 1..N in order.  A
 check is a function ``(ValidationContext) -> None`` that emits findings and never raises for
 anything it reads from the store.  Levels 3 (consistency), 4 (geometry) and 5 (pyramid) are
-placeholders: add a module (``_consistency.py``, ``_geometry.py``, ``_pyramid.py``) and list its
-functions here.
+implemented in ``_consistency``, ``_geometry`` and ``_pyramid``; they read payloads through
+:mod:`zarr_vectors.core` in bounded batches (``_levelview``).
 """
 
 from __future__ import annotations
@@ -17,13 +17,20 @@ from zarr_vectors.validate._arrays import (
     check_array_properties,
     check_level_nodes,
 )
+from zarr_vectors.validate._consistency import (
+    check_chunks,
+    check_level_counts,
+    check_object_index,
+)
 from zarr_vectors.validate._context import ValidationContext
+from zarr_vectors.validate._geometry import check_link_geometry, check_path_continuity
 from zarr_vectors.validate._levels import check_attribute_names, check_datasets, check_level_attrs
 from zarr_vectors.validate._metadata import (
     check_multiscales_block,
     check_root_extras,
     check_seed_rules,
 )
+from zarr_vectors.validate._pyramid import check_pyramid
 from zarr_vectors.validate._structure import (
     check_documents,
     check_format_mixing,
@@ -64,9 +71,9 @@ CHECKS: Mapping[int, tuple[Check, ...]] = MappingProxyType(
             check_array_attr_values,
             check_attribute_names,
         ),
-        3: (),
-        4: (),
-        5: (),
+        3: (check_object_index, check_chunks, check_level_counts),
+        4: (check_link_geometry, check_path_continuity),
+        5: (check_pyramid,),
     }
 )
-"""Checks of each level, run in this order; an empty tuple means not implemented yet."""
+"""Checks of each level, run in this order."""

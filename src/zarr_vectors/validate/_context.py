@@ -99,8 +99,11 @@ class ValidationContext:
     def capped(
         self, check: str, severity: Severity, node: str, message: str, *, where: str = ""
     ) -> None:
-        """Record a finding about ``node`` (at ``where`` inside it, e.g. a chunk), at most
-        :data:`MAX_REPEATS` times per (check, node); :meth:`flush_suppressed` counts the rest."""
+        """Record a finding about ``node`` at most :data:`MAX_REPEATS` times per check.
+
+        ``where`` is appended to the finding's path (a chunk, ``"[1,0,2]"``); findings beyond
+        the limit are only counted, and :meth:`flush_suppressed` reports the count.
+        """
         key = (check, node)
         sev, n = self.suppressed.get(key, (severity, 0))
         self.suppressed[key] = (sev, n + 1)

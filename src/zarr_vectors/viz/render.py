@@ -31,6 +31,7 @@ from mpl_toolkits.mplot3d.art3d import (  # type: ignore[import-untyped]
 )
 
 from zarr_vectors.api import Reader
+from zarr_vectors.core.ragged import unique_sorted
 from zarr_vectors.core.reader import BBoxLike
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.errors import InvalidInputError
@@ -245,7 +246,7 @@ def _padded(tri_or_pos: FloatArray, width: int) -> FloatArray:
 def _thin(n: int, budget: int) -> IntArray:
     if n <= budget:
         return np.arange(n, dtype=np.int64)
-    return np.unique(np.linspace(0, n - 1, budget).astype(np.int64))
+    return unique_sorted(np.linspace(0, n - 1, budget).astype(np.int64))
 
 
 @dataclass(frozen=True)
