@@ -1,0 +1,119 @@
+"""Payload arrays: the batched fast path writes exactly what zarr-python reads, and back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numcodecs
+import numpy as np
+import pytest
+import zarr
+from zarr.codecs import GzipCodec, ZstdCodec
+from zarr.errors import UnstableSpecificationWarning
+from zarr.storage import LocalStore, MemoryStore
+
+import zarr_vectors as zv
+from zarr_vectors.core.io import create_payload_array, open_payload_array
+from zarr_vectors.errors import CorruptPayloadError
+from zarr_vectors.testing.stores import ZIP_DUPLICATE_NAMES, StoreFactory
+
+GRID = (5, 4)
+PAYLOADS = {0: b"first", 3: b"", 7: bytes(range(256)) * 3, 19: b"\x00", 12: b"x" * 1000}
+
+CODECS = {
+    "default": ("default", "default"),
+    "none": (None, None),
+    "zstd_checksum": (ZstdCodec(level=1, checksum=True), numcodecs.Zstd(level=1)),
+    "gzip_generic_path": (GzipCodec(level=1), numcodecs.GZip(level=1)),
+}
+
+STORES = [
+    "memory",
+    "local",
+    pytest.param("zip", marks=pytest.mark.filterwarnings(ZIP_DUPLICATE_NAMES)),
+]
+
+
+def native(array: zarr.Array[Any]) -> list[bytes]:
+    """Every element as zarr-python itself decodes it (flat, C order)."""
+    return [bytes(v) for v in np.asarray(array[...], dtype=object).ravel()]
+
+
+def write_and_check(factory: StoreFactory, zarr_format: int, compressor: Any,
+                    shards: tuple[int, ...] | None) -> None:  # fmt: skip
+    store = factory()
+    root = zarr.open_group(store, mode="w", zarr_format=zarr_format)  # type: ignore[arg-type]
+    arr = create_payload_array(root, "p", GRID, attributes={"zv_array": "vertices"},
+                               compressor=compressor, shards=shards)  # fmt: skip
+    flats = np.array(list(PAYLOADS), dtype=np.int64)
+    arr.write(flats[:2], [PAYLOADS[int(f)] for f in flats[:2]])
+    arr.write(flats[2:], [PAYLOADS[int(f)] for f in flats[2:]])  # second batch: shard merge
+    expected = [PAYLOADS.get(i, b"") for i in range(int(np.prod(GRID)))]
+    assert arr.read(np.arange(int(np.prod(GRID)))) == expected
+    reader = factory.for_reading(store)
+    group = zarr.open_group(reader, mode="r")
+    assert native(group["p"]) == expected  # type: ignore[arg-type]
+    again = open_payload_array(group, "p")
+    assert again.read(np.array([19, 0, 1], dtype=np.int64)) == [b"\x00", b"first", b""]
+    assert again.attrs["zv_array"] == "vertices"
+
+
+@pytest.mark.filterwarnings("ignore::zarr.errors.UnstableSpecificationWarning")
+@pytest.mark.parametrize("kind", STORES)
+@pytest.mark.parametrize("codec", CODECS.values(), ids=CODECS.keys())
+@pytest.mark.parametrize("zarr_format", [2, 3], ids=["v2", "v3"])
+def test_payloads_match_zarr_python(tmp_path: Path, kind: str, codec: Any,
+                                    zarr_format: int) -> None:  # fmt: skip
+    factory = StoreFactory(kind, tmp_path)
+    try:
+        write_and_check(factory, zarr_format, codec[3 - zarr_format], None)
+    finally:
+        factory.close()
+
+
+@pytest.mark.filterwarnings("ignore::zarr.errors.UnstableSpecificationWarning")
+@pytest.mark.parametrize("kind", STORES)
+@pytest.mark.parametrize("shards", [(1, 1), (2, 2), (5, 4), (3, 1)])
+@pytest.mark.parametrize("codec", ["default", "none"])
+def test_sharded_payloads_match_zarr_python(tmp_path: Path, kind: str,
+                                            shards: tuple[int, ...], codec: str) -> None:  # fmt: skip
+    factory = StoreFactory(kind, tmp_path)
+    try:
+        write_and_check(factory, 3, CODECS[codec][0], shards)
+    finally:
+        factory.close()
+
+
+def test_vlen_warning_is_silenced_by_the_library() -> None:
+    with pytest.warns(UnstableSpecificationWarning):  # zarr itself warns ...
+        zarr.create_array(MemoryStore(), shape=(1,), dtype=zarr.core.dtype.VariableLengthBytes())
+    root = zarr.open_group(MemoryStore(), mode="w")
+    create_payload_array(root, "p", (2,), attributes={})  # ... the library does not
+
+
+@pytest.mark.parametrize(
+    ("damage", "match"),
+    [
+        (b"garbage", "cannot decompress|malformed"),
+        (b"", "cannot decompress|truncated|malformed"),
+    ],
+)
+def test_corrupt_chunk_payload_names_array_and_chunk(tmp_path: Path, damage: bytes,
+                                                     match: str) -> None:  # fmt: skip
+    path = tmp_path / "s.zarrvectors"
+    zv.write_points(str(path), np.array([[1.0, 1.0], [15.0, 1.0]]), chunk_shape=(10.0, 10.0))
+    (path / "0" / "vertices" / "c" / "1" / "0").write_bytes(damage)
+    with pytest.raises(CorruptPayloadError, match=match) as info:
+        zv.read_points(str(path))
+    assert "vertices" in str(info.value)
+
+
+def test_payload_not_a_whole_number_of_rows(tmp_path: Path) -> None:
+    path = tmp_path / "s.zarrvectors"
+    zv.write_points(LocalStore(path), np.array([[1.0, 1.0]]), chunk_shape=(10.0, 10.0))
+    root = zarr.open_group(str(path), mode="r+")
+    arr = open_payload_array(root["0"], "vertices")  # type: ignore[arg-type]
+    arr.write(np.array([0]), [b"\x00" * 12])  # 12 bytes is not a (2 x float64) row
+    with pytest.raises(CorruptPayloadError, match=r"not a whole number of 2x.*rows"):
+        zv.read_points(str(path))
