@@ -268,13 +268,6 @@ def test_chunks_touching_checks_dimensions() -> None:
         lay.chunks_touching(BoundingBox(min=(0.0, 0.0, 0.0), max=(1.0, 1.0, 1.0)))
 
 
-def test_chunks_inside() -> None:
-    lay = layout((10.0,), origin=(-3,), shape=(6,))
-    flat = lay.flat_index(np.array([[-1], [0], [1]]))
-    box = BoundingBox(min=(-10.0,), max=(15.0,))
-    assert lay.chunks_inside(flat, box).tolist() == [True, True, False]
-
-
 def check_touching_covers_points(chunk: tuple[float, ...], bins: tuple[float, ...],
                                  pos: np.ndarray, box: tuple[tuple[float, ...], ...],
                                  grid: int = 20) -> None:  # fmt: skip
@@ -321,18 +314,3 @@ def test_chunks_touching_covers_points_with_decimal_chunks_and_subnormals(case: 
 def test_chunks_touching_misses_rounded_points(chunk: float, p: float, hi: float) -> None:
     assert p < hi
     check_touching_covers_points((chunk,), (chunk,), np.array([[p]]), ((-1.0,), (hi,)), 100)
-
-
-@pytest.mark.xfail(
-    reason="BUG (latent, chunks_inside is unused): a chunk whose float lower edge k*C lies above "
-    "a point stored in it (p=1.7 in chunk 17 of C=0.1) is reported wholly inside a box "
-    "starting at k*C, though the point is not in the box",
-    strict=True,
-)
-def test_chunks_inside_respects_points_rounded_into_a_chunk() -> None:
-    lay = layout((0.1,), origin=(0,), shape=(40,))
-    pos = np.array([[1.7]])
-    flat = lay.flat_index(lay.chunk_coords(pos))
-    box = BoundingBox(min=(17 * 0.1,), max=(4.0,))
-    assert not np.all((pos >= box.min) & (pos < box.max))
-    assert not lay.chunks_inside(flat, box).any()

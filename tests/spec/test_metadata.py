@@ -240,11 +240,6 @@ def test_root_metadata_round_trip_through_a_store(meta: RootMetadata, zarr_forma
     assert read_root_metadata(root) == meta
 
 
-@pytest.mark.xfail(
-    reason="BUG: RootMetadata accepts type_metadata keys its geometry type does not define and "
-    "extra keys that shadow known keys; from_dict(to_dict(x)) != x for such x",
-    strict=True,
-)
 @pytest.mark.parametrize(
     "changes",
     [{"type_metadata": {"step_size": 1.0}}, {"extra": {"spatial_dims": 5}}],

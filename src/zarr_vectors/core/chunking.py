@@ -37,8 +37,14 @@ def grid_for_bounds(
     ChunkGrid(origin=(-1, 0), shape=(3, 2))
     """
     c = np.asarray(chunk_shape, dtype=np.float64)
-    first = np.floor(np.asarray(lo, dtype=np.float64) / c).astype(np.int64)
-    last = np.floor(np.asarray(hi, dtype=np.float64) / c).astype(np.int64)
+    lo_c = np.floor(np.asarray(lo, dtype=np.float64) / c)
+    hi_c = np.floor(np.asarray(hi, dtype=np.float64) / c)
+    if np.any(np.abs(lo_c) > 2.0**53) or np.any(np.abs(hi_c) > 2.0**53):
+        raise InvalidInputError(
+            f"coordinates {list(np.asarray(lo))} .. {list(np.asarray(hi))} are too large for "
+            f"chunk_shape {c.tolist()}: chunk indices would exceed 2**53"
+        )
+    first, last = lo_c.astype(np.int64), hi_c.astype(np.int64)
     shape = last - first + 1
     if float(np.prod(shape.astype(np.float64))) > MAX_GRID_CHUNKS:
         raise InvalidInputError(
@@ -205,11 +211,3 @@ class ChunkLayout:
             return np.zeros(0, dtype=np.int64)
         axes = np.meshgrid(*[np.arange(a, b) for a, b in zip(lo, hi, strict=True)], indexing="ij")
         return np.ravel_multi_index(tuple(a.ravel() for a in axes), tuple(shape)).astype(np.int64)
-
-    def chunks_inside(self, flat: IntArray, bbox: BoundingBox) -> npt.NDArray[np.bool_]:
-        """Return, per flat chunk index, whether the chunk lies wholly inside ``bbox``."""
-        lo, hi = self.chunk_box(self.coords_of_flat(flat))
-        inside: npt.NDArray[np.bool_] = np.all(
-            (lo >= np.asarray(bbox.min)) & (hi <= np.asarray(bbox.max)), axis=1
-        )
-        return inside

@@ -21,6 +21,7 @@ from zarr_vectors.spec.metadata import (
     DatasetMetadata,
     LevelMetadata,
     MultiscaleMetadata,
+    check_divides,
     parse_int_tuple,
 )
 
@@ -86,8 +87,18 @@ def add_resolution_level(
     ratio = parse_int_tuple(bin_ratio, "bin_ratio", length=meta.spatial_dims, minimum=1)
     if level < 1:
         raise InvalidInputError("level 0 is written by write_*; added levels start at 1")
-    if level in list_resolution_levels(root):
+    levels = list_resolution_levels(root)
+    if level in levels:
         raise StoreExistsError(f"level {level} already exists")
+    check_divides(meta.chunk_shape, meta.bin_shape_for(ratio), "bin_ratio bin shape")
+    for other in levels:  # seed rule 7: ratios never decrease with the level number
+        theirs = read_level_metadata(root, other).bin_ratio
+        lower, higher = (theirs, ratio) if other < level else (ratio, theirs)
+        if any(h < lo for lo, h in zip(lower, higher, strict=True)):
+            raise MetadataValidationError(
+                f"bin_ratio {list(ratio)} for level {level} is not monotone with level {other} "
+                f"({list(theirs)}); ratios must not decrease as levels grow"
+            )
     lvl = LevelMetadata(
         level=level,
         bin_ratio=ratio,

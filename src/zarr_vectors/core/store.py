@@ -169,6 +169,11 @@ def open_store(
     if mode not in ("r", "r+", "a"):
         raise InvalidInputError(f"open_store mode must be 'r', 'r+' or 'a', got {mode!r}")
     handle = resolve_store(path, mode=mode, storage_options=storage_options)
+    if handle.zip_path is not None and mode != "r":
+        raise InvalidInputError(
+            f"{handle.zip_path} is a zip store: zip entries cannot be rewritten, so it opens "
+            "read-only; edit a directory store and zip it again"
+        )
     try:
         with quiet_vlen():
             root = zarr.open_group(handle.store, mode=_zarr_mode(handle, mode))

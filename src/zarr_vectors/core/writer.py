@@ -548,9 +548,10 @@ def write_store(
     opts: StoreOptions,
 ) -> WriteSummary:
     """Write a complete single-level store (root metadata last)."""
-    grid, data_box = _store_bounds(parts, opts)
     d = parts.positions.shape[1]
-    layout = ChunkLayout(*_shapes(opts, d), grid)
+    shapes = _shapes(opts, d)  # names chunk_shape / bin_shape problems before anything else
+    grid, data_box = _store_bounds(parts, opts)
+    layout = ChunkLayout(*shapes, grid)
     plan = plan_level(parts, layout)  # every input error surfaces before the store is touched
 
     def fill(w: LevelWriter, _: ChunkLayout) -> tuple[int, int, int]:

@@ -541,6 +541,17 @@ class RootMetadata:
             )
         for ds in self.multiscales.datasets:
             check_divides(chunk, ds.bin_shape, f"multiscales level {ds.level} bin_shape")
+        allowed = TYPE_SPECIFIC_KEYS.get(self.geometry_type, ())
+        stray = sorted(set(self.type_metadata) - set(allowed))
+        if stray:
+            raise _fail(
+                "type_metadata",
+                f"keys {stray} do not belong to geometry type "
+                f"{self.geometry_type.value!r} (allowed: {list(allowed)})",
+            )
+        shadow = sorted(set(self.extra) & (set(_ROOT_KEYS) | set(allowed)))
+        if shadow:
+            raise _fail("extra", f"keys {shadow} are ZVF keys, not extra keys")
         if self.multiscales.datasets[0].level != 0 or any(
             r != 1 for r in self.multiscales.datasets[0].bin_ratio
         ):
