@@ -1,0 +1,222 @@
+"""Conversion benchmark: ``zarr-vectors convert`` of a TRK (and TCK) file vs nibabel loading it.
+
+Data: :func:`benchmarks.datasets.make_streamlines` with ``--n`` streamlines of exactly
+``--vertices`` vertices (default 100k x 100 = 10M vertices, one float32 per-vertex scalar),
+saved with nibabel (TRK with the scalar as ``fa``; TCK coordinates only).  Each repeat, in this
+order and in one process:
+
+* ``nibabel load``: ``nibabel.streamlines.load(path)`` (eager: every streamline in memory);
+* ``convert``: :func:`zarr_vectors.formats.registry.convert` with the CLI defaults (chunk shape
+  chosen from the extent, bins = chunk / 4, in-memory write below 20M vertices) into a fresh
+  store; its two phases are timed separately on the side (``read``: opening and gathering the
+  file; ``write``: the store write);
+* optionally (``--cli``) the same conversion as a ``zarr-vectors convert`` subprocess.
+
+Times are medians over ``--repeat`` (min in brackets).  The target: converting a TRK takes less
+time than nibabel alone takes to load it.  The stored coordinates are checked against nibabel's.
+
+Usage::
+
+    python -m benchmarks.bench_convert                    # 100k x 100, repeat 3
+    python -m benchmarks.bench_convert --n 2000 --repeat 1 --formats trk
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nibabel as nib
+import numpy as np
+from nibabel.streamlines import ArraySequence, TckFile, Tractogram, TrkFile
+
+from benchmarks import datasets as ds
+from benchmarks.ours import new_workdir
+from benchmarks.report import Target, environment, render_targets
+from zarr_vectors.formats.registry import WriteOptions, convert, default_bin_shape
+from zarr_vectors.formats.tractography import open_tck, open_trk
+from zarr_vectors.types.polylines import read_streamlines
+
+OPENERS: dict[str, Callable[[Path], Any]] = {"trk": open_trk, "tck": open_tck}
+
+
+@dataclass
+class Timings:
+    """Seconds per repeat of one format."""
+
+    fmt: str
+    vertices: int
+    nibabel_load: list[float] = field(default_factory=list)
+    convert: list[float] = field(default_factory=list)
+    read: list[float] = field(default_factory=list)
+    write: list[float] = field(default_factory=list)
+    cli: list[float] = field(default_factory=list)
+    chunk_shape: tuple[float, ...] = ()
+    chunks: int = 0
+    correct: bool = False
+
+
+def _sequence(data: ds.StreamlinesData, values: np.ndarray) -> ArraySequence:
+    seq = ArraySequence()
+    seq._data = values  # nibabel has no public (data, offsets) constructor
+    seq._offsets = data.offsets[:-1]
+    seq._lengths = np.diff(data.offsets)
+    return seq
+
+
+def write_inputs(data: ds.StreamlinesData, folder: Path, formats: Sequence[str]) -> dict[str, Path]:
+    """Save the streamlines with nibabel (not timed)."""
+    out = {}
+    streamlines = _sequence(data, data.positions)
+    if "trk" in formats:
+        tg = Tractogram(
+            streamlines,
+            data_per_point={"fa": _sequence(data, data.attr.reshape(-1, 1))},
+            affine_to_rasmm=np.eye(4),
+        )
+        header = {"dimensions": np.array([200, 220, 150]), "voxel_sizes": np.ones(3)}
+        out["trk"] = folder / "tracts.trk"
+        TrkFile(tg, header=header).save(str(out["trk"]))
+    if "tck" in formats:
+        out["tck"] = folder / "tracts.tck"
+        TckFile(Tractogram(streamlines, affine_to_rasmm=np.eye(4))).save(str(out["tck"]))
+    return out
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - t0, result
+
+
+def _phases(path: Path, store: Path, t: Timings) -> None:
+    """Time reading and writing separately, with the shapes convert chose."""
+    shutil.rmtree(store, ignore_errors=True)
+    with OPENERS[t.fmt](path) as src:
+        seconds, _ = _timed(src.everything)
+        t.read.append(seconds)
+        opts = WriteOptions(
+            chunk_shape=t.chunk_shape, bin_shape=default_bin_shape(t.chunk_shape), overwrite=True
+        )
+        seconds, _ = _timed(lambda: src.write(str(store), opts))
+        t.write.append(seconds)
+
+
+def bench_format(path: Path, workdir: Path, repeat: int, cli: bool) -> Timings:
+    fmt = path.suffix[1:]
+    store = workdir / f"{fmt}.zarrvectors"
+    t = Timings(fmt, 0)
+    for _ in range(repeat):
+        seconds, tractogram = _timed(lambda: nib.streamlines.load(str(path)))
+        t.nibabel_load.append(seconds)
+        reference = np.asarray(tractogram.streamlines.get_data(), np.float32)
+        del tractogram
+        shutil.rmtree(store, ignore_errors=True)
+        seconds, report = _timed(lambda: convert(path, str(store), overwrite=True))
+        t.convert.append(seconds)
+        t.chunk_shape, t.chunks = report.chunk_shape, report.summary.chunk_count
+        t.vertices = report.summary.vertex_count
+        t.correct = bool(np.array_equal(read_streamlines(str(store)).positions, reference))
+        del reference
+        _phases(path, store, t)
+        if cli:
+            shutil.rmtree(store, ignore_errors=True)
+            cmd = [sys.executable, "-m", "zarr_vectors.cli", "convert", str(path), str(store)]
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True)
+            t.cli.append(time.perf_counter() - t0)
+    return t
+
+
+def _fmt(values: Sequence[float]) -> str:
+    if not values:
+        return "-"
+    return f"{statistics.median(values):.2f} s ({min(values):.2f})"
+
+
+def render(results: Sequence[Timings]) -> str:
+    lines = [
+        (
+            "| format | vertices | nibabel load | convert | read / write phases | CLI | "
+            "convert / load | chunk shape (chunks) | coordinates equal |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for t in results:
+        ratio = statistics.median(t.convert) / statistics.median(t.nibabel_load)
+        phases = f"{_fmt(t.read)} / {_fmt(t.write)}"
+        lines.append(
+            f"| {t.fmt} | {t.vertices:,} | {_fmt(t.nibabel_load)} | {_fmt(t.convert)} | {phases} "
+            f"| {_fmt(t.cli)} | {ratio:.2f} | {list(t.chunk_shape)} ({t.chunks}) "
+            f"| {'yes' if t.correct else 'NO'} |"
+        )
+    return "\n".join(lines)
+
+
+def targets(results: Sequence[Timings]) -> list[Target]:
+    out = []
+    for t in results:
+        if t.fmt != "trk":
+            continue
+        conv, load = statistics.median(t.convert), statistics.median(t.nibabel_load)
+        out.append(
+            Target(
+                f"TRK {t.vertices:,} vertices converted faster than nibabel loads it",
+                conv < load,
+                f"convert {conv:.2f} s vs nibabel load {load:.2f} s (medians)",
+            )
+        )
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=100_000, help="streamlines (default 100,000)")
+    parser.add_argument("--vertices", type=int, default=100, help="vertices per streamline")
+    parser.add_argument("--repeat", type=int, default=3, help="timing repeats (median)")
+    parser.add_argument("--formats", default="trk,tck", help="comma-separated: trk, tck")
+    parser.add_argument("--cli", action="store_true", help="also time the CLI in a subprocess")
+    parser.add_argument("--workdir", type=Path, default=None, help="scratch directory")
+    parser.add_argument("--json", type=Path, default=None, help="write results as JSON")
+    parser.add_argument("--keep", action="store_true", help="keep the files and stores")
+    args = parser.parse_args(argv)
+    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+    workdir = args.workdir or new_workdir("convert")
+    workdir.mkdir(parents=True, exist_ok=True)
+    data = ds.make_streamlines(args.n, args.vertices, vary_length=False)
+    t0 = time.perf_counter()
+    paths = write_inputs(data, workdir, formats)
+    setup = time.perf_counter() - t0
+    print(f"wrote {', '.join(str(p) for p in paths.values())} with nibabel in {setup:.1f} s")
+    del data
+    results = [bench_format(paths[f], workdir, args.repeat, args.cli) for f in formats]
+    found = targets(results)
+    print(render(results))
+    print()
+    print(render_targets(found))
+    if args.json is not None:
+        doc = {
+            "script": "bench_convert",
+            "args": {k: str(v) for k, v in vars(args).items()},
+            "environment": environment(),
+            "results": [asdict(r) for r in results],
+            "targets": [asdict(t) for t in found],
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(doc, indent=1, default=str))
+    if not args.keep and args.workdir is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0 if all(r.correct for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
