@@ -439,14 +439,6 @@ def test_write_errors(case: ExpectFail) -> None:
         zv.open_store(store)
 
 
-@pytest.mark.xfail(
-    reason="BUG: write_points validates chunk_shape after computing the chunk grid from it: a "
-    "wrong-length chunk_shape raises numpy's 'operands could not be broadcast' ValueError and "
-    "a negative one 'chunk_grid.shape: element 1 must be >= 1, got -2'; neither names "
-    "chunk_shape",
-    raises=(AssertionError, ValueError),
-    strict=True,
-)
 @pytest.mark.parametrize(
     ("chunk_shape", "match"),
     [((10.0, 10.0), "chunk_shape: expected 3 values"), ((10.0, -1.0, 10.0), "chunk_shape")],
@@ -457,14 +449,6 @@ def test_bad_chunk_shape_is_named(chunk_shape: tuple[float, ...], match: str) ->
         zv.write_points(MemoryStore(), POS4, chunk_shape=chunk_shape)
 
 
-@pytest.mark.xfail(
-    reason="BUG: coordinates whose chunk index overflows int64 (|p / chunk| >= 2**63) are "
-    "cast silently: one point at 1e20 with chunk 10 writes chunk_grid.origin -2**63 (with a "
-    "numpy RuntimeWarning); two points raise 'chunk_grid.shape: element 0 must be >= 1, got "
-    "-9223372036854775808'.  Expected an InvalidInputError naming the row",
-    raises=(RuntimeWarning, AssertionError, MetadataValidationError),
-    strict=True,
-)
 @pytest.mark.parametrize("pos", [[[1e20, 0.0]], [[0.0, 0.0], [1e20, 0.0]], [[-3.4e38, 0.0]]])
 def test_coordinates_beyond_the_chunk_index_range(pos: list[list[float]]) -> None:
     with pytest.raises(InvalidInputError, match="row"):

@@ -166,7 +166,7 @@ def encode_vertices(
     )
 
 
-def decode_vertices(data: bytes, n_rows: int, ndim: int) -> npt.NDArray[np.float32]:
+def decode_vertices(data: bytes | memoryview, n_rows: int, ndim: int) -> npt.NDArray[np.float32]:
     """Decode one chunk's Draco buffer to (n_rows, ndim) float32 rows in stored order.
 
     Raises
@@ -192,7 +192,10 @@ def decode_vertices(data: bytes, n_rows: int, ndim: int) -> npt.NDArray[np.float
 
 
 def decode_payloads(
-    payloads: Sequence[bytes], counts: Sequence[int] | npt.NDArray[np.int64], ndim: int, where: str
+    payloads: Sequence[bytes | memoryview],
+    counts: Sequence[int] | npt.NDArray[np.int64],
+    ndim: int,
+    where: str,
 ) -> npt.NDArray[np.float32]:
     """Decode several chunks' buffers and concatenate their rows (chunk order kept).
 

@@ -123,9 +123,9 @@ class _ElementCodec:
             return raw
         return bytes(self.compressor.encode(raw))
 
-    def decode(self, data: bytes, where: str) -> bytes:
+    def decode(self, data: bytes, where: str) -> bytes | memoryview:
         try:
-            raw = data if self.compressor is None else bytes(self.compressor.decode(data))
+            raw = data if self.compressor is None else self.compressor.decode(data)
         except (RuntimeError, ValueError, TypeError) as exc:
             raise CorruptPayloadError(f"{where}: cannot decompress ({exc})") from exc
         if len(raw) < _HEADER.size:
@@ -136,7 +136,7 @@ class _ElementCodec:
                 f"{where}: malformed vlen-bytes element (count {count}, length {length}, "
                 f"{len(raw) - _HEADER.size} bytes present)"
             )
-        return raw[_HEADER.size :]
+        return memoryview(raw)[_HEADER.size :]  # no copy: rows are joined once by the reader
 
 
 def _chain_codec(codecs: Sequence[Any]) -> _ElementCodec | None:
@@ -342,7 +342,7 @@ class PayloadArray:
         with quiet_vlen():
             self.array.set_coordinate_selection(idx, values)
 
-    def read(self, flat_indices: npt.NDArray[np.int64]) -> list[bytes]:
+    def read(self, flat_indices: npt.NDArray[np.int64]) -> Sequence[bytes | memoryview]:
         """Return the element of each flat grid index (``b""`` where nothing is stored)."""
         flats = [int(i) for i in flat_indices]
         if not flats:

@@ -100,7 +100,7 @@ class LevelReader:
             raise StoreNotFoundError("root metadata has no chunk_grid; cannot locate chunks")
         self.layout = ChunkLayout(self.meta.chunk_shape, self.level_meta.bin_shape, grid)
         self._arrays: dict[str, PayloadArray] = {}
-        self._cache: dict[tuple[str, int], bytes] | None = None
+        self._cache: dict[tuple[str, int], bytes | memoryview] | None = None
         self._dense_cache: dict[tuple[str, int], npt.NDArray[Any]] = {}
 
     # -- metadata -----------------------------------------------------------------------------
@@ -166,7 +166,7 @@ class LevelReader:
         finally:
             self._cache = None
 
-    def _payloads(self, path: str, flats: IntArray) -> list[bytes]:
+    def _payloads(self, path: str, flats: IntArray) -> Sequence[bytes | memoryview]:
         arr = self.payload(path)
         if self._cache is None:
             return arr.read(flats)

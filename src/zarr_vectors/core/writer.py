@@ -550,6 +550,7 @@ def write_store(
     """Write a complete single-level store (root metadata last)."""
     d = parts.positions.shape[1]
     shapes = _shapes(opts, d)  # names chunk_shape / bin_shape problems before anything else
+    _check_chunk_range(parts.positions, shapes[0])
     grid, data_box = _store_bounds(parts, opts)
     layout = ChunkLayout(*shapes, grid)
     plan = plan_level(parts, layout)  # every input error surfaces before the store is touched
@@ -560,6 +561,18 @@ def write_store(
         return len(parts.positions), objects, len(plan.chunks)
 
     return write_store_with(store, geometry_type, (grid, data_box, d), opts, fill)
+
+
+def _check_chunk_range(pos: npt.NDArray[np.floating], chunk: tuple[float, ...]) -> None:
+    """Refuse coordinates whose chunk index cannot be represented exactly (|p / C| > 2**53)."""
+    for axis, c in enumerate(chunk):
+        col = np.abs(np.asarray(pos[:, axis], dtype=np.float64)) / c
+        if len(col) and col.max() > 2.0**53:
+            row = int(np.argmax(col))
+            raise InvalidInputError(
+                f"positions: coordinate {pos[row, axis]} at row {row}, column {axis} is too "
+                f"large for chunk_shape {c} (chunk index beyond 2**53)"
+            )
 
 
 def _shapes(opts: StoreOptions, d: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
