@@ -20,6 +20,7 @@ from typing import Annotated, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -43,6 +44,7 @@ from zarr_vectors.formats.registry import (
     STORE_SUFFIXES,
     ConvertReport,
     convert,
+    editable,
     export,
     format_for,
     is_store_path,
@@ -100,12 +102,12 @@ def parse_ratio(text: str) -> tuple[int, ...]:
 
 
 def _usage(console: Console, message: str) -> NoReturn:
-    console.print(f"[bold red]error:[/] {message}", highlight=False)
+    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(EXIT_USAGE)
 
 
 def _failure(console: Console, message: str) -> NoReturn:
-    console.print(f"[bold red]error:[/] {message}", highlight=False)
+    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(EXIT_FAILURE)
 
 
@@ -139,7 +141,7 @@ class RichProgress:
 
     def note(self, message: str) -> None:
         """Print a line above the bars."""
-        self._progress.console.print(message, highlight=False)
+        self._progress.console.print(escape(message), highlight=False)
 
     def close(self) -> None:
         """Complete the last bar."""
@@ -168,7 +170,7 @@ def _warnings_to(console: Console) -> Iterator[None]:
         warnings.simplefilter("always")
         yield
     for w in caught:
-        console.print(f"[yellow]warning:[/] {w.message}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(str(w.message))}", highlight=False)
 
 
 # -- convert --------------------------------------------------------------------------------
@@ -191,7 +193,7 @@ def _check_convert_paths(err: Console, source: Path, store: Path, overwrite: boo
 
 def _print_report(console: Console, store: Path, report: ConvertReport) -> None:
     s = report.summary
-    table = Table(title=f"wrote {store}", show_header=False, title_justify="left")
+    table = Table(title=escape(f"wrote {store}"), show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
     table.add_row("geometry type", s.geometry_type.value)
@@ -374,7 +376,7 @@ def export_command(
         _usage(err, str(exc))
     except (ZarrVectorsError, OSError, ValueError) as exc:
         _failure(err, f"cannot export {store} to {info.name}: {exc}")
-    Console().print(f"wrote {out} ({info.name}, level {level})", highlight=False)
+    Console().print(escape(f"wrote {out} ({info.name}, level {level})"), highlight=False)
 
 
 # -- pyramid --------------------------------------------------------------------------------
@@ -408,6 +410,8 @@ def pyramid_command(
 ) -> None:
     """Build coarser resolution levels (a multiscale pyramid) in an existing store.
 
+    A .zip store is unpacked beside itself, extended and packed again.
+
     Example: zarr-vectors pyramid scan.zarrvectors --ratio 2,2,2 --ratio 4,4,4
     """
     err = Console(stderr=True)
@@ -417,9 +421,8 @@ def pyramid_command(
     try:
         with _warnings_to(err), _progress(err) as report:
             report.start(f"building {len(ratios)} level(s)", None)
-            levels = build_pyramid(
-                os.fspath(store), ratios, object_sparsity=spars, overwrite=overwrite
-            )
+            with editable(os.fspath(store)) as target:  # a .zip is rebuilt
+                levels = build_pyramid(target, ratios, object_sparsity=spars, overwrite=overwrite)
     except (StoreExistsError, InvalidInputError, MetadataValidationError) as exc:
         _usage(err, str(exc))  # the store reads: these are about the options
     except (ZarrVectorsError, OSError, ValueError) as exc:

@@ -33,7 +33,11 @@ import importlib
 import math
 import os
 import re
+import shutil
+import uuid
+import zipfile
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, TracebackType
@@ -68,6 +72,7 @@ __all__ = [
     "convert",
     "custom_section",
     "default_bin_shape",
+    "editable",
     "export",
     "format_for",
     "identifier",
@@ -111,10 +116,10 @@ class Extent:
     """Number of vertices (points, streamline points, graph nodes)."""
 
     @classmethod
-    def of(cls, positions: npt.NDArray[np.floating], ndim: int = 3) -> Extent:
+    def of(cls, positions: npt.NDArray[np.floating]) -> Extent:
         """Return the extent of an (N, D) array (a zero box at the origin when empty)."""
         if len(positions) == 0:
-            zeros = (0.0,) * (positions.shape[1] if positions.ndim == 2 else ndim)
+            zeros = (0.0,) * (positions.shape[1] if positions.ndim == 2 else 3)
             return cls(zeros, zeros, 0)
         lo = np.min(positions, axis=0).astype(np.float64)
         hi = np.max(positions, axis=0).astype(np.float64)
@@ -214,18 +219,18 @@ class Source(abc.ABC):
 
 @dataclass(frozen=True)
 class FormatInfo:
-    """One foreign format: its extensions, module and conversion functions."""
+    """One foreign format: its extensions, module and conversion functions.
+
+    The module ``zarr_vectors.formats.<module>`` defines ``open_<name>(path, **options) ->
+    Source`` and ``store_to_<name>(store, path, *, level, progress) -> None``.
+    """
 
     name: str
     """Short name, also the ``custom_metadata`` key of its header."""
     extensions: tuple[str, ...]
     """Lower-case file suffixes, with the dot."""
     module: str
-    """Dotted module path, imported on first use."""
-    opener: str
-    """Name of the module function ``(path, **options) -> Source``."""
-    exporter: str
-    """Name of the module function ``(store, path, *, level, progress) -> None``."""
+    """Module name inside :mod:`zarr_vectors.formats`, imported on first use."""
     exports: tuple[GeometryTypeName, ...]
     """Geometry types of the stores the exporter writes."""
     description: str
@@ -233,82 +238,27 @@ class FormatInfo:
     options: tuple[str, ...] = field(default=())
     """Keyword options the opener accepts besides ``path``."""
 
+    @property
+    def opener(self) -> str:
+        """Name of the module function opening a file as a :class:`Source`."""
+        return f"open_{self.name}"
 
+    @property
+    def exporter(self) -> str:
+        """Name of the module function writing a store to a file."""
+        return f"store_to_{self.name}"
+
+
+_COLS = ("columns",)
 FORMATS: tuple[FormatInfo, ...] = (
-    FormatInfo(
-        "las",
-        (".las", ".laz"),
-        "zarr_vectors.formats.las",
-        "open_las",
-        "store_to_las",
-        _POINTS,
-        "ASPRS LAS/LAZ point clouds (laspy, lazrs)",
-    ),
-    FormatInfo(
-        "ply",
-        (".ply",),
-        "zarr_vectors.formats.ply_points",
-        "open_ply",
-        "store_to_ply",
-        _POINTS,
-        "PLY vertices with all their properties",
-    ),
-    FormatInfo(
-        "csv",
-        (".csv",),
-        "zarr_vectors.formats.tables",
-        "open_csv",
-        "store_to_csv",
-        _POINTS,
-        "CSV tables of points, one row per point (pyarrow)",
-        ("columns",),
-    ),
-    FormatInfo(
-        "parquet",
-        (".parquet", ".pq"),
-        "zarr_vectors.formats.tables",
-        "open_parquet",
-        "store_to_parquet",
-        _POINTS,
-        "Parquet tables of points (pyarrow)",
-        ("columns",),
-    ),
-    FormatInfo(
-        "trk",
-        (".trk",),
-        "zarr_vectors.formats.tractography",
-        "open_trk",
-        "store_to_trk",
-        _PATHS,
-        "TrackVis streamlines (nibabel)",
-    ),
-    FormatInfo(
-        "tck",
-        (".tck",),
-        "zarr_vectors.formats.tractography",
-        "open_tck",
-        "store_to_tck",
-        _PATHS,
-        "MRtrix streamlines (nibabel)",
-    ),
-    FormatInfo(
-        "trx",
-        (".trx",),
-        "zarr_vectors.formats.tractography",
-        "open_trx",
-        "store_to_trx",
-        _PATHS,
-        "TRX tractograms (trx-python)",
-    ),
-    FormatInfo(
-        "graphml",
-        (".graphml",),
-        "zarr_vectors.formats.graphml",
-        "open_graphml",
-        "store_to_graphml",
-        _GRAPHS,
-        "GraphML graphs with node positions (networkx)",
-    ),
+    FormatInfo("las", (".las", ".laz"), "las", _POINTS, "ASPRS LAS/LAZ point clouds (laspy)"),
+    FormatInfo("ply", (".ply",), "ply_points", _POINTS, "PLY vertices with all their properties"),
+    FormatInfo("csv", (".csv",), "tables", _POINTS, "CSV tables, one row per point", _COLS),
+    FormatInfo("parquet", (".parquet", ".pq"), "tables", _POINTS, "Parquet tables", _COLS),
+    FormatInfo("trk", (".trk",), "tractography", _PATHS, "TrackVis streamlines (nibabel)"),
+    FormatInfo("tck", (".tck",), "tractography", _PATHS, "MRtrix streamlines (nibabel)"),
+    FormatInfo("trx", (".trx",), "tractography", _PATHS, "TRX tractograms (trx-python)"),
+    FormatInfo("graphml", (".graphml",), "graphml", _GRAPHS, "GraphML graphs (networkx)"),
 )
 """Every convertible format, in ``--help`` order."""
 
@@ -343,9 +293,9 @@ def load_format(info: FormatInfo) -> ModuleType:
         The module's third-party library is not installed.
     """
     try:
-        return importlib.import_module(info.module)
+        return importlib.import_module(f"zarr_vectors.formats.{info.module}")
     except ModuleNotFoundError as exc:
-        if exc.name is not None and (exc.name == "zarr_vectors" or exc.name.startswith("zarr_")):
+        if (exc.name or "").split(".")[0] == "zarr_vectors":  # our own bug, not an extra
             raise
         raise MissingDependencyError(
             f"{info.name} files need the {exc.name!r} package: {_EXTRA}"
@@ -621,8 +571,37 @@ def convert(
     levels: list[PyramidLevel] = []
     if pyramid:
         report.start(f"building {len(pyramid)} pyramid level(s)", None)
-        levels = build_pyramid(store, [tuple(r) for r in pyramid])
+        with editable(store) as target:
+            levels = build_pyramid(target, [tuple(r) for r in pyramid])
     return ConvertReport(info.name, chunk, bins, chosen, summary, levels)
+
+
+@contextmanager
+def editable(store: StoreLike) -> Iterator[StoreLike]:
+    """Yield a writable form of ``store`` for adding levels.
+
+    Zip entries cannot be rewritten, so a ``.zip`` path is unpacked into a directory beside it
+    and packed into a new zip that replaces the old one when the block succeeds (on failure the
+    zip is untouched).  Any other store is yielded as it is.
+    """
+    if not isinstance(store, str | os.PathLike) or Path(store).suffix.lower() != ".zip":
+        yield store
+        return
+    zip_path = Path(store)
+    tag = uuid.uuid4().hex[:8]
+    work = zip_path.with_name(f".{zip_path.name}.zv-edit-{tag}")
+    packed = zip_path.with_name(f".{zip_path.name}.zv-pack-{tag}")
+    try:
+        with zipfile.ZipFile(zip_path) as zf:
+            zf.extractall(work)
+        yield os.fspath(work)
+        with zipfile.ZipFile(packed, "w", zipfile.ZIP_STORED) as zf:
+            for f in sorted(p for p in work.rglob("*") if p.is_file()):
+                zf.write(f, f.relative_to(work).as_posix())
+        os.replace(packed, zip_path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        packed.unlink(missing_ok=True)
 
 
 def _chunks_spanned(extent: Extent, chunk: Sequence[float]) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
 import numpy as np
@@ -74,21 +75,16 @@ class TableMetadata(TypedDict):
     columns: list[TableColumn]
 
 
+@dataclass(frozen=True)
 class PointTable:
     """Points read from a table: positions, attributes and the column mapping."""
 
-    def __init__(
-        self,
-        positions: npt.NDArray[np.floating],
-        attributes: dict[str, npt.NDArray[Any]],
-        metadata: TableMetadata,
-    ) -> None:
-        self.positions = positions
-        """(N, D) coordinates."""
-        self.attributes = attributes
-        """Per-point values by attribute name."""
-        self.metadata = metadata
-        """Coordinate columns and the attribute column mapping."""
+    positions: npt.NDArray[np.floating]
+    """(N, D) coordinates."""
+    attributes: dict[str, npt.NDArray[Any]]
+    """Per-point values by attribute name."""
+    metadata: TableMetadata
+    """Coordinate columns and the attribute column mapping."""
 
     def __len__(self) -> int:
         return len(self.positions)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import abc
 import warnings
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -137,9 +137,9 @@ def _apply_affine(affine: npt.NDArray[Any], pts: npt.NDArray[Any]) -> npt.NDArra
     return out
 
 
-def _columns(named: Mapping[str, npt.NDArray[Any]], taken: set[str]) -> list[dict[str, Any]]:
+def _columns(names: Iterable[str], taken: set[str]) -> list[dict[str, Any]]:
     """Name mapping ``[{name, attribute}]`` for data arrays with arbitrary names."""
-    return [{"name": k, "attribute": identifier(k, taken)} for k in named]
+    return [{"name": k, "attribute": identifier(k, taken)} for k in names]
 
 
 def _squeeze(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -160,6 +160,10 @@ class _StreamlineSource(Source):
     format_name: ClassVar[str]
     offsets: IntArray
     """(n + 1,) vertex offsets of every streamline in the file."""
+
+    def __init__(self, path: PathLike) -> None:
+        super().__init__(path)
+        self._all: StreamlineBatch | None = None
 
     @abc.abstractmethod
     def batch(self, start: int, stop: int) -> StreamlineBatch:
@@ -189,12 +193,14 @@ class _StreamlineSource(Source):
             start = min(stop, n)
 
     def everything(self) -> StreamlineBatch:
-        """Gather every streamline (cached)."""
-        cached: StreamlineBatch | None = getattr(self, "_everything", None)
-        if cached is None:
-            cached = self.batch(0, len(self.offsets) - 1)
-            self._everything = cached
-        return cached
+        """Gather every streamline (cached until :meth:`close`)."""
+        if self._all is None:
+            self._all = self.batch(0, len(self.offsets) - 1)
+        return self._all
+
+    def close(self) -> None:
+        """Drop the cached streamlines."""
+        self._all = None
 
     def extent(self) -> Extent:
         """Return the vertex count and the exact bounding box (one pass over the file)."""
@@ -307,9 +313,8 @@ class TrkSource(_StreamlineSource):
         self.properties = _named_slices(
             self.header["property_name"], self.n_properties, "properties"
         )
-        taken: set[str] = set()
-        self._scalar_names = _columns({n: np.zeros(0) for n, _ in self.scalars}, taken)
-        self._property_names = _columns({n: np.zeros(0) for n, _ in self.properties}, set())
+        self._scalar_names = _columns((n for n, _ in self.scalars), set())
+        self._property_names = _columns((n for n, _ in self.properties), set())
 
     def _index(self) -> tuple[IntArray, IntArray]:
         """Word index of each streamline's first point, and point counts (one Python loop)."""
@@ -358,7 +363,7 @@ class TrkSource(_StreamlineSource):
         return StreamlineBatch(pos, off - off[0], attrs, obj)
 
     def metadata(self) -> dict[str, Any]:
-        """TRK space and the scalar/property name mapping."""
+        """Return the TRK space and the scalar and property name mappings."""
         out = {k: _jsonable(self.header[k]) for k in _TRK_SPACE if k in self.header}
         out["scalars"] = self._scalar_names
         out["properties"] = self._property_names
@@ -438,8 +443,7 @@ class TrxSource(_StreamlineSource):
         seq = self.trx.streamlines
         self._positions = seq._data
         self.offsets = np.append(np.asarray(seq._offsets, np.int64), len(seq._data))
-        taken: set[str] = set()
-        self._dpv = _columns(self.trx.data_per_vertex, taken)
+        self._dpv = _columns(self.trx.data_per_vertex, set())
         self._dps = _columns(self.trx.data_per_streamline, set())
         self._groups = {str(k): np.asarray(v, np.int64) for k, v in self.trx.groups.items()}
 
@@ -480,6 +484,7 @@ class TrxSource(_StreamlineSource):
 
     def close(self) -> None:
         """Close the TRX file (removes trx-python's temporary folder)."""
+        super().close()
         self.trx.close()
 
 
@@ -609,6 +614,17 @@ def store_to_tck(
     """Write a streamline store to an MRtrix TCK file (coordinates only; header fields kept).
 
     Attributes are skipped with a :class:`~zarr_vectors.errors.ZVUserWarning`: TCK holds none.
+
+    Parameters
+    ----------
+    store
+        A ``streamline`` or ``polyline`` store, coordinates in RAS+ mm.
+    path
+        Output file.
+    level
+        Resolution level to write.
+    progress
+        Receiver of progress reports.
     """
     report = progress or NullProgress()
     meta, pl = _read(store, level, report)
@@ -634,7 +650,19 @@ def _trx_groups(pl: Polylines) -> dict[str, npt.NDArray[np.uint32]]:
 def store_to_trx(
     store: StoreLike, path: PathLike, *, level: int = 0, progress: Progress | None = None
 ) -> None:
-    """Write a streamline store to a TRX file: dpv, dps, groups and dpg as imported."""
+    """Write a streamline store to a TRX file: dpv, dps, groups and dpg as imported.
+
+    Parameters
+    ----------
+    store
+        A ``streamline`` or ``polyline`` store, coordinates in RAS+ mm.
+    path
+        Output file.
+    level
+        Resolution level to write.
+    progress
+        Receiver of progress reports.
+    """
     report = progress or NullProgress()
     meta, pl = _read(store, level, report)
     trx_meta = custom_section(meta, "trx")

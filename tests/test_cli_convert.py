@@ -1,0 +1,372 @@
+"""``zarr-vectors convert / export / pyramid`` end to end on a small file of every format.
+
+``convert``, ``info``, ``pyramid``, ``validate`` and ``export`` run on each format in-process
+(CliRunner); as real subprocesses, every format goes through ``convert`` and one format through
+the whole chain (see :data:`FULL_IN_SUBPROCESS`).  Exit codes and messages of the usage errors
+are checked in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import laspy  # type: ignore[import-untyped, unused-ignore]
+import networkx as nx  # type: ignore[import-untyped, unused-ignore]
+import nibabel as nib
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
+import pyarrow.csv as pa_csv  # type: ignore[import-untyped, unused-ignore]
+import pyarrow.parquet as pq  # type: ignore[import-untyped, unused-ignore]
+import pytest
+import trimesh
+import trx.trx_file_memmap as tmm  # type: ignore[import-untyped, unused-ignore]
+from nibabel.streamlines import ArraySequence, TckFile, Tractogram, TrkFile
+from typer.testing import CliRunner
+
+import zarr_vectors as zv
+from zarr_vectors.cli import app
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
+
+RNG = np.random.default_rng(0)
+N_POINTS = 600
+
+
+def _points() -> np.ndarray:
+    return RNG.uniform(0, 40, (N_POINTS, 3))
+
+
+def _paths() -> list[np.ndarray]:
+    return [
+        (
+            RNG.uniform(5, 35, 3) + np.cumsum(RNG.normal(0, 1, (int(RNG.integers(2, 30)), 3)), 0)
+        ).astype(np.float32)
+        for _ in range(40)
+    ]
+
+
+def make_las(path: Path) -> None:
+    las = laspy.create(point_format=3, file_version="1.2")
+    pos = _points()
+    las.x, las.y, las.z = pos[:, 0], pos[:, 1], pos[:, 2]
+    las.intensity = RNG.integers(0, 1000, N_POINTS)
+    las.classification = RNG.integers(0, 9, N_POINTS)
+    las.gps_time = RNG.uniform(0, 100, N_POINTS)
+    las.write(path)
+
+
+def make_ply(path: Path) -> None:
+    colors = RNG.integers(0, 255, (N_POINTS, 4), dtype=np.uint8)
+    trimesh.PointCloud(_points(), colors=colors).export(path)
+
+
+def _table() -> pa.Table:
+    pos = _points()
+    return pa.table({"x": pos[:, 0], "y": pos[:, 1], "z": pos[:, 2], "w": RNG.random(N_POINTS)})
+
+
+def make_csv(path: Path) -> None:
+    pa_csv.write_csv(_table(), path)
+
+
+def make_parquet(path: Path) -> None:
+    pq.write_table(_table(), path)
+
+
+def make_trk(path: Path) -> None:
+    sl = _paths()
+    tg = Tractogram(
+        sl,
+        data_per_point={"fa": [np.ones((len(s), 1), np.float32) for s in sl]},
+        affine_to_rasmm=np.eye(4),
+    )
+    TrkFile(tg, header={"dimensions": np.array([40, 40, 40]), "voxel_sizes": np.ones(3)}).save(
+        str(path)
+    )
+
+
+def make_tck(path: Path) -> None:
+    TckFile(Tractogram(_paths(), affine_to_rasmm=np.eye(4))).save(str(path))
+
+
+def make_trx(path: Path) -> None:
+    sl = _paths()
+    tg = Tractogram(ArraySequence(sl), affine_to_rasmm=np.eye(4))
+    nv = sum(len(s) for s in sl)
+    ref = {
+        "NB_VERTICES": nv,
+        "NB_STREAMLINES": len(sl),
+        "VOXEL_TO_RASMM": np.eye(4, dtype=np.float32),
+        "DIMENSIONS": np.array([40, 40, 40], np.uint16),
+    }
+    trx = tmm.TrxFile.from_tractogram(tg, reference=ref)
+    trx.groups["g"] = np.array([0, 1], np.uint32)
+    tmm.save(trx, str(path))
+    trx.close()
+
+
+def make_graphml(path: Path) -> None:
+    G = nx.random_geometric_graph(60, 0.2, seed=1)
+    for n, d in G.nodes(data=True):
+        x, y = d.pop("pos")
+        d.update(x=40 * x, y=40 * y, z=float(n % 5))
+    nx.write_graphml(G, path)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    make: Callable[[Path], None]
+    geometry: str
+    vertices: Callable[[Path], int]
+
+
+def _n_points(path: Path) -> int:
+    return N_POINTS
+
+
+def _n_streamline_points(path: Path) -> int:
+    return sum(len(s) for s in nib.streamlines.load(str(path)).streamlines)
+
+
+def _n_trx(path: Path) -> int:
+    trx = tmm.load(str(path))
+    try:
+        return int(trx.header["NB_VERTICES"])
+    finally:
+        trx.close()
+
+
+CASES = (
+    Case("las", make_las, "point_cloud", _n_points),
+    Case("ply", make_ply, "point_cloud", _n_points),
+    Case("csv", make_csv, "point_cloud", _n_points),
+    Case("parquet", make_parquet, "point_cloud", _n_points),
+    Case("trk", make_trk, "streamline", _n_streamline_points),
+    Case("tck", make_tck, "streamline", _n_streamline_points),
+    Case("trx", make_trx, "streamline", _n_trx),
+    Case("graphml", make_graphml, "graph", lambda p: 60),
+)
+
+
+def _cli() -> list[str]:
+    script = shutil.which("zarr-vectors")
+    return [script] if script else [sys.executable, "-m", "zarr_vectors.cli"]
+
+
+def _paths_of(case: Case, folder: Path) -> tuple[Path, Path, Path]:
+    store = folder / ("s.zip" if case.name == "csv" else "s.zarrvectors")
+    return folder / f"in.{case.name}", store, folder / f"out.{case.name}"
+
+
+def _commands(case: Case, folder: Path, full: bool) -> list[list[str]]:
+    src, store, out = (str(p) for p in _paths_of(case, folder))
+    convert = ["convert", src, store, "--chunk-shape", "10,10,10", "--bin-shape", "2.5,2.5,2.5"]
+    rest = [
+        ["info", store, "--json"],
+        ["pyramid", store, "--ratio", "2,2,2", "--ratio", "4,4,4"],
+        ["validate", store, "--level", "5"],
+        ["export", store, out],
+    ]
+    return [convert, *(rest if full else [])]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def _run_subprocess(args: list[str]) -> Outcome:
+    proc = subprocess.run(
+        [*_cli(), *args], capture_output=True, text=True, timeout=300, check=False
+    )
+    return Outcome(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _run_in_process(args: list[str]) -> Outcome:
+    result = CliRunner().invoke(app, args)
+    return Outcome(result.exit_code, result.stdout, result.stderr)
+
+
+def _chain(run: Callable[[list[str]], Outcome], commands: list[list[str]]) -> list[Outcome]:
+    """Run commands in order, stopping at the first failure."""
+    done = []
+    for args in commands:
+        done.append(run(args))
+        if done[-1].code != 0:
+            break
+    return done
+
+
+def _check(case: Case, folder: Path, commands: list[list[str]], outcomes: list[Outcome]) -> None:
+    failed = [(c, o.stderr) for c, o in zip(commands, outcomes, strict=False) if o.code != 0]
+    assert not failed, (case.name, failed)
+    assert len(outcomes) == len(commands), case.name
+    by_name = {c[0]: o for c, o in zip(commands, outcomes, strict=True)}
+    assert "chunk shape" in by_name["convert"].stdout
+    if "info" in by_name:
+        doc = json.loads(by_name["info"].stdout)
+        assert doc["geometry_type"] == case.geometry, case.name
+        n = case.vertices(folder / f"in.{case.name}")
+        assert doc["levels"][0]["vertex_count"] == n, case.name
+        assert "pyramid levels" in by_name["pyramid"].stdout
+        assert "OK" in by_name["validate"].stdout
+    if "export" in by_name:
+        assert "wrote" in by_name["export"].stdout
+        assert _paths_of(case, folder)[2].stat().st_size > 0, case.name
+
+
+def _folders(tmp_path: Path) -> dict[str, Path]:
+    folders = {}
+    for case in CASES:
+        folders[case.name] = tmp_path / case.name
+        folders[case.name].mkdir()
+        case.make(folders[case.name] / f"in.{case.name}")
+    return folders
+
+
+def test_every_format_every_command_in_process(tmp_path: Path) -> None:
+    folders = _folders(tmp_path)
+    for case in CASES:
+        commands = _commands(case, folders[case.name], full=True)
+        _check(case, folders[case.name], commands, _chain(_run_in_process, commands))
+
+
+FULL_IN_SUBPROCESS = "las"
+"""The format whose whole chain runs as subprocesses; the others run ``convert`` (which imports
+their library by name in a fresh interpreter).
+
+A fresh interpreter costs ~1.5 s of CPU in imports, so eight full chains (40 processes) would
+take most of a minute on two cores; every command runs in-process on every format above.
+"""
+
+
+def test_every_format_in_subprocesses(tmp_path: Path) -> None:
+    folders = _folders(tmp_path)
+    plans = {c: _commands(c, folders[c.name], full=c.name == FULL_IN_SUBPROCESS) for c in CASES}
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {c: pool.submit(_chain, _run_subprocess, cmds) for c, cmds in plans.items()}
+        outcomes = {c: f.result() for c, f in futures.items()}
+    for case in CASES:
+        _check(case, folders[case.name], plans[case], outcomes[case])
+
+
+# -- in-process: options, messages and exit codes ----------------------------------------------
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def las_file(tmp_path: Path) -> Path:
+    path = tmp_path / "scan.las"
+    make_las(path)
+    return path
+
+
+def test_convert_chooses_and_prints_chunk_shape(las_file: Path, tmp_path: Path) -> None:
+    store = tmp_path / "s.zarrvectors"
+    result = runner.invoke(app, ["convert", str(las_file), str(store), "--pyramid", "2,2,2"])
+    assert result.exit_code == 0, result.output
+    assert "chunk shape" in result.stderr
+    assert "from the data extent" in result.stderr
+    meta = zv.open_store(str(store)).attrs
+    assert meta["chunk_shape"][0] == meta["chunk_shape"][1]
+    assert zv.list_resolution_levels(zv.open_store(str(store))) == [0, 1]
+    again = runner.invoke(app, ["convert", str(las_file), str(store)])
+    assert again.exit_code == 2
+    assert "--overwrite" in again.stderr
+    assert runner.invoke(app, ["convert", str(las_file), str(store), "--overwrite"]).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["IN", "x.txt"], "OUT must end in"),
+        (["IN", "s.zarrvectors", "--chunk-shape", "10,a"], "--chunk-shape"),
+        (["IN", "s.zarrvectors", "--chunk-shape", "10,-1,1"], "> 0"),
+        (["IN", "s.zarrvectors", "--pyramid", "2,0,2"], ">= 1"),
+        (["IN", "s.zarrvectors", "--columns", "a,b"], "--columns applies to CSV"),
+        (["missing.las", "s.zarrvectors"], "no such file"),
+        (["data.xyz", "s.zarrvectors"], "unknown file extension"),
+        (["s0.zarrvectors", "s.zarrvectors"], "use 'zarr-vectors export"),
+    ],
+)
+def test_convert_usage_errors(
+    las_file: Path, tmp_path: Path, args: list[str], message: str
+) -> None:
+    (tmp_path / "data.xyz").write_text("1 2 3\n")
+    argv = [str(las_file) if a == "IN" else str(tmp_path / a) for a in args[:2]] + args[2:]
+    result = runner.invoke(app, ["convert", *argv])
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+
+
+def test_convert_failure_exit_1(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.trk"
+    bad.write_bytes(b"TRACK" + b"\x00" * 100)
+    result = runner.invoke(app, ["convert", str(bad), str(tmp_path / "s.zarrvectors")])
+    assert result.exit_code == 1
+    assert "cannot convert" in result.stderr
+
+
+def test_export_and_pyramid_exit_codes(las_file: Path, tmp_path: Path) -> None:
+    store = tmp_path / "s.zarrvectors"
+    ok = runner.invoke(app, ["convert", str(las_file), str(store), "--chunk-shape", "20,20,20"])
+    assert ok.exit_code == 0, ok.output
+    wrong_kind = runner.invoke(app, ["export", str(store), str(tmp_path / "x.trk")])
+    assert wrong_kind.exit_code == 2
+    assert "point_cloud" in wrong_kind.stderr
+    assert runner.invoke(app, ["export", str(store), str(tmp_path / "x.obj")]).exit_code == 2
+    missing = runner.invoke(
+        app, ["export", str(tmp_path / "no.zarrvectors"), str(tmp_path / "a.las")]
+    )
+    assert missing.exit_code == 2
+    assert "no store found" in missing.stderr
+    out = tmp_path / "x.laz"
+    assert runner.invoke(app, ["export", str(store), str(out)]).exit_code == 0
+    assert runner.invoke(app, ["export", str(store), str(out)]).exit_code == 2
+    assert len(laspy.read(out).points) == N_POINTS
+    # default bins are chunk / 4: ratio 8 does not divide
+    bad_ratio = runner.invoke(app, ["pyramid", str(store), "--ratio", "8,8,8"])
+    assert bad_ratio.exit_code == 2
+    assert "divide" in bad_ratio.stderr
+    assert runner.invoke(app, ["pyramid", str(store), "--ratio", "2,x"]).exit_code == 2
+    assert (
+        runner.invoke(app, ["pyramid", str(tmp_path / "no.zarrvectors"), "-r", "2,2,2"]).exit_code
+        == 2
+    )
+    built = runner.invoke(app, ["pyramid", str(store), "-r", "2,2,2", "-r", "4,4,4"])
+    assert built.exit_code == 0, built.output
+    assert runner.invoke(app, ["pyramid", str(store), "-r", "2,2,2"]).exit_code == 2
+    assert runner.invoke(app, ["pyramid", str(store), "-r", "2,2,2", "--overwrite"]).exit_code == 0
+
+
+def test_help_texts() -> None:
+    for command in ("convert", "export", "pyramid"):
+        result = runner.invoke(app, [command, "--help"])
+        assert result.exit_code == 0
+        assert "Example: zarr-vectors" in result.stdout
+    assert ".laz" in runner.invoke(app, ["convert", "--help"]).stdout
+
+
+def test_missing_library_names_the_extra(
+    las_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "laspy", None)  # ``import laspy`` now fails
+    monkeypatch.delitem(sys.modules, "zarr_vectors.formats.las", raising=False)
+    result = runner.invoke(app, ["convert", str(las_file), str(tmp_path / "s.zarrvectors")])
+    assert result.exit_code == 1
+    assert "zarr-vectors[formats]" in result.stderr
+    assert "'laspy'" in result.stderr
