@@ -94,7 +94,7 @@ def _open(browser: Chromium, url: str, layer: str, attempts: int = 4) -> None:
     for _ in range(attempts):
         browser.navigate("about:blank")
         browser.navigate(url)
-        assert browser.wait_for(ready, 60), browser.console
+        assert browser.wait_for(ready, 180), browser.console
         time.sleep(1.0)
         if _layers(browser) == [layer]:
             return
