@@ -11,7 +11,10 @@ Correctness: each coarse level must hold exactly one metavertex per occupied cel
 grid (``floor(p / (bin x ratio))``), at the mean position and mean ``attr_a`` of the level-0
 points in that cell (metavertices are weighted by their level-0 vertex counts); a box read at
 level 2 is compared with the same computation.  No peer format builds a point
-pyramid, and upstream 0.2.0's runner has no pyramid task, so this benchmark is ours only.
+pyramid.  With ``--upstream`` (default when the venv exists) upstream 0.2.0 runs the
+``pyramid`` task of ``benchmarks/upstream/runner.py`` on the same points and the first
+configuration (its ``build_pyramid(factors=[(2, 1), (4, 1)])``: coarsen factors multiply the
+level-0 bin, like our ratios), and a same-run comparison row is printed.
 
 Usage::
 
@@ -25,12 +28,14 @@ import argparse
 import statistics
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from benchmarks import datasets as ds
+from benchmarks import peers
 from benchmarks.bench_points import parse_configs
 from benchmarks.ours import (
     ZvConfig,
@@ -192,6 +197,56 @@ def bench_config(
     )
 
 
+def run_upstream(data: ds.PointsData, work: Path, cfg: ZvConfig, repeat: int) -> BenchResult | str:
+    """Upstream 0.2.0 ``pyramid`` task on the same points and ``cfg``; a reason on failure."""
+    npz = ds.save_task_npz(
+        work / "pyramid.npz",
+        data,
+        chunk_shape=cfg.chunk_shape,
+        bin_shape=cfg.bin_shape,
+        bbox_min=data.positions.min(axis=0),
+        bbox_max=data.positions.max(axis=0),
+    )
+    with np.load(npz) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["pyramid_ratios"] = np.array([float(r[0]) for r in RATIOS])
+    np.savez(npz, **arrays)  # type: ignore[arg-type]
+    try:
+        return peers.run_upstream("pyramid", npz, work, repeat)
+    except (peers.UpstreamVenvMissingError, RuntimeError) as exc:
+        return f"upstream skipped: {exc}"
+    finally:
+        npz.unlink(missing_ok=True)
+
+
+def upstream_table(ours: BenchResult, up: BenchResult) -> str:
+    """Markdown: same-run comparison of our build with upstream's on the same config."""
+
+    def ratio(a: float | None, b: float | None) -> str:
+        return f"{a / b:.2f}×" if a and b else "—"
+
+    ob, ub = ours.get_extra("build_s"), up.get_extra("build_s")
+    lines = [
+        (
+            "| config | ours: write / build | upstream: write / build (no links) | "
+            "ours build / upstream build | ours build / write | upstream build / write | "
+            "level 1 / 2 vertices (ours; upstream) |"
+        ),
+        "|---|---|---|---|---|---|---|",
+        (
+            f"| {ours.fmt} | {fmt_seconds(ours.write_s)} / {fmt_seconds(ob)} "
+            f"| {fmt_seconds(up.write_s)} / {fmt_seconds(ub)} "
+            f"({fmt_seconds(up.get_extra('build_no_links_s'))}) "
+            f"| {ratio(ob, ub)} | {ratio(ob, ours.write_s)} | {ratio(ub, up.write_s)} "
+            f"| {ours.get_extra('level1_vertices') or 0:,.0f} / "
+            f"{ours.get_extra('level2_vertices') or 0:,.0f}; "
+            f"{up.get_extra('level1_vertices') or 0:,.0f} / "
+            f"{up.get_extra('level2_vertices') or 0:,.0f} |"
+        ),
+    ]
+    return "\n".join(lines)
+
+
 def table(results: Sequence[BenchResult]) -> str:
     """Markdown: one row per configuration."""
     head = (
@@ -234,10 +289,18 @@ def evaluate(results: Sequence[BenchResult]) -> list[Target]:
     return targets
 
 
-def render(results: Sequence[BenchResult], targets: Sequence[Target], notes: Sequence[str]) -> str:
-    """Markdown: pyramid table, correctness, targets."""
+def render(
+    results: Sequence[BenchResult],
+    targets: Sequence[Target],
+    notes: Sequence[str],
+    upstream: BenchResult | None = None,
+) -> str:
+    """Markdown: pyramid table, upstream comparison, correctness, targets."""
     parts = ["## Pyramid (ratios 2 and 4)", table(results)]
-    parts += ["## Correctness", checks_table(results)]
+    if upstream is not None:
+        parts += ["## Upstream 0.2.0, same run", upstream_table(results[0], upstream)]
+    checked = [*results, upstream] if upstream is not None else list(results)
+    parts += ["## Correctness", checks_table(checked)]
     parts += ["## Targets", render_targets(targets)]
     parts += [f"> {note}" for note in notes]
     return "\n\n".join(parts)
@@ -253,18 +316,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"# pyramid: {args.n:,} points, repeat {args.repeat}, workdir {work}", flush=True)
     results = [bench_config(data, work, cfg, args.repeat, args.keep) for cfg in configs]
     targets = evaluate(results)
-    notes = (
-        ["upstream: no pyramid task in benchmarks/upstream/runner.py (ours only)"]
-        if args.upstream
-        else []
-    )
-    print(render(results, targets, notes))
+    notes: list[str] = []
+    upstream: BenchResult | None = None
+    if args.upstream:
+        up = run_upstream(data, work, configs[0], args.upstream_repeat or args.repeat)
+        if isinstance(up, str):
+            notes.append(up)
+        else:
+            upstream = up
+    print(render(results, targets, notes, upstream))
     if args.json:
         write_json(
             args.json,
             script="bench_pyramid",
             args=vars(args) | {"workdir": work},
-            results=results,
+            results=[*results, upstream] if upstream is not None else results,
             targets=targets,
             extra={"notes": notes},
         )

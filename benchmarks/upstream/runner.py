@@ -9,7 +9,8 @@ upstream package, not ours.  It depends on nothing but NumPy and upstream::
     /tmp/zv-upstream-venv/bin/python benchmarks/upstream/runner.py \
         TASK DATA.npz WORKDIR --repeat N
 
-``TASK`` is one of ``points``, ``streamlines``, ``skeletons``, ``graph``, ``mesh``.
+``TASK`` is one of ``points``, ``streamlines``, ``skeletons``, ``graph``, ``mesh``,
+``pyramid``.
 Stores are written below ``WORKDIR`` (re-created for each write repeat).
 Exactly one JSON object is printed on stdout; everything else goes to stderr.
 
@@ -36,6 +37,9 @@ graph
 mesh
     ``vertices`` (V, 3) float32, ``faces`` (F, 3) int64 (global vertex indices),
     ``vertex_offsets`` (n + 1,) int64, ``face_offsets`` (n + 1,) int64.
+pyramid
+    the ``points`` keys (``bin_shape`` required), optional ``pyramid_ratios`` (L,)
+    float64 -- bin ratio of each coarse level relative to level 0 (default ``[2, 4]``).
 
 Output JSON
 -----------
@@ -72,6 +76,16 @@ mesh
     ``zarr_vectors.types.meshes.write_mesh(path, vertices, faces, *,
     chunk_shape, object_ids=None)`` and ``read_mesh(path, *, bbox=None,
     object_ids=None)`` -> dict ``vertices``, ``faces``.
+pyramid
+    ``write_points`` as above (level 0, timed as ``write_s``), then
+    ``zarr_vectors.multiresolution.coarsen.build_pyramid(path, factors=[(r, 1.0), ...])``
+    on each written store (``extra.build_s``).  Upstream's ``coarsen_factor`` multiplies the
+    *root* bin shape (``target_bin = base_bin * coarsen_factor``), so ratios relative to
+    level 0 map directly to coarsen factors; sparsity 1.0 keeps every object.  Default
+    ``cross_level_storage="explicit"`` (what a caller gets); one extra write + build with
+    ``cross_level_storage="none"`` is timed as ``extra.build_no_links_s``.  Level vertex
+    counts come from the returned ``level_specs[i]["vertex_count"]`` and are checked
+    against the number of occupied ``bin * ratio`` cells of the input.
 """
 
 from __future__ import annotations
@@ -95,7 +109,7 @@ import numpy as np
 import numpy.typing as npt
 
 T = TypeVar("T")
-TASKS = ("points", "streamlines", "skeletons", "graph", "mesh")
+TASKS = ("points", "streamlines", "skeletons", "graph", "mesh", "pyramid")
 EXPECTED_VERSION = "0.2.0"
 
 
@@ -735,12 +749,112 @@ def run_mesh(data: dict[str, np.ndarray], work: Path, rep: Report, opts: Opts) -
     return store
 
 
+def _occupied_cells(pos: npt.NDArray[np.floating], cell: npt.NDArray[np.float64]) -> int:
+    """Number of distinct ``floor(pos / cell)`` cells."""
+    idx = np.floor(np.asarray(pos, dtype=np.float64) / cell).astype(np.int64)
+    return int(np.unique(idx, axis=0).shape[0]) if len(idx) else 0
+
+
+def run_pyramid(data: dict[str, np.ndarray], work: Path, rep: Report, opts: Opts) -> Path:
+    """Benchmark ``write_points`` (level 0) then ``build_pyramid`` on each written store."""
+    from zarr_vectors.multiresolution.coarsen import build_pyramid
+
+    from zarr_vectors.types.points import read_points, write_points
+
+    pos = data["positions"].astype(np.float32, copy=False)
+    attrs = {
+        "attr_a": data["attr_a"].astype(np.float32, copy=False),
+        "attr_b": data["attr_b"].astype(np.float32, copy=False),
+    }
+    chunk_shape, bin_shape = _common(data)
+    if bin_shape is None:
+        raise SystemExit("pyramid task needs bin_shape in the npz")
+    ratios = [float(r) for r in data.get("pyramid_ratios", np.array([2.0, 4.0]))]
+    factors = [(r, 1.0) for r in ratios]
+    rep.n_vertices = int(pos.shape[0])
+    rep.skip("bbox_read_s", "not measured for the pyramid task")
+    rep.skip("object_read_s", "not measured for the pyramid task")
+
+    def write(store: Path) -> dict[str, object]:
+        if store.exists():
+            shutil.rmtree(store)
+        return write_points(
+            str(store),
+            pos,
+            chunk_shape=chunk_shape,
+            bin_shape=bin_shape,
+            vertex_attributes=attrs,
+        )
+
+    w_times: list[float] = []
+    b_times: list[float] = []
+    store = work / "pyramid.zv"
+    summary: dict[str, object] = {}
+    with guarded(rep, "write_s"):
+        for i in range(max(1, opts.write_repeat)):
+            path = work / f"pyramid-{i}.zv"
+            gc.collect()
+            t0 = time.perf_counter()
+            written = write(path)
+            w_times.append(time.perf_counter() - t0)
+            rep.n_chunks = int(written["chunk_count"])
+            if i == 0:
+                rep.size_bytes, rep.file_count = dir_stats(path)
+                rep.extra["level0_bytes"] = rep.size_bytes
+                rep.extra["level0_files"] = rep.file_count
+            gc.collect()
+            t0 = time.perf_counter()
+            summary = build_pyramid(str(path), factors=factors)
+            b_times.append(time.perf_counter() - t0)
+            if store.exists():
+                shutil.rmtree(store)
+            path.rename(store)
+        rep.timings["write_s"] = statistics.median(w_times)
+        rep.extra["write_min_s"] = min(w_times)
+        rep.extra["write_max_s"] = max(w_times)
+        rep.extra["build_s"] = statistics.median(b_times)
+        rep.extra["build_min_s"] = min(b_times)
+        rep.extra["build_max_s"] = max(b_times)
+        specs = summary.get("level_specs", [])
+        assert isinstance(specs, list)
+        base = np.asarray(bin_shape, dtype=np.float64)
+        for lvl, (ratio, spec) in enumerate(zip(ratios, specs, strict=False), start=1):
+            got = int(spec.get("vertex_count", -1))
+            rep.extra[f"level{lvl}_vertices"] = got
+            want = _occupied_cells(pos, base * ratio)
+            rep.extra[f"level{lvl}_expected_vertices"] = want
+            rep.check(f"level{lvl}_vertex_count", got == want, f"{got} != {want} cells")
+        rep.check("levels_created", len(specs) == len(ratios), f"{len(specs)} levels")
+
+    with guarded(rep, "read_s"):
+        t, res = time_median(lambda: read_points(str(store)), opts.repeat)
+        rep.timings["read_s"] = t
+        rep.check("level0_read", res["positions"].shape == pos.shape, "level-0 size differs")
+        for lvl in range(1, len(ratios) + 1):
+            t, res = time_median(lambda lvl=lvl: read_points(str(store), level=lvl), opts.repeat)
+            rep.extra[f"level{lvl}_read_s"] = t
+            rep.extra[f"level{lvl}_read_vertices"] = int(res["positions"].shape[0])
+
+    with guarded(rep, "build_no_links"):
+        path = work / "pyramid-nolinks.zv"
+        write(path)
+        gc.collect()
+        t0 = time.perf_counter()
+        build_pyramid(str(path), factors=factors, cross_level_storage="none")
+        rep.extra["build_no_links_s"] = time.perf_counter() - t0
+        shutil.rmtree(path, ignore_errors=True)
+    rep.timings.pop("build_no_links", None)
+    rep.unsupported.pop("build_no_links", None)
+    return store
+
+
 RUNNERS: dict[str, Callable[[dict[str, np.ndarray], Path, Report, Opts], Path]] = {
     "points": run_points,
     "streamlines": run_streamlines,
     "skeletons": run_skeletons,
     "graph": run_graph,
     "mesh": run_mesh,
+    "pyramid": run_pyramid,
 }
 
 
