@@ -125,7 +125,7 @@ def write_distributed(
     bin_shape: Sequence[float] | None = None,
     bounds: BBoxLike | None = None,
     spill_dir: str | Path | None = None,
-    partition_chunks: int = 8,
+    partition_chunks: int = 1,
     memory_limit: int = 256 << 20,
     zarr_format: Literal[2, 3] = 3,
     overwrite: bool = False,

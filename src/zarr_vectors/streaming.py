@@ -287,7 +287,7 @@ def open_writer(
     shards: Sequence[int] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     spill_dir: str | Path | None = None,
-    partition_chunks: int = 8,
+    partition_chunks: int = 1,
     memory_limit: int = 256 << 20,
     progress: ProgressCallback | None = None,
     directed: bool = False,
@@ -312,8 +312,9 @@ def open_writer(
     spill_dir
         Directory for temporary batch files (default: the system temp directory).
     partition_chunks
-        Chunks per axis in one partition (default 8, i.e. up to 512 chunks in 3-D); a
-        partition is loaded whole at close.
+        Chunks per axis in one spill partition (default 1: one chunk).  A partition is loaded
+        whole at close, so memory is bounded by ``memory_limit`` plus one partition; larger
+        partitions mean fewer spill files.
     memory_limit
         Spilled bytes processed at once when the store is written (default 256 MiB).
     progress

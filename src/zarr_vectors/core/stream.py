@@ -64,7 +64,7 @@ class StreamWriter:
         opts: StoreOptions,
         *,
         spill_dir: str | Path | None = None,
-        partition_chunks: int = 8,
+        partition_chunks: int = 1,
         memory_limit: int = 256 << 20,
         progress: ProgressCallback | None = None,
     ) -> None:
