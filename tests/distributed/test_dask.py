@@ -7,17 +7,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
 
 import zarr_vectors as zv
+from distributed import Client, LocalCluster
 from zarr_vectors.distributed import write_distributed
 
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Client]:
     with (
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                     host="127.0.0.1") as cluster,
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            host="127.0.0.1",
+        ) as cluster,
         Client(cluster) as c,
     ):
         yield c
@@ -29,8 +34,9 @@ def _files(root: Path) -> dict[str, bytes]:
         if p.is_file():
             raw = p.read_bytes()
             if p.name in ("zarr.json", ".zattrs") and p.parent == root:
-                raw = b"\n".join(line for line in raw.split(b"\n")
-                                 if b"creation_timestamp" not in line)
+                raw = b"\n".join(
+                    line for line in raw.split(b"\n") if b"creation_timestamp" not in line
+                )
             out[p.relative_to(root).as_posix()] = raw
     return out
 
@@ -43,16 +49,27 @@ def _same(a: Path, b: Path) -> None:
 
 def test_points_distributed_equal_serial(client: Client, tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
-    parts = [rng.uniform(-30, 90, (int(rng.integers(500, 3000)), 3)).astype(np.float32)
-             for _ in range(5)]
+    parts = [
+        rng.uniform(-30, 90, (int(rng.integers(500, 3000)), 3)).astype(np.float32) for _ in range(5)
+    ]
     vals = [rng.random(len(p)) for p in parts]
-    zv.write_points(tmp_path / "serial", np.concatenate(parts), chunk_shape=(20, 20, 20),
-                    bin_shape=(5, 5, 5), attributes={"v": np.concatenate(vals)})
+    zv.write_points(
+        tmp_path / "serial",
+        np.concatenate(parts),
+        chunk_shape=(20, 20, 20),
+        bin_shape=(5, 5, 5),
+        attributes={"v": np.concatenate(vals)},
+    )
     summary = write_distributed(
-        tmp_path / "dask", "point_cloud",
+        tmp_path / "dask",
+        "point_cloud",
         [{"data": p, "attributes": {"v": v}} for p, v in zip(parts, vals, strict=True)],
-        chunk_shape=(20, 20, 20), bin_shape=(5, 5, 5), client=client, partition_chunks=2,
-        memory_limit=1 << 15, spill_dir=tmp_path,
+        chunk_shape=(20, 20, 20),
+        bin_shape=(5, 5, 5),
+        client=client,
+        partition_chunks=2,
+        memory_limit=1 << 15,
+        spill_dir=tmp_path,
     )
     assert summary.vertex_count == sum(len(p) for p in parts)
     _same(tmp_path / "serial", tmp_path / "dask")
@@ -61,8 +78,7 @@ def test_points_distributed_equal_serial(client: Client, tmp_path: Path) -> None
 
 def _load_paths(seed: int) -> dict[str, object]:
     rng = np.random.default_rng(seed)
-    paths = [np.cumsum(rng.normal(0, 3, (int(rng.integers(2, 40)), 3)), axis=0)
-             for _ in range(50)]
+    paths = [np.cumsum(rng.normal(0, 3, (int(rng.integers(2, 40)), 3)), axis=0) for _ in range(50)]
     return {"data": paths, "attributes": {"fa": [rng.random(len(p)) for p in paths]}}
 
 
@@ -71,11 +87,25 @@ def test_streamlines_distributed_equal_serial(client: Client, tmp_path: Path) ->
     loaded = [_load_paths(s) for s in seeds]
     paths = [p for d in loaded for p in d["data"]]  # type: ignore[attr-defined]
     fa = [a for d in loaded for a in d["attributes"]["fa"]]  # type: ignore[index]
-    zv.write_streamlines(tmp_path / "serial", paths, chunk_shape=(8, 8, 8),
-                         bin_shape=(4, 4, 4), attributes={"fa": fa})
-    write_distributed(tmp_path / "dask", "streamline", seeds, load=_load_paths,
-                      chunk_shape=(8, 8, 8), bin_shape=(4, 4, 4), client=client,
-                      partition_chunks=1, memory_limit=1 << 14, spill_dir=tmp_path)
+    zv.write_streamlines(
+        tmp_path / "serial",
+        paths,
+        chunk_shape=(8, 8, 8),
+        bin_shape=(4, 4, 4),
+        attributes={"fa": fa},
+    )
+    write_distributed(
+        tmp_path / "dask",
+        "streamline",
+        seeds,
+        load=_load_paths,
+        chunk_shape=(8, 8, 8),
+        bin_shape=(4, 4, 4),
+        client=client,
+        partition_chunks=1,
+        memory_limit=1 << 14,
+        spill_dir=tmp_path,
+    )
     _same(tmp_path / "serial", tmp_path / "dask")
     back = zv.read_streamlines(tmp_path / "dask")
     assert all(np.array_equal(back[i], p) for i, p in enumerate(paths))
@@ -89,11 +119,22 @@ def test_graph_distributed_equal_serial(client: Client, tmp_path: Path) -> None:
         edges = np.stack([np.arange(1, n), rng.integers(0, np.arange(1, n))], axis=1)
         batches.append({"data": rng.uniform(0, 30, (n, 3)), "edges": edges})
     base = np.cumsum([0] + [len(b["data"]) for b in batches])[:-1]
-    zv.write_graph(tmp_path / "serial", np.concatenate([b["data"] for b in batches]),
-                   np.concatenate([b["edges"] + o for b, o in zip(batches, base, strict=True)]),
-                   chunk_shape=(6, 6, 6))
-    write_distributed(tmp_path / "dask", "graph", batches, chunk_shape=(6, 6, 6), client=client,
-                      partition_chunks=1, memory_limit=1 << 12, spill_dir=tmp_path)
+    zv.write_graph(
+        tmp_path / "serial",
+        np.concatenate([b["data"] for b in batches]),
+        np.concatenate([b["edges"] + o for b, o in zip(batches, base, strict=True)]),
+        chunk_shape=(6, 6, 6),
+    )
+    write_distributed(
+        tmp_path / "dask",
+        "graph",
+        batches,
+        chunk_shape=(6, 6, 6),
+        client=client,
+        partition_chunks=1,
+        memory_limit=1 << 12,
+        spill_dir=tmp_path,
+    )
     _same(tmp_path / "serial", tmp_path / "dask")
 
 
@@ -101,5 +142,10 @@ def test_memory_store_is_refused(client: Client) -> None:
     from zarr.storage import MemoryStore
 
     with pytest.raises(zv.InvalidInputError, match="every worker"):
-        write_distributed(MemoryStore(), "point_cloud", [{"data": np.zeros((1, 2))}],
-                          chunk_shape=(1, 1), client=client)
+        write_distributed(
+            MemoryStore(),
+            "point_cloud",
+            [{"data": np.zeros((1, 2))}],
+            chunk_shape=(1, 1),
+            client=client,
+        )
