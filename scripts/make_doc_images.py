@@ -24,8 +24,11 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -38,22 +41,28 @@ OUT = ROOT / "docs" / "assets"
 PAGE_IMAGES: dict[str, dict[str, str]] = {
     "getting-started.md": {"tissue.png": "tissue.png"},
     "tutorials/points.md": {"slide.png": "slide.png"},
-
-
-
-
+    "tutorials/streamlines.md": {"tracts.png": "tracts.png"},
+    "tutorials/graphs.md": {"vessels.png": "vessels.png"},
+    "tutorials/skeletons.md": {"neurons.png": "neurons.png"},
+    "tutorials/meshes.md": {"cells.png": "meshes.png"},
 }
 """Page -> {PNG its examples write: name in docs/assets}."""
 
 
-def _grid(ax, lo, hi, step, **style) -> None:  # type: ignore[no-untyped-def]
+def _grid(
+    ax: Axes,
+    lo: tuple[float, float],
+    hi: tuple[float, float],
+    step: tuple[float, float],
+    **style: Any,
+) -> None:
     for x in np.arange(lo[0], hi[0] + 1e-9, step[0]):
         ax.axvline(x, **style)
     for y in np.arange(lo[1], hi[1] + 1e-9, step[1]):
         ax.axhline(y, **style)
 
 
-def _figure(width: float, height: float, ncols: int = 1) -> tuple[Figure, list]:  # type: ignore[type-arg]
+def _figure(width: float, height: float, ncols: int = 1) -> tuple[Figure, list[Axes]]:
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
@@ -69,7 +78,7 @@ def concepts_grid(out: Path, work: Path) -> None:
     store = work / "grid.zarrvectors"
     zv.write_points(store, pts, chunk_shape=(10, 10), bin_shape=(5, 5))
     lo, hi = np.array([13.0, 6.0]), np.array([27.0, 18.0])
-    got = zv.read_points(store, bbox=(lo, hi)).positions
+    got = zv.read_points(store, bbox=(lo.tolist(), hi.tolist())).positions
     fig, (ax,) = _figure(6.4, 6.0)
     for cx in range(int(lo[0] // 10), int(np.ceil(hi[0] / 10))):
         for cy in range(int(lo[1] // 10), int(np.ceil(hi[1] / 10))):
@@ -78,7 +87,8 @@ def concepts_grid(out: Path, work: Path) -> None:
     _grid(ax, (0, 0), (40, 40), (10, 10), color="#374151", lw=1.4)
     ax.scatter(pts[:, 0], pts[:, 1], s=6, color="#6b7280", zorder=2)
     ax.scatter(got[:, 0], got[:, 1], s=10, color="#dc2626", zorder=3)
-    ax.add_patch(Rectangle(lo, *(hi - lo), fill=False, ec="#dc2626", lw=2, zorder=4))
+    width, height = hi - lo
+    ax.add_patch(Rectangle((lo[0], lo[1]), width, height, fill=False, ec="#dc2626", lw=2, zorder=4))
     ax.text(lo[0], lo[1] - 1.4, "query box (min <= p < max)", color="#dc2626", fontsize=9)
     ax.text(0.5, 38.6, "chunk (0, 3)", fontsize=9, color="#374151")
     ax.text(30.5, 0.6, "bins: 2 x 2\nper chunk", fontsize=8, color="#6b7280")
@@ -92,7 +102,7 @@ def concepts_grid(out: Path, work: Path) -> None:
 
 
 def concepts_objects(out: Path, work: Path) -> None:
-    """The worked path example of the specification (§8.6), coloured by chunk."""
+    """Draw the worked path example of the specification (§8.6) over its chunks."""
     paths = [np.array([[-5.0, 7], [2, 8], [7, 3], [14, 2]]), np.array([[3.0, 2], [4, 1]])]
     store = work / "paths.zarrvectors"
     zv.write_polylines(store, paths, ids=[901, 17], chunk_shape=(10, 10), bin_shape=(5, 5))
@@ -101,21 +111,40 @@ def concepts_objects(out: Path, work: Path) -> None:
     _grid(ax, (-10, 0), (20, 10), (10, 10), color="#374151", lw=1.4)
     colours = ["#2563eb", "#16a34a"]
     for k, (path, uid) in enumerate(zip(paths, [901, 17], strict=True)):
-        ax.plot(path[:, 0], path[:, 1], "-o", color=colours[k], lw=2, ms=6, zorder=3,
-                label=f"object {k} (user id {uid})")
+        ax.plot(
+            path[:, 0],
+            path[:, 1],
+            "-o",
+            color=colours[k],
+            lw=2,
+            ms=6,
+            zorder=3,
+            label=f"object {k} (user id {uid})",
+        )
         for j, (x, y) in enumerate(path):
-            ax.annotate(f"{'ab'[k]}{j}", (x, y), textcoords="offset points", xytext=(4, 5),
-                        fontsize=9, color=colours[k])
+            ax.annotate(
+                f"{'ab'[k]}{j}",
+                (x, y),
+                textcoords="offset points",
+                xytext=(4, 5),
+                fontsize=9,
+                color=colours[k],
+            )
     for a, b in [(paths[0][0], paths[0][1]), (paths[0][2], paths[0][3])]:
         mid = (a + b) / 2
-        ax.annotate("cross-chunk link", mid, textcoords="offset points", xytext=(-20, -14),
-                    fontsize=8, color="#dc2626")
+        ax.annotate(
+            "cross-chunk link",
+            mid,
+            textcoords="offset points",
+            xytext=(-20, -14),
+            fontsize=8,
+            color="#dc2626",
+        )
     for cx in (-1, 0, 1):
         ax.text(cx * 10 + 0.4, 9.2, f"chunk ({cx}, 0)", fontsize=8, color="#374151")
     ax.set(xlim=(-10, 20), ylim=(0, 10), aspect="equal", xlabel="x", ylabel="y")
     ax.legend(loc="lower left", fontsize=8)
-    ax.set_title("two polylines; object 0 is stored in three chunks, read back whole",
-                 fontsize=10)
+    ax.set_title("two polylines; object 0 is stored in three chunks, read back whole", fontsize=10)
     fig.savefig(out / "concepts-objects.png", dpi=110)
 
 
@@ -140,9 +169,10 @@ def concepts_levels(out: Path, work: Path) -> None:
     fig.savefig(out / "concepts-levels.png", dpi=100)
 
 
-def _load_docs_test():  # type: ignore[no-untyped-def]
+def _load_docs_test() -> ModuleType:
     spec = importlib.util.spec_from_file_location("test_docs", ROOT / "tests" / "test_docs.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["test_docs"] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
@@ -162,7 +192,8 @@ def page_images(out: Path, work: Path) -> None:
             namespace: dict[str, object] = {"__name__": "__main__"}
             for block in docs_test.code_blocks(text, page):
                 if block.language == "python" and not block.skip:
-                    exec(compile(block.source, f"docs/{page}:{block.line}", "exec"), namespace)
+                    code = compile(block.source, f"docs/{page}:{block.line}", "exec")
+                    exec(code, namespace)  # noqa: S102 -- the pages' own examples
         finally:
             os.chdir(here)
         for written, name in images.items():
