@@ -3,8 +3,10 @@
 Level N of :func:`~zarr_vectors.validate.validate` runs the checks of levels 1..N in order.  A
 check is a function ``(ValidationContext) -> None`` that emits findings and never raises for
 anything it reads from the store.  Levels 3 (consistency), 4 (geometry) and 5 (pyramid) are
-implemented in ``_consistency``, ``_geometry`` and ``_pyramid``; they read payloads through
-:mod:`zarr_vectors.core` in bounded batches (``_levelview``).
+implemented in ``_objectindex`` and ``_consistency``, ``_geometry`` and ``_pyramid``; they read
+payloads through
+:mod:`zarr_vectors.core` in bounded batches (``_levelview``).  Every id is listed in
+``docs/validation.md``.
 """
 
 from __future__ import annotations
@@ -17,11 +19,7 @@ from zarr_vectors.validate._arrays import (
     check_array_properties,
     check_level_nodes,
 )
-from zarr_vectors.validate._consistency import (
-    check_chunks,
-    check_level_counts,
-    check_object_index,
-)
+from zarr_vectors.validate._consistency import check_chunks, check_level_counts
 from zarr_vectors.validate._context import ValidationContext
 from zarr_vectors.validate._geometry import check_link_geometry, check_path_continuity
 from zarr_vectors.validate._levels import check_attribute_names, check_datasets, check_level_attrs
@@ -30,6 +28,7 @@ from zarr_vectors.validate._metadata import (
     check_root_extras,
     check_seed_rules,
 )
+from zarr_vectors.validate._objectindex import check_object_index
 from zarr_vectors.validate._pyramid import check_pyramid
 from zarr_vectors.validate._structure import (
     check_documents,

@@ -4,19 +4,8 @@ Every level is streamed chunk batch by chunk batch (see :mod:`._levelview`); eac
 vectorised over the batch.  Findings about a chunk have the path ``/<level>/<array>[c0,c1,…]``
 with the chunk's absolute coordinates.
 
-Object index (dense arrays, :func:`check_object_index`):
-
-* ``L3.dense.decode`` — a dense array cannot be read.
-* ``L3.object_index.incomplete`` — one of ``object_index/offsets`` and ``/manifest`` is missing
-  (stores whose type requires an object index report ``L1.array.missing`` as well).
-* ``L3.object_index.offsets`` — offsets do not start at 0, decrease, or do not end at the
-  number of manifest rows.
-* ``L3.object_index.manifest`` — the manifest is not ``(n_refs, D + 2)``.
-* ``L3.manifest.range`` — a ref's chunk is outside the grid, its count is < 1, or its rows
-  run past the chunk's ``vertex_counts``.
-* ``L3.object_attributes.align`` — an object attribute has not one row per object id.
-* ``L3.groupings.index`` / ``L3.groupings_attributes.align`` — group CSR, member ids, names
-  and group attributes agree.
+The object index is checked in :mod:`._objectindex` (``L3.object_index.*``, ``L3.manifest.range``,
+``L3.object_attributes.align``, ``L3.groupings*``).
 
 Chunk payloads (:func:`check_chunks`):
 
@@ -49,7 +38,6 @@ and ``L3.level.object_count`` equal what the payloads and manifest hold.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -68,8 +56,9 @@ from zarr_vectors.validate._levelview import (
     level_view,
     segment_sums,
 )
+from zarr_vectors.validate._objectindex import load_refs
 
-__all__ = ["check_chunks", "check_level_counts", "check_object_index", "load_refs"]
+__all__ = ["check_chunks", "check_level_counts"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -87,161 +76,6 @@ _LINK_K = {
 
 def _views(ctx: ValidationContext) -> list[LevelView]:
     return [v for v in (level_view(ctx, p) for p in ctx.level_paths) if v is not None]
-
-
-# ---------------------------------------------------------------------------------------------
-# object index
-
-
-def check_object_index(ctx: ValidationContext) -> None:
-    """Check offsets, manifest refs, object attributes and groupings of every level."""
-    for lv in _views(ctx):
-        refs = load_refs(ctx, lv)
-        n_objects = None if refs is None else refs.n_objects
-        if n_objects is not None:
-            _check_object_attributes(ctx, lv, n_objects)
-        _check_groupings(ctx, lv, n_objects)
-
-
-def load_refs(ctx: ValidationContext, lv: LevelView) -> RefTable | None:
-    """Parse the level's object index into ``lv.refs`` (reporting problems once)."""
-    if lv.refs is not None or f"refs:{lv.path}" in ctx.memo:
-        return lv.refs
-    ctx.memo[f"refs:{lv.path}"] = True
-    has = [p for p in (L.OBJECT_OFFSETS, L.OBJECT_MANIFEST) if p in lv.dense]
-    if len(has) == 1:
-        other = L.OBJECT_MANIFEST if has[0] == L.OBJECT_OFFSETS else L.OBJECT_OFFSETS
-        ctx.error(
-            "L3.object_index.incomplete",
-            lv.node(other),
-            f"{has[0]!r} exists without {other!r}: the object index needs both",
-        )
-    offsets = lv.read_dense(ctx, L.OBJECT_OFFSETS)
-    manifest = lv.read_dense(ctx, L.OBJECT_MANIFEST)
-    if offsets is None or manifest is None:
-        return None
-    d = lv.ndim
-    if manifest.ndim != 2 or manifest.shape[1] != d + 2 or manifest.dtype.kind not in "iu":
-        ctx.error(
-            "L3.object_index.manifest",
-            lv.node(L.OBJECT_MANIFEST),
-            f"manifest must be an integer (n_refs, D + 2 = {d + 2}) array "
-            f"[chunk coords…, start, count], got shape {manifest.shape} dtype {manifest.dtype}",
-        )
-        return None
-    if not _offsets_ok(ctx, lv.node(L.OBJECT_OFFSETS), offsets, len(manifest), "manifest refs"):
-        return None
-    man = manifest.astype(np.int64)
-    off = offsets.astype(np.int64)
-    obj = np.repeat(np.arange(len(off) - 1, dtype=np.int64), np.diff(off))
-    idx = man[:, :d] - np.asarray(lv.grid.origin, dtype=np.int64)
-    in_grid = np.all((idx >= 0) & (idx < np.asarray(lv.grid.shape, dtype=np.int64)), axis=1)
-    flat = np.full(len(man), -1, dtype=np.int64)
-    if in_grid.any():
-        flat[in_grid] = np.ravel_multi_index(tuple(idx[in_grid].T), lv.grid.shape)
-    start, count = man[:, d], man[:, d + 1]
-    valid = in_grid & (start >= 0) & (count >= 1)
-    if lv.counts is not None:
-        room = np.where(in_grid, lv.counts[np.maximum(flat, 0)], 0)
-        valid &= start <= room - count
-    lv.refs = RefTable(flat, start, count, obj, valid, len(off) - 1)
-    _report_bad_refs(ctx, lv, man, lv.refs, in_grid)
-    return lv.refs
-
-
-def _offsets_ok(
-    ctx: ValidationContext, node: str, offsets: npt.NDArray[Any], n_rows: int, what: str
-) -> bool:
-    problem = None
-    if offsets.ndim != 1 or offsets.dtype.kind not in "iu" or len(offsets) == 0:
-        problem = f"must be a non-empty 1-D integer array, got shape {offsets.shape}"
-    elif offsets[0] != 0:
-        problem = f"must start at 0, starts at {offsets[0]}"
-    elif np.any(np.diff(offsets.astype(np.int64)) < 0):
-        i = int(np.argmax(np.diff(offsets.astype(np.int64)) < 0))
-        problem = f"must not decrease: offsets[{i}] = {offsets[i]} > offsets[{i + 1}]"
-    elif offsets[-1] != n_rows:
-        problem = f"must end at the number of {what} ({n_rows}), ends at {offsets[-1]}"
-    if problem is None:
-        return True
-    check = "L3.object_index.offsets" if "object_index" in node else "L3.groupings.index"
-    ctx.error(check, node, f"CSR offsets {problem}")
-    return False
-
-
-def _report_bad_refs(
-    ctx: ValidationContext,
-    lv: LevelView,
-    man: IntArray,
-    refs: RefTable,
-    in_grid: BoolArray,
-) -> None:
-    d, node = lv.ndim, lv.node(L.OBJECT_MANIFEST)
-    for i in np.flatnonzero(~refs.valid).tolist():
-        coords, start, count = man[i, :d].tolist(), int(man[i, d]), int(man[i, d + 1])
-        if not in_grid[i]:
-            why = f"chunk {coords} is outside the chunk grid"
-        elif count < 1:
-            why = f"count {count} must be at least 1 (objects without vertices have no refs)"
-        elif start < 0:
-            why = f"start {start} is negative"
-        else:
-            n = int(lv.counts[refs.flat[i]]) if lv.counts is not None else 0
-            why = f"rows {start}..{start + count - 1} run past the {n} rows of chunk {coords}"
-        ctx.capped(
-            "L3.manifest.range",
-            E,
-            node,
-            f"ref {i} (object {int(refs.obj[i])}): {why}",
-            where=f"[{i}]",
-        )
-
-
-def _check_object_attributes(ctx: ValidationContext, lv: LevelView, n_objects: int) -> None:
-    for rel, arr in lv.dense.items():
-        if rel.startswith(L.OBJECT_ATTRIBUTES + "/") and (
-            not arr.shape or arr.shape[0] != n_objects
-        ):
-            ctx.error(
-                "L3.object_attributes.align",
-                lv.node(rel),
-                f"has {arr.shape[0] if arr.shape else 0} rows, the level has {n_objects} "
-                "object ids (one row per dense id)",
-            )
-
-
-def _check_groupings(ctx: ValidationContext, lv: LevelView, n_objects: int | None) -> None:
-    offsets = lv.read_dense(ctx, L.GROUP_OFFSETS)
-    members = lv.read_dense(ctx, L.GROUP_MEMBERS)
-    if offsets is None or members is None:
-        return
-    node = lv.node(L.GROUP_OFFSETS)
-    if not _offsets_ok(ctx, node, offsets, len(members), "group members"):
-        return
-    n_groups = len(offsets) - 1
-    if n_objects is not None and members.size and (members.min() < 0 or members.max() >= n_objects):
-        bad = members[(members < 0) | (members >= n_objects)][0]
-        ctx.error(
-            "L3.groupings.index",
-            lv.node(L.GROUP_MEMBERS),
-            f"member {int(bad)} is not an object id (the level has {n_objects})",
-        )
-    names = (ctx.attrs(lv.node(L.GROUPINGS)) or {}).get("names")
-    if not isinstance(names, list) or len(names) != n_groups:
-        ctx.error(
-            "L3.groupings.index",
-            lv.node(L.GROUPINGS),
-            f"attribute 'names' must list the {n_groups} group names, got {names!r}",
-        )
-    for rel, arr in lv.dense.items():
-        if rel.startswith(L.GROUPINGS_ATTRIBUTES + "/") and (
-            not arr.shape or arr.shape[0] != n_groups
-        ):
-            ctx.error(
-                "L3.groupings_attributes.align",
-                lv.node(rel),
-                f"has {arr.shape[0] if arr.shape else 0} rows, the level has {n_groups} groups",
-            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -329,7 +163,8 @@ class _ChunkScan:
         info = self.lv.payloads[rel]
         if info.present is None:
             return
-        stored = np.isin(b.flats, info.present)
+        pos = np.minimum(np.searchsorted(info.present, b.flats), max(len(info.present) - 1, 0))
+        stored = info.present[pos] == b.flats if len(info.present) else np.zeros_like(b.flats, bool)
         for i in np.flatnonzero(stored & rows.ok & (rows.counts == 0)).tolist():
             coords = b.coords[i].tolist()
             self.ctx.capped(
@@ -665,8 +500,11 @@ def check_level_counts(ctx: ValidationContext) -> None:
         actual = dict(lv.totals)
         if lv.refs is not None and lv.refs.all_valid:
             actual["object_count"] = int(lv.refs.present().sum())
-        elif lv.refs is None and L.OBJECT_OFFSETS not in lv.dense:
-            actual["object_count"] = 0
+        elif lv.gtype is GeometryTypeName.POINT_CLOUD and not {
+            L.OBJECT_OFFSETS,
+            L.OBJECT_MANIFEST,
+        } & set(lv.dense):
+            actual["object_count"] = 0  # a point cloud without objects
         for key in ("vertex_count", "chunk_count", "object_count"):
             if key in attrs and key in actual and attrs[key] != actual[key]:
                 ctx.error(

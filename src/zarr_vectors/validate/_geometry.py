@@ -31,9 +31,9 @@ import numpy.typing as npt
 from zarr_vectors.core.ragged import concat_ranges, unique_sorted
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName, Severity
-from zarr_vectors.validate._consistency import load_refs
 from zarr_vectors.validate._context import ValidationContext
 from zarr_vectors.validate._levelview import LevelView, RefTable, chunk_where, level_view
+from zarr_vectors.validate._objectindex import load_refs
 
 __all__ = ["check_link_geometry", "check_path_continuity"]
 

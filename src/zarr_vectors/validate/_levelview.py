@@ -56,10 +56,12 @@ __all__ = [
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+Element = bytes | memoryview
+"""One decoded payload element, as :meth:`PayloadArray.read` returns it."""
 
 BATCH_CHUNKS = 2048
 """Most chunks decoded at once."""
-BATCH_ROWS = 1 << 21
+BATCH_ROWS = 1 << 19
 """Rows (by ``vertex_counts``) after which a batch is closed."""
 
 PAYLOAD_ERRORS: tuple[type[BaseException], ...] = (
@@ -197,7 +199,12 @@ class RefTable:
     def by_chunk(self) -> IntArray:
         """Return the indices of the valid refs, sorted by (chunk, start)."""
         idx = np.flatnonzero(self.valid)
-        order = np.lexsort((self.start[idx], self.flat[idx]))
+        flat, start = self.flat[idx], self.start[idx]
+        span = int(start.max()) + 1 if len(idx) else 1
+        if len(idx) and int(flat.max()) < (1 << 62) // span:  # one sort of a combined key
+            order = np.argsort(flat * span + start, kind="stable")
+        else:
+            order = np.lexsort((start, flat))
         return idx[order].astype(np.int64)
 
     def present(self) -> BoolArray:
@@ -329,12 +336,12 @@ class LevelView:
 
     def _fetch(
         self, ctx: ValidationContext, info: PayloadInfo, flats: IntArray, report: bool
-    ) -> list[bytes | None]:
+    ) -> list[Element | None]:
         try:
             return list(info.payload.read(flats))
         except PAYLOAD_ERRORS:
             pass  # find the bad chunks one by one
-        out: list[bytes | None] = []
+        out: list[Element | None] = []
         for flat in flats.tolist():
             try:
                 out.append(info.payload.read(np.array([flat], dtype=np.int64))[0])
@@ -357,7 +364,7 @@ class LevelView:
         ctx: ValidationContext,
         info: PayloadInfo,
         flats: IntArray,
-        raw: list[bytes | None],
+        raw: list[Element | None],
         report: bool,
     ) -> Rows | None:
         if self.counts is None:
@@ -368,7 +375,7 @@ class LevelView:
             if data is None:
                 continue
             try:
-                parts.append(decode_vertices(data, int(self.counts[flat]), self.ndim))
+                parts.append(decode_vertices(bytes(data), int(self.counts[flat]), self.ndim))
             except MissingDependencyError as exc:
                 if report and "draco" not in self.notes:
                     self.notes.add("draco")

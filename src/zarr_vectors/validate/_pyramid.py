@@ -31,9 +31,9 @@ import numpy.typing as npt
 
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Severity
-from zarr_vectors.validate._consistency import load_refs
 from zarr_vectors.validate._context import ValidationContext, integers
 from zarr_vectors.validate._levelview import level_ints, level_view
+from zarr_vectors.validate._objectindex import load_refs
 from zarr_vectors.validate._scan import JSON
 
 __all__ = ["check_pyramid"]
