@@ -4,7 +4,13 @@ Run: ``/usr/bin/time -v python benchmarks/bench_stream.py 1e8`` (peak RSS is "Ma
 set size").  Writes under /work/bench; delete the store afterwards.
 """
 
-import sys, time, numpy as np, zarr_vectors as zv, shutil
+import shutil
+import sys
+import time
+
+import numpy as np
+
+import zarr_vectors as zv
 
 n_total = int(float(sys.argv[1]))
 batch = 1_000_000

@@ -175,13 +175,13 @@ JSON_SCALARS = (
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=6)
 )
-JSON_VALUES = st.recursive(
-    JSON_SCALARS,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
-    ),
-    max_leaves=8,
-)
+
+
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+
+
+JSON_VALUES = st.recursive(JSON_SCALARS, _containers, max_leaves=8)
 
 
 def _valid_root() -> dict[str, Any]:
