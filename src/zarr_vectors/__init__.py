@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _distribution_version
+
 from zarr_vectors.api import Reader, open
 from zarr_vectors.core.columns import Column
 from zarr_vectors.core.multiscale import (
@@ -42,8 +45,8 @@ from zarr_vectors.types.skeletons import Skeleton, Skeletons, read_skeleton, wri
 from zarr_vectors.validate import Finding, ValidationReport, validate
 
 try:
-    from zarr_vectors._version import __version__
-except ImportError:  # running from a source tree without a build
+    __version__ = _distribution_version("zarr-vectors")
+except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0.0.0+unknown"
 
 __all__ = [
