@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, normalize_columns
 from zarr_vectors.core.components import connected_components
-from zarr_vectors.core.io import Compressor
+from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts
 from zarr_vectors.core.reader import BBoxLike, LevelReader, parse_bbox
@@ -301,7 +301,7 @@ def write_graph(
     bounds: BBoxLike | None = None,
     zarr_format: Literal[2, 3] = 3,
     overwrite: bool = False,
-    compressor: Compressor | Literal["default"] = "default",
+    compressor: CompressorSpec = "default",
     shards: Sequence[int] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     coordinate_system: str = "unknown",

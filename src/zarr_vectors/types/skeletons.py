@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, normalize_columns
-from zarr_vectors.core.io import Compressor
+from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
@@ -367,7 +367,7 @@ def write_skeleton(
     bounds: BBoxLike | None = None,
     zarr_format: Literal[2, 3] = 3,
     overwrite: bool = False,
-    compressor: Compressor | Literal["default"] = "default",
+    compressor: CompressorSpec = "default",
     shards: Sequence[int] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     coordinate_system: str = "unknown",
