@@ -81,7 +81,13 @@ def _round_task(
 ) -> Any:
     group = zarr.open_group(group_path.store, path=group_path.path, mode="r+")
     w = LevelWriter(
-        group, grid_shape, opts.compressor, opts.shards, existing=True, draco=opts.draco
+        group,
+        grid_shape,
+        opts.compressor,
+        opts.shards,
+        existing=True,
+        draco=opts.draco,
+        frame_bytes=opts.frame_bytes,
     )
     try:
         if kind == "vertices":
@@ -131,6 +137,7 @@ def write_distributed(
     overwrite: bool = False,
     compressor: CompressorSpec = "default",
     shards: Sequence[int] | None = None,
+    frame_bytes: int | Literal["auto"] | None = "auto",
     storage_options: Mapping[str, Any] | None = None,
     directed: bool = False,
     type_metadata: Mapping[str, Any] | None = None,
@@ -181,7 +188,9 @@ def write_distributed(
         if isinstance(client, str)
         else (client or distributed.get_client())
     )
-    opts = store_options(len(chunk_shape), locals(), type_keys(gtype, directed, type_metadata))
+    opts = store_options(
+        len(chunk_shape), locals(), type_keys(gtype, directed, type_metadata), gtype
+    )
     tmp = Path(tempfile.mkdtemp(prefix="zv-shuffle-", dir=spill_dir))
     try:
         spill = str(tmp / "pending")

@@ -285,6 +285,7 @@ def open_writer(
     overwrite: bool = False,
     compressor: CompressorSpec = "default",
     shards: Sequence[int] | None = None,
+    frame_bytes: int | Literal["auto"] | None = "auto",
     storage_options: Mapping[str, Any] | None = None,
     spill_dir: str | Path | None = None,
     partition_chunks: int = 1,
@@ -333,7 +334,9 @@ def open_writer(
     """
     gtype = GeometryTypeName.parse(geometry_type)
     d = len(chunk_shape)
-    opts = store_options(len(chunk_shape), locals(), type_keys(gtype, directed, type_metadata))
+    opts = store_options(
+        len(chunk_shape), locals(), type_keys(gtype, directed, type_metadata), gtype
+    )
     stream = StreamWriter(
         store,
         gtype,

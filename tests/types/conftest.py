@@ -328,12 +328,20 @@ class PathOracle:
         """Run ``read`` and return every payload key it fetched through the batched path."""
         seen: list[str] = []
         original = zv_io._get_many
+        original_local = zv_io.PayloadArray.decode_rows_local
 
         def spy(store: Any, keys: Sequence[str]) -> Any:
             seen.extend(keys)
             return original(store, keys)
 
-        with mock.patch.object(zv_io, "_get_many", spy):
+        def spy_local(self: Any, flat: int, *args: Any) -> Any:  # local files, read in place
+            seen.append(self._key(flat))
+            return original_local(self, flat, *args)
+
+        with (
+            mock.patch.object(zv_io, "_get_many", spy),
+            mock.patch.object(zv_io.PayloadArray, "decode_rows_local", spy_local),
+        ):
             read()
         # dense index arrays (object manifests) use the same batched path; keep payloads only
         return [k for k in seen if "/object_index/" not in k]

@@ -20,11 +20,15 @@ from __future__ import annotations
 import asyncio
 import os
 import struct
+import threading
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -32,6 +36,7 @@ import numcodecs
 import numpy as np
 import numpy.typing as npt
 import zarr
+import zstandard
 from numcodecs.abc import Codec as NumcodecsCodec
 from zarr.abc.codec import BytesBytesCodec
 from zarr.abc.store import OffsetByteRequest, Store
@@ -51,7 +56,7 @@ from zarr.core.sync import sync
 from zarr.errors import UnstableSpecificationWarning
 from zarr.storage import FsspecStore, LocalStore
 
-from zarr_vectors.core.ragged import unique_sorted
+from zarr_vectors.core.ragged import concat_ranges, unique_sorted
 from zarr_vectors.core.shards import ShardFormat
 from zarr_vectors.errors import CorruptPayloadError, StoreNotFoundError
 
@@ -81,6 +86,7 @@ CompressorSpec: TypeAlias = Compressor | str | Mapping[str, Compressor | str]
 _HEADER = struct.Struct("<II")
 _PARALLEL_BYTES = 4 << 20  # below this, a thread pool costs more than it saves
 _MAX_IN_FLIGHT = 64
+_MAX_TABLES = 8192  # seek tables kept per payload array (a few KiB each)
 
 
 @contextmanager
@@ -97,6 +103,12 @@ def _default_compressor(zarr_format: int) -> Any:
     return ZstdCodec(level=DEFAULT_ZSTD_LEVEL)
 
 
+def _is_zstd(codec: Any) -> bool:
+    return isinstance(codec, ZstdCodec) or (
+        isinstance(codec, NumcodecsCodec) and codec.codec_id == "zstd"
+    )
+
+
 def _compressors(compressor: Compressor | str, zarr_format: int) -> Any:
     if isinstance(compressor, str):
         if compressor != "default":
@@ -111,17 +123,92 @@ def _compressors(compressor: Compressor | str, zarr_format: int) -> Any:
 # fast element codec
 
 
+_SKIPPABLE_MAGIC = 0x184D2A5E
+_SEEKABLE_MAGIC = 0x8F92EAB1
+_SKIP_HEADER = struct.Struct("<II")
+_SEEK_FOOTER = struct.Struct("<IBI")  # frames, descriptor, magic
+
+FRAME_BYTES_ATTR = "zstd_frame_bytes"
+"""Array attribute: payloads longer than this many decoded bytes are seekable zstd."""
+
+DEFAULT_FRAME_BYTES = 4096
+"""Decoded bytes per zstd frame of object-type payloads (see docs/spec.md, BENCHMARKS.md)."""
+
+
+class _TailTooShort(Exception):
+    """The bytes given to :func:`frame_table` end the payload but miss part of its table."""
+
+    def __init__(self, needed: int) -> None:
+        super().__init__(needed)
+        self.needed = needed
+
+
+@dataclass(frozen=True)
+class FrameTable:
+    """Where the zstd frames of a seekable payload are (zstd seekable format)."""
+
+    compressed: list[int]
+    """(n + 1) offsets of the frames in the stored bytes."""
+    decoded: list[int]
+    """(n + 1) offsets of the frames in the decoded stream (element header included)."""
+
+
+def frame_table(data: bytes | memoryview, where: str, size: int | None = None) -> FrameTable | None:
+    """Parse the seek table at the end of a stored payload; None if it has none.
+
+    The table follows the zstd seekable format: a skippable frame (magic ``0x184D2A5E``)
+    holding ``(compressed size, decoded size)`` uint32 pairs per frame (plus a checksum
+    each when the descriptor's bit 7 is set) and a 9-byte footer ``(frame count,
+    descriptor, 0x8F92EAB1)``.  Any zstd decoder skips it.
+    """
+    have = len(data)
+    size = have if size is None else size
+    base = size - have  # ``data`` is the last ``have`` bytes of the stored payload
+    if have < _SKIP_HEADER.size + _SEEK_FOOTER.size:
+        return None
+    n, desc, magic = _SEEK_FOOTER.unpack_from(data, have - _SEEK_FOOTER.size)
+    if magic != _SEEKABLE_MAGIC:
+        return None
+    cols = 3 if desc & 0x80 else 2
+    body = 4 * cols * n + _SEEK_FOOTER.size
+    start = size - body - _SKIP_HEADER.size
+    if desc & 0x7F or start < 0:
+        raise CorruptPayloadError(f"{where}: malformed zstd seek table")
+    if start < base:
+        raise _TailTooShort(size - start)
+    skip, frame_size = _SKIP_HEADER.unpack_from(data, start - base)
+    if skip != _SKIPPABLE_MAGIC or frame_size != body:
+        raise CorruptPayloadError(f"{where}: malformed zstd seek table")
+    entries = struct.unpack_from(f"<{cols * n}I", data, start - base + _SKIP_HEADER.size)
+    compressed = [0, *accumulate(entries[0::cols])]
+    decoded = [0, *accumulate(entries[1::cols])]
+    if compressed[-1] != start:
+        raise CorruptPayloadError(f"{where}: zstd seek table does not match the frames")
+    return FrameTable(compressed, decoded)
+
+
 @dataclass(frozen=True)
 class _ElementCodec:
-    """Encode/decode one vlen-bytes chunk holding a single element, byte-identical to zarr."""
+    """Encode/decode one vlen-bytes chunk holding a single element, byte-identical to zarr.
+
+    With ``frame_bytes`` set and a zstd compressor, an element longer than that is stored as
+    independent zstd frames of ``frame_bytes`` decoded bytes each, followed by a seek table
+    (zstd seekable format).  A zstd stream is a sequence of frames (RFC 8878 §3.1), so
+    zarr-python and every zstd decoder read it as usual; this module can also decode only
+    the frames holding some rows (:meth:`decode_rows`).
+    """
 
     compressor: NumcodecsCodec | None
+    frame_bytes: int | None = None
 
     def encode(self, payload: bytes | memoryview) -> bytes:
         raw = _HEADER.pack(1, len(payload)) + bytes(payload)
         if self.compressor is None:
             return raw
-        return bytes(self.compressor.encode(raw))
+        frame = self.frame_bytes
+        if frame is None or len(raw) <= frame or self.compressor.codec_id != "zstd":
+            return bytes(self.compressor.encode(raw))
+        return _encode_frames(raw, frame, self.compressor)
 
     def decode(self, data: bytes, where: str) -> bytes | memoryview:
         try:
@@ -137,6 +224,135 @@ class _ElementCodec:
                 f"{len(raw) - _HEADER.size} bytes present)"
             )
         return memoryview(raw)[_HEADER.size :]  # no copy: rows are joined once by the reader
+
+    def decode_rows(
+        self,
+        data: bytes,
+        where: str,
+        out: npt.NDArray[np.uint8],
+        starts: npt.NDArray[np.int64],
+        stops: npt.NDArray[np.int64],
+    ) -> None:
+        """Decode at least the byte ranges ``[starts, stops)`` of the rows into ``out``.
+
+        ``out`` has the element's length without header; its other bytes are left as they are.
+
+        Uncompressed and seekable payloads decode only what the ranges need; any other
+        payload is decoded whole.
+        """
+        table = None
+        if self.compressor is None:
+            if len(data) != _HEADER.size + len(out):
+                self._whole_into(data, where, out)
+                return
+            view = np.frombuffer(data, dtype=np.uint8, offset=_HEADER.size)
+            _copy_ranges(view, out, starts, stops)
+            return
+        if self.compressor.codec_id == "zstd":
+            table = frame_table(data, where)
+        if table is None or table.decoded[-1] != _HEADER.size + len(out):
+            self._whole_into(data, where, out)
+            return
+        decode_frames(data, table, out, starts, stops, _HEADER.size, where)
+
+    def _whole_into(self, data: bytes, where: str, out: npt.NDArray[np.uint8]) -> None:
+        rows = self.decode(data, where)
+        if len(rows) != len(out):
+            raise CorruptPayloadError(f"{where}: {len(rows)} bytes, expected {len(out)}")
+        out[:] = np.frombuffer(rows, dtype=np.uint8)
+
+
+def decode_frames(
+    data: bytes,
+    table: FrameTable,
+    out: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    stops: npt.NDArray[np.int64],
+    skip: int,
+    where: str,
+    read: Callable[[int, int], bytes] | None = None,
+    done: set[int] | None = None,
+) -> None:
+    """Decode the frames of a seekable zstd stream holding the ranges ``[starts, stops)``.
+
+    ``out`` is the decoded stream without its first ``skip`` bytes (range coordinates).
+    ``data`` holds the stored stream; or, with ``read(offset, n)``, the stored bytes are read
+    on demand (one read spanning the frames needed).  Frames in ``done`` are already in
+    ``out`` and are skipped; decoded frames are added to it.
+    """
+    dec = table.decoded
+    if len(starts) <= 32:  # the usual case (a few objects per chunk): plain Python
+        needed: set[int] = set()
+        for a, b in zip(starts.tolist(), stops.tolist(), strict=True):
+            if b > a:
+                lo = bisect_right(dec, a + skip) - 1
+                needed.update(range(lo, bisect_right(dec, b + skip - 1, lo)))
+        frames = sorted(needed)
+    else:
+        arr = np.asarray(dec)
+        first = np.searchsorted(arr, starts + skip, side="right") - 1
+        last = np.searchsorted(arr, stops + skip - 1, side="right") - 1
+        keep = last >= first
+        span = last[keep] - first[keep] + 1
+        frames = unique_sorted(concat_ranges(first[keep], span)).tolist()
+    if done is not None:
+        frames = [f for f in frames if f not in done]
+        done.update(frames)
+    if not frames:
+        return
+    dctx = _dctx()
+    comp = table.compressed
+    base = 0
+    if read is not None:
+        base = comp[frames[0]]
+        data = read(base, comp[frames[-1] + 1] - base)
+    for f in frames:
+        try:
+            chunk = dctx.decompress(data[comp[f] - base : comp[f + 1] - base])
+        except zstandard.ZstdError as exc:
+            raise CorruptPayloadError(f"{where}: cannot decompress frame {f} ({exc})") from exc
+        a, b = dec[f], dec[f + 1]
+        if len(chunk) != b - a:
+            raise CorruptPayloadError(f"{where}: frame {f} decodes to {len(chunk)} bytes")
+        head = max(skip - a, 0)  # the first frame may start with a header
+        out[a + head - skip : b - skip] = np.frombuffer(chunk, dtype=np.uint8, offset=head)
+
+
+def _copy_ranges(
+    src: npt.NDArray[np.uint8],
+    dst: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    stops: npt.NDArray[np.int64],
+) -> None:
+    idx = concat_ranges(starts, stops - starts)
+    dst[idx] = src[idx]
+
+
+def _encode_frames(raw: bytes, frame: int, compressor: NumcodecsCodec) -> bytes:
+    cfg = compressor.get_config()
+    cctx = zstandard.ZstdCompressor(
+        level=int(cfg.get("level", DEFAULT_ZSTD_LEVEL)),
+        write_checksum=bool(cfg.get("checksum", False)),
+        write_content_size=True,
+    )
+    view = memoryview(raw)
+    frames = [cctx.compress(view[i : i + frame]) for i in range(0, len(raw), frame)]
+    sizes = np.empty((len(frames), 2), dtype="<u4")
+    sizes[:, 0] = [len(f) for f in frames]
+    sizes[:, 1] = frame
+    sizes[-1, 1] = len(raw) - frame * (len(frames) - 1)
+    table = sizes.tobytes() + _SEEK_FOOTER.pack(len(frames), 0, _SEEKABLE_MAGIC)
+    return b"".join([*frames, _SKIP_HEADER.pack(_SKIPPABLE_MAGIC, len(table)), table])
+
+
+_DCTX = threading.local()
+
+
+def _dctx() -> zstandard.ZstdDecompressor:
+    ctx: zstandard.ZstdDecompressor | None = getattr(_DCTX, "ctx", None)
+    if ctx is None:
+        ctx = _DCTX.ctx = zstandard.ZstdDecompressor()
+    return ctx
 
 
 def _chain_codec(codecs: Sequence[Any]) -> _ElementCodec | None:
@@ -167,6 +383,17 @@ def _shard_format(codec: ShardingCodec, ndim: int) -> ShardFormat | None:
 
 def _fast_codec(array: zarr.Array[Any]) -> tuple[_ElementCodec, ShardFormat | None] | None:
     """Return the fast element codec (and shard packing) for plain chains, else None."""
+    found = _plain_codec(array)
+    if found is None:
+        return None
+    codec, fmt = found
+    frame = array.attrs.get(FRAME_BYTES_ATTR)
+    if isinstance(frame, int) and not isinstance(frame, bool) and frame > 0:
+        codec = replace(codec, frame_bytes=frame)
+    return codec, fmt
+
+
+def _plain_codec(array: zarr.Array[Any]) -> tuple[_ElementCodec, ShardFormat | None] | None:
     meta = array.metadata
     if isinstance(meta, ArrayV3Metadata):
         codecs = list(meta.codecs)
@@ -228,6 +455,15 @@ def _get_many(store: Store, keys: Sequence[str]) -> list[bytes | None]:
     return sync(fetch())
 
 
+def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
+    """C-order coordinates of a flat index (np.unravel_index costs ~10 µs per scalar)."""
+    coords = []
+    for n in reversed(shape):
+        flat, c = divmod(flat, int(n))
+        coords.append(c)
+    return tuple(reversed(coords))
+
+
 def _set_many(store: Store, items: Sequence[tuple[str, bytes]]) -> None:
     root = _local_root(store)
     if root is not None:
@@ -277,6 +513,10 @@ class PayloadArray:
 
     array: zarr.Array[Any]
     """The underlying Zarr array (shape = chunk grid shape)."""
+    _tables: dict[int, tuple[int, FrameTable | None]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """Seek tables already read, by flat index, with the stored size (local arrays)."""
 
     @property
     def name(self) -> str:
@@ -288,14 +528,17 @@ class PayloadArray:
         """Array attributes (``zv_array``, ``dtype``, ``width``, ``encoding``, ...)."""
         return self.array.attrs.asdict()
 
+    @cached_property
+    def _fast(self) -> tuple[_ElementCodec, ShardFormat | None] | None:
+        return _fast_codec(self.array)
+
     def _key(self, flat: int) -> str:
-        coords = np.unravel_index(flat, self.array.shape)
-        key = self.array.metadata.encode_chunk_key(tuple(int(c) for c in coords))
+        key = self.array.metadata.encode_chunk_key(_unravel(flat, self.array.shape))
         prefix = self.array.store_path.path
         return f"{prefix}/{key}" if prefix else key
 
     def _shard_of(self, flat: int, fmt: ShardFormat) -> tuple[tuple[int, ...], int]:
-        coords = np.unravel_index(flat, self.array.shape)
+        coords = _unravel(flat, self.array.shape)
         shard = tuple(int(c) // s for c, s in zip(coords, fmt.chunks_per_shard, strict=True))
         inner = tuple(int(c) % s for c, s in zip(coords, fmt.chunks_per_shard, strict=True))
         return shard, int(np.ravel_multi_index(inner, fmt.chunks_per_shard))
@@ -310,7 +553,7 @@ class PayloadArray:
         pairs = [(int(i), p) for i, p in zip(flat_indices, payloads, strict=True) if len(p)]
         if not pairs:
             return
-        fast = _fast_codec(self.array)
+        fast = self._fast
         if fast is None:
             self._write_generic(pairs)
             return
@@ -347,7 +590,7 @@ class PayloadArray:
         flats = [int(i) for i in flat_indices]
         if not flats:
             return []
-        fast = _fast_codec(self.array)
+        fast = self._fast
         if fast is None:
             return self._read_generic(flats)
         codec, fmt = fast
@@ -363,6 +606,122 @@ class PayloadArray:
             list(zip(flats, raw, strict=True)),
             nbytes,
         )
+
+    def fetch(self, flat_indices: npt.NDArray[np.int64]) -> list[bytes | None] | None:
+        """Return the stored (still encoded) bytes of each element, None where nothing is.
+
+        Returns None for codec chains this module does not decode itself (then use
+        :meth:`read`).  Decode with :meth:`decode_rows`.
+        """
+        fast = self._fast
+        if fast is None:
+            return None
+        flats = [int(i) for i in flat_indices]
+        if not flats:
+            return []
+        if fast[1] is None:
+            store = self.array.store_path.store
+            keys = [self._key(i) for i in flats]
+            return _get_many(store, keys)
+        return self._read_sharded(flats, fast[1])
+
+    def decode_rows(
+        self,
+        flat: int,
+        data: bytes | None,
+        out: npt.NDArray[np.uint8],
+        starts: npt.NDArray[np.int64],
+        stops: npt.NDArray[np.int64],
+    ) -> None:
+        """Decode the byte ranges ``[starts, stops)`` of element ``flat`` into ``out``.
+
+        ``data`` comes from :meth:`fetch`; ``out`` has the element's decoded length.
+        Seekable payloads decode only the frames the ranges need.
+        """
+        where = f"{self.name} chunk {flat}"
+        if data is None:
+            if len(out):
+                raise CorruptPayloadError(f"{where}: missing, expected {len(out)} bytes")
+            return
+        fast = self._fast
+        if fast is None:
+            raise ValueError(f"{self.name}: no direct decoder for this codec chain")
+        fast[0].decode_rows(data, where, out, starts, stops)
+
+    @cached_property
+    def local_root(self) -> str | None:
+        """Directory of a local, unsharded array with a direct decoder, else None.
+
+        Such payloads can be decoded in place with :meth:`decode_rows_local`.
+        """
+        fast = self._fast
+        root = _local_root(self.array.store_path.store)
+        if fast is None or fast[1] is not None or root is None:
+            return None
+        return str(root)
+
+    def decode_rows_local(
+        self,
+        flat: int,
+        out: npt.NDArray[np.uint8],
+        starts: npt.NDArray[np.int64],
+        stops: npt.NDArray[np.int64],
+    ) -> None:
+        """Like :meth:`decode_rows`, reading the local file directly.
+
+        For a seekable payload only its seek table and the frames the ranges need are read.
+        """
+        assert self.local_root is not None
+        assert self._fast is not None
+        codec = self._fast[0]
+        where = f"{self.name} chunk {flat}"
+        try:
+            fd = os.open(os.path.join(self.local_root, self._key(flat)), os.O_RDONLY)
+        except FileNotFoundError:
+            if len(out):
+                raise CorruptPayloadError(f"{where}: missing, expected {len(out)} bytes") from None
+            return
+        try:
+            size = os.fstat(fd).st_size
+            known = self._tables.get(flat)
+            if known is not None and known[0] == size:
+                table = known[1]
+            else:
+                table = self._read_table(fd, size, where)
+                if len(self._tables) >= _MAX_TABLES:
+                    self._tables.clear()
+                self._tables[flat] = (size, table)
+            if table is None:
+                codec.decode_rows(os.pread(fd, size, 0), where, out, starts, stops)
+                return
+            if table.decoded[-1] != _HEADER.size + len(out):
+                raise CorruptPayloadError(
+                    f"{where}: decodes to {table.decoded[-1] - _HEADER.size} bytes, "
+                    f"expected {len(out)}"
+                )
+            decode_frames(
+                b"",
+                table,
+                out,
+                starts,
+                stops,
+                _HEADER.size,
+                where,
+                read=lambda offset, n: os.pread(fd, n, offset),
+            )
+        finally:
+            os.close(fd)
+
+    def _read_table(self, fd: int, size: int, where: str) -> FrameTable | None:
+        assert self._fast is not None
+        codec = self._fast[0]
+        if codec.compressor is None or codec.frame_bytes is None:
+            return None
+        tail = os.pread(fd, min(size, 2048), size - min(size, 2048))
+        try:
+            return frame_table(tail, where, size)
+        except _TailTooShort as short:
+            return frame_table(os.pread(fd, short.needed, size - short.needed), where, size)
 
     def _read_sharded(self, flats: list[int], fmt: ShardFormat) -> list[bytes | None]:
         where = [self._shard_of(f, fmt) for f in flats]
@@ -390,9 +749,21 @@ def create_payload_array(
     attributes: Mapping[str, Any],
     compressor: Compressor | str = "default",
     shards: Sequence[int] | None = None,
+    frame_bytes: int | None = None,
 ) -> PayloadArray:
-    """Create a per-chunk payload array of shape ``grid_shape`` with element chunks (1,)*D."""
+    """Create a per-chunk payload array of shape ``grid_shape`` with element chunks (1,)*D.
+
+    ``frame_bytes`` (zstd only): store payloads longer than this as seekable zstd frames of
+    that many decoded bytes, so that readers can decode only the frames holding some rows;
+    recorded in the array attribute ``zstd_frame_bytes``.
+    """
     zarr_format = group.metadata.zarr_format
+    codecs = _compressors(compressor, zarr_format)
+    attrs = dict(attributes)
+    if frame_bytes is not None and _is_zstd(codecs):
+        if frame_bytes < 64:
+            raise ValueError(f"frame_bytes must be at least 64, got {frame_bytes}")
+        attrs[FRAME_BYTES_ATTR] = int(frame_bytes)
     with quiet_vlen():
         array = group.create_array(
             path,
@@ -401,8 +772,8 @@ def create_payload_array(
             shards=None if shards is None else tuple(shards),
             dtype=VariableLengthBytes(),
             fill_value=b"",
-            compressors=_compressors(compressor, zarr_format),
-            attributes=dict(attributes),
+            compressors=codecs,
+            attributes=attrs,
             overwrite=True,
         )
     return PayloadArray(array)
@@ -482,24 +853,38 @@ def _dense_codec(array: zarr.Array[Any]) -> tuple[int, NumcodecsCodec | None] | 
     return int(chunks[0]), comp
 
 
+@dataclass(frozen=True)
+class _FramedChunk:
+    """A dense chunk stored as seekable zstd, decoded frame by frame as rows are asked for."""
+
+    data: bytes
+    table: FrameTable
+    decoded: npt.NDArray[np.uint8]
+    done: set[int] = field(default_factory=set)
+
+
 def read_dense_rows(
     array: zarr.Array[Any],
     rows: npt.NDArray[np.int64],
-    cache: dict[tuple[str, int], npt.NDArray[Any]] | None = None,
+    cache: dict[tuple[str, int], Any] | None = None,
 ) -> npt.NDArray[Any]:
     """Return ``array[rows]`` for a dense array chunked along axis 0, in one batched read.
 
     Plain chains (bytes [+ zstd]) are decoded here, skipping zarr-python's per-call overhead;
-    decoded chunks go to ``cache`` when given.  Other arrays use zarr's own selection.
+    chunks stored as seekable zstd decode only the frames holding ``rows``.  Fetched chunks
+    go to ``cache`` when given.  Other arrays use zarr's own selection.
     """
-    fast = _dense_codec(array)
+    cache = {} if cache is None else cache
+    fast = cache.get((array.path, -1))  # the codec, found once per array
     if fast is None:
+        fast = cache[(array.path, -1)] = _dense_codec(array) or ()
+    if not fast:
         return np.asarray(array.get_orthogonal_selection((rows,)))
     chunk_rows, comp = fast
     dtype = np.dtype(array.dtype)
     inner = tuple(array.shape[1:])
+    row_bytes = dtype.itemsize * int(np.prod(inner, dtype=np.int64))
     wanted = unique_sorted(rows // chunk_rows)
-    cache = {} if cache is None else cache
     missing = [int(c) for c in wanted if (array.path, int(c)) not in cache]
     prefix = array.store_path.path
     keys = []
@@ -507,20 +892,40 @@ def read_dense_rows(
         key = array.metadata.encode_chunk_key((c,) + (0,) * len(inner))
         keys.append(f"{prefix}/{key}" if prefix else key)
     for c, raw in zip(missing, _get_many(array.store_path.store, keys), strict=True):
+        where = f"{array.path} chunk {c}"
+        block: Any
         if raw is None:
             block = np.full((chunk_rows, *inner), array.fill_value, dtype=dtype)
         else:
-            try:
-                data = raw if comp is None else bytes(comp.decode(raw))
-                block = np.frombuffer(data, dtype=dtype).reshape(chunk_rows, *inner)
-            except (RuntimeError, ValueError, TypeError) as exc:
-                raise CorruptPayloadError(f"{array.path} chunk {c}: cannot decode ({exc})") from exc
+            table = None if comp is None or comp.codec_id != "zstd" else frame_table(raw, where)
+            if table is not None and table.decoded[-1] == chunk_rows * row_bytes:
+                block = _FramedChunk(raw, table, np.empty(chunk_rows * row_bytes, np.uint8))
+            else:
+                try:
+                    data = raw if comp is None else bytes(comp.decode(raw))
+                    block = np.frombuffer(data, dtype=dtype).reshape(chunk_rows, *inner)
+                except (RuntimeError, ValueError, TypeError) as exc:
+                    raise CorruptPayloadError(f"{where}: cannot decode ({exc})") from exc
         cache[(array.path, c)] = block
     out = np.empty((len(rows), *inner), dtype=dtype)
     chunk_of = rows // chunk_rows
     for c in wanted.tolist():
-        sel = chunk_of == c
-        out[sel] = cache[(array.path, c)][rows[sel] - c * chunk_rows]
+        sel = np.flatnonzero(chunk_of == c)
+        local = rows[sel] - c * chunk_rows
+        got = cache[(array.path, c)]
+        if isinstance(got, _FramedChunk):
+            decode_frames(
+                got.data,
+                got.table,
+                got.decoded,
+                local * row_bytes,
+                (local + 1) * row_bytes,
+                0,
+                f"{array.path} chunk {c}",
+                done=got.done,
+            )
+            got = got.decoded.view(dtype).reshape(chunk_rows, *inner)
+        out[sel] = got[local]
     return out
 
 

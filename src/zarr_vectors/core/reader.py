@@ -30,7 +30,15 @@ from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Encoding
 from zarr_vectors.spec.metadata import BoundingBox, LevelMetadata, RootMetadata
 
-__all__ = ["BBoxLike", "LevelReader", "LinkBlock", "ObjectRows", "RowBlock", "parse_bbox"]
+__all__ = [
+    "BBoxLike",
+    "LevelReader",
+    "LinkBlock",
+    "ObjectRows",
+    "RowBlock",
+    "RowRanges",
+    "parse_bbox",
+]
 
 IntArray = npt.NDArray[np.int64]
 BBoxLike = BoundingBox | Sequence[Sequence[float]] | npt.NDArray[np.floating]
@@ -64,6 +72,16 @@ class RowBlock:
 
 
 @dataclass(frozen=True)
+class RowRanges:
+    """Row ranges ``[starts, starts + counts)`` in a :class:`RowBlock`'s concatenated rows."""
+
+    starts: IntArray
+    """First row of each range."""
+    counts: IntArray
+    """Rows in each range."""
+
+
+@dataclass(frozen=True)
 class ObjectRows:
     """Where the vertices of some objects are, in traversal order."""
 
@@ -75,6 +93,8 @@ class ObjectRows:
     """Flat indices of the chunks fetched, ascending."""
     rows: IntArray
     """Indices into the concatenated rows of ``chunks`` (``RowBlock`` order)."""
+    ranges: RowRanges
+    """The same rows as ranges (one per manifest ref), for partial decoding."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +121,8 @@ class LevelReader:
         self.layout = ChunkLayout(self.meta.chunk_shape, self.level_meta.bin_shape, grid)
         self._arrays: dict[str, PayloadArray] = {}
         self._cache: dict[tuple[str, int], bytes | memoryview] | None = None
-        self._dense_cache: dict[tuple[str, int], npt.NDArray[Any]] = {}
+        self._stored_cache: dict[tuple[str, int], bytes | None] | None = None
+        self._dense_cache: dict[tuple[str, int], Any] = {}
 
     # -- metadata -----------------------------------------------------------------------------
 
@@ -161,10 +182,12 @@ class LevelReader:
     def caching(self) -> Iterator[None]:
         """Keep fetched payloads for the duration of the block (multi-phase queries)."""
         self._cache = {}
+        self._stored_cache = {}
         try:
             yield
         finally:
             self._cache = None
+            self._stored_cache = None
 
     def _payloads(self, path: str, flats: IntArray) -> Sequence[bytes | memoryview]:
         arr = self.payload(path)
@@ -176,8 +199,13 @@ class LevelReader:
             cache[(path, f)] = p
         return [cache[(path, f)] for f in flats.tolist()]
 
-    def rows(self, path: str, flats: IntArray) -> RowBlock:
-        """Fetch and decode the rows of ``path`` for the chunks ``flats``."""
+    def rows(self, path: str, flats: IntArray, want: RowRanges | None = None) -> RowBlock:
+        """Fetch and decode the rows of ``path`` for the chunks ``flats``.
+
+        With ``want`` (vertex-aligned arrays only: ``vertices``, ``attributes/*``), only those
+        rows are guaranteed decoded: seekable payloads decode just the frames holding them,
+        and the other rows of the block are left undefined.
+        """
         arr = self.payload(path)
         attrs = arr.attrs
         try:
@@ -185,8 +213,12 @@ class LevelReader:
             width = int(attrs["width"])
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptPayloadError(f"{arr.name}: bad dtype/width attributes ({exc})") from exc
-        payloads = self._payloads(path, flats)
         encoding = attrs.get("encoding", Encoding.RAW.value)
+        if want is not None and encoding == Encoding.RAW.value:
+            block = self._some_rows(arr, path, flats, want, dtype, width)
+            if block is not None:
+                return block
+        payloads = self._payloads(path, flats)
         if encoding == Encoding.DRACO.value:  # vertices only: row counts from vertex_counts
             counts = self.vertex_counts[flats]
             values = decode_payloads(payloads, counts, width, arr.name).astype(dtype, copy=False)
@@ -205,9 +237,61 @@ class LevelReader:
         values = np.frombuffer(b"".join(payloads), dtype=dtype).reshape(-1, width)
         return RowBlock(values, offsets_from_counts(counts))
 
-    def column(self, path: str, flats: IntArray) -> Column:
+    def _some_rows(
+        self,
+        arr: PayloadArray,
+        path: str,
+        flats: IntArray,
+        want: RowRanges,
+        dtype: np.dtype[Any],
+        width: int,
+    ) -> RowBlock | None:
+        """Decode only the ``want`` rows of vertex-aligned ``path`` (None: not possible)."""
+        cache = self._cache
+        if cache is not None and all((path, f) in cache for f in flats.tolist()):
+            return None  # decoded whole by an earlier phase of this query
+        local = arr.local_root is not None
+        stored = None if local else self._stored(arr, path, flats)
+        if stored is None and not local:
+            return None
+        row_bytes = dtype.itemsize * width
+        counts = self.vertex_counts[flats]
+        offsets = offsets_from_counts(counts)
+        out = np.empty(int(offsets[-1]) * row_bytes, dtype=np.uint8)
+        order = np.argsort(want.starts, kind="stable")
+        starts, stops = want.starts[order], want.starts[order] + want.counts[order]
+        chunk = np.searchsorted(offsets, starts, side="right") - 1
+        cut = np.searchsorted(chunk, np.arange(len(flats) + 1))
+        for i, flat in enumerate(flats.tolist()):
+            a, b = int(cut[i]), int(cut[i + 1])
+            base = int(offsets[i])
+            args = (
+                out[base * row_bytes : int(offsets[i + 1]) * row_bytes],
+                (starts[a:b] - base) * row_bytes,
+                (stops[a:b] - base) * row_bytes,
+            )
+            if stored is None:
+                arr.decode_rows_local(flat, *args)
+            else:
+                arr.decode_rows(flat, stored[i], *args)
+        return RowBlock(out.view(dtype).reshape(-1, width), offsets)
+
+    def _stored(self, arr: PayloadArray, path: str, flats: IntArray) -> list[bytes | None] | None:
+        """Return the stored (encoded) payloads of ``flats``, cached like decoded ones."""
+        cache = self._stored_cache
+        if cache is None:
+            return arr.fetch(flats)
+        missing = np.array([f for f in flats.tolist() if (path, f) not in cache], np.int64)
+        got = arr.fetch(missing)
+        if got is None:
+            return None
+        for f, data in zip(missing.tolist(), got, strict=True):
+            cache[(path, f)] = data
+        return [cache[(path, f)] for f in flats.tolist()]
+
+    def column(self, path: str, flats: IntArray, want: RowRanges | None = None) -> Column:
         """Fetch an attribute payload as a :class:`Column` (shape and categories restored)."""
-        block = self.rows(path, flats)
+        block = self.rows(path, flats, want)
         return self._as_column(block.values, self.payload(path).attrs)
 
     @staticmethod
@@ -227,7 +311,26 @@ class LevelReader:
     @property
     def n_objects(self) -> int:
         """Number of object ids at this level (0 when the level has no object index)."""
-        return len(self.object_offsets) - 1 if self.has(L.OBJECT_OFFSETS) else 0
+        if not self.has(L.OBJECT_OFFSETS):
+            return 0
+        return max(int(self.node(L.OBJECT_OFFSETS).shape[0]) - 1, 0)
+
+    def _offsets_of(self, ids: IntArray) -> tuple[IntArray, IntArray]:
+        """Manifest ranges ``[starts, ends)`` of ``ids`` (reads only their offsets)."""
+        if "object_offsets" in self.__dict__ or len(ids) > 4096:
+            offsets = self.object_offsets
+            return offsets[ids], offsets[ids + 1]
+        pair = read_dense_rows(
+            self.node(L.OBJECT_OFFSETS), np.concatenate([ids, ids + 1]), self._dense_cache
+        ).astype(np.int64)
+        starts, ends = pair[: len(ids)], pair[len(ids) :]
+        n_refs = int(self.node(L.OBJECT_MANIFEST).shape[0])
+        if len(ids) and ((starts < 0).any() or (ends < starts).any() or (ends > n_refs).any()):
+            raise CorruptPayloadError(
+                f"{self.group.path}/{L.OBJECT_OFFSETS} are not CSR offsets over {n_refs} "
+                "manifest refs"
+            )
+        return starts, ends
 
     def dense_ids(self, ids: npt.ArrayLike) -> IntArray:
         """Validate dense object ids."""
@@ -242,8 +345,7 @@ class LevelReader:
 
     def object_refs(self, ids: IntArray) -> tuple[IntArray, IntArray]:
         """Return manifest rows of ``ids`` in order, and the number of refs of each id."""
-        offsets = self.object_offsets
-        starts, ends = offsets[ids], offsets[ids + 1]
+        starts, ends = self._offsets_of(ids)
         counts = ends - starts
         take = concat_ranges(starts, counts)
         if take.size == 0:
@@ -271,7 +373,13 @@ class LevelReader:
         owner = np.repeat(np.arange(len(ids)), per_object)
         vert_per_object = np.bincount(owner, weights=refs[:, d + 1], minlength=len(ids))
         vert_per_object = vert_per_object.astype(np.int64)
-        return ObjectRows(ids, offsets_from_counts(vert_per_object), chunks, rows)
+        return ObjectRows(
+            ids,
+            offsets_from_counts(vert_per_object),
+            chunks,
+            rows,
+            RowRanges(starts, refs[:, d + 1]),
+        )
 
     def object_attributes(self, ids: IntArray | None) -> dict[str, Column]:
         """Per-object attributes for ``ids`` (all objects when None)."""

@@ -29,6 +29,7 @@ from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.io import (
+    DEFAULT_FRAME_BYTES,
     Compressor,
     CompressorSpec,
     PayloadArray,
@@ -57,6 +58,7 @@ __all__ = [
     "StoreOptions",
     "WriteSummary",
     "check_positions",
+    "default_frame_bytes",
     "make_axes",
     "store_options",
     "column_attrs",
@@ -106,6 +108,33 @@ class StoreOptions:
     """Type-specific root keys (streamline ``step_size``, graph ``is_directed`` ...)."""
     draco: DracoSettings | None = None
     """Draco-encode the ``vertices`` payloads (lossy, row order kept; FORMAT.md §9)."""
+    frame_bytes: int | None = None
+    """Store zstd payloads as seekable frames of this many decoded bytes (sub-chunk reads of
+    single objects), or None for one frame per chunk."""
+
+
+def default_frame_bytes(geometry_type: GeometryTypeName | None) -> int | None:
+    """Default seekable-frame size: framed payloads for object types, whole for point clouds.
+
+    Reading one object of a path, graph or mesh store then decodes a few 4 KiB frames per
+    chunk instead of whole chunks; point clouds keep one frame per chunk (better compression
+    of quantised coordinates, and box queries read whole chunks anyway).
+    """
+    if geometry_type is GeometryTypeName.POINT_CLOUD:
+        return None
+    return DEFAULT_FRAME_BYTES
+
+
+def _frame_bytes(value: Any, geometry_type: GeometryTypeName | None) -> int | None:
+    if isinstance(value, str) and value == "auto":
+        return default_frame_bytes(geometry_type)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 64:
+        raise InvalidInputError(
+            f"frame_bytes must be an integer >= 64, None or 'auto', got {value!r}"
+        )
+    return int(value)
 
 
 def make_axes(
@@ -124,7 +153,10 @@ def make_axes(
 
 
 def store_options(
-    ndim: int, kw: Mapping[str, Any], type_metadata: Mapping[str, Any] | None = None
+    ndim: int,
+    kw: Mapping[str, Any],
+    type_metadata: Mapping[str, Any] | None = None,
+    geometry_type: GeometryTypeName | None = None,
 ) -> StoreOptions:
     """Build :class:`StoreOptions` from the keyword arguments every ``write_*`` shares.
 
@@ -142,6 +174,7 @@ def store_options(
         zarr_format=kw.get("zarr_format", 3),
         overwrite=bool(kw.get("overwrite", False)),
         compressor=kw.get("compressor", "default"),
+        frame_bytes=_frame_bytes(kw.get("frame_bytes", "auto"), geometry_type),
         shards=None if shards is None else tuple(int(x) for x in shards),
         storage_options=kw.get("storage_options"),
         coordinate_system=kw.get("coordinate_system", "unknown"),
@@ -260,8 +293,11 @@ class LevelWriter:
         *,
         existing: bool = False,
         draco: DracoSettings | None = None,
+        frame_bytes: int | None = None,
     ) -> None:
         self.group = group
+        self.frame_bytes = frame_bytes
+        """Seekable zstd frame size of new payload arrays (None: one frame per chunk)."""
         self.draco = draco
         """Draco settings of the ``vertices`` payloads, or None for raw rows."""
         self.existing = existing
@@ -290,6 +326,7 @@ class LevelWriter:
             attributes=L.array_attributes(kind, dtype, width, extra),
             compressor=self._compressor(path),
             shards=self.shards,
+            frame_bytes=self.frame_bytes,
         )
 
     def _compressor(self, path: str) -> Compressor | str:
@@ -336,6 +373,7 @@ class LevelWriter:
                 attributes=_array_attrs(kind, rows, rows.shape[1], extra),
                 compressor=self._compressor(path),
                 shards=self.shards,
+                frame_bytes=self.frame_bytes,
             )
         flats, payloads = _split(rows, chunk_of_row, encode)
         self._pending.append(self._pool.submit(arr.write, flats, payloads))
@@ -624,7 +662,14 @@ def write_store_with(
         )
         ds = root_meta.multiscales.datasets[0]
         group = root.create_group(L.level_path(0))
-        w = LevelWriter(group, layout.grid.shape, opts.compressor, opts.shards, draco=opts.draco)
+        w = LevelWriter(
+            group,
+            layout.grid.shape,
+            opts.compressor,
+            opts.shards,
+            draco=opts.draco,
+            frame_bytes=opts.frame_bytes,
+        )
         try:
             n_vertices, n_objects, n_chunks = fill(w, layout)
         except BaseException:

@@ -212,8 +212,11 @@ class ObjectVertices:
 def read_objects(reader: LevelReader, ids: IntArray, names: Sequence[str]) -> ObjectVertices:
     """Fetch objects ``ids`` whole, vertices in traversal order."""
     where = reader.gather_objects(ids)
-    pos = reader.rows(L.VERTICES, where.chunks).values[where.rows]
-    attrs = {n: reader.column(f"{L.ATTRIBUTES}/{n}", where.chunks).take(where.rows) for n in names}
+    want = where.ranges  # seekable payloads decode only the frames holding these rows
+    pos = reader.rows(L.VERTICES, where.chunks, want).values[where.rows]
+    attrs = {
+        n: reader.column(f"{L.ATTRIBUTES}/{n}", where.chunks, want).take(where.rows) for n in names
+    }
     return ObjectVertices(pos, where.offsets, attrs, where)
 
 

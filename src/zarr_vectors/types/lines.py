@@ -69,6 +69,7 @@ def write_lines(
     overwrite: bool = False,
     compressor: CompressorSpec = "default",
     shards: Sequence[int] | None = None,
+    frame_bytes: int | Literal["auto"] | None = "auto",
     storage_options: Mapping[str, Any] | None = None,
     coordinate_system: str = "unknown",
     axis_units: str | Sequence[str] | None = None,

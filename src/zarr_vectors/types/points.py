@@ -129,6 +129,7 @@ def write_points(
     overwrite: bool = False,
     compressor: CompressorSpec = "default",
     shards: Sequence[int] | None = None,
+    frame_bytes: int | Literal["auto"] | None = "auto",
     storage_options: Mapping[str, Any] | None = None,
     coordinate_system: str = "unknown",
     axis_units: str | Sequence[str] | None = None,
@@ -171,6 +172,10 @@ def write_points(
         Compressor of every array (default zstd), or None.
     shards
         Chunks per shard for payload arrays (Zarr v3 sharding codec).
+    frame_bytes
+        Decoded bytes per zstd frame of the payloads (seekable zstd: reading one object
+        decodes only the frames holding its rows); None for one frame per chunk; ``"auto"``
+        (default): 4096 for object types, None for point clouds.
     storage_options
         fsspec options for URL stores.
     coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
@@ -204,7 +209,9 @@ def write_points(
     parts = _points_parts(
         positions, attributes, object_ids, object_attributes, groups, group_attributes
     )
-    opts = store_options(parts.positions.shape[1], locals())
+    opts = store_options(
+        parts.positions.shape[1], locals(), geometry_type=GeometryTypeName.POINT_CLOUD
+    )
     return write_store(store, GeometryTypeName.POINT_CLOUD, parts, opts)
 
 

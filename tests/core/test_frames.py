@@ -1,0 +1,176 @@
+"""Seekable zstd payloads: any zstd decoder reads them whole, we decode only needed frames."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import numcodecs
+import numpy as np
+import pytest
+import zarr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import zarr_vectors as zv
+from zarr_vectors.core import io as zv_io
+from zarr_vectors.core.io import FRAME_BYTES_ATTR, _ElementCodec, _encode_frames, frame_table
+from zarr_vectors.errors import CorruptPayloadError, InvalidInputError
+
+ZSTD = numcodecs.Zstd(level=3)
+
+
+def _framed(raw: bytes, frame: int = 100) -> bytes:
+    return _encode_frames(raw, frame, ZSTD)
+
+
+def test_framed_stream_is_plain_zstd() -> None:
+    raw = np.arange(1000, dtype="<f4").tobytes()
+    data = _framed(raw)
+    assert bytes(ZSTD.decode(data)) == raw  # numcodecs (zarr's decoder) skips the seek table
+    table = frame_table(data, "x")
+    assert table is not None
+    assert len(table.decoded) - 1 == -(-len(raw) // 100)
+    assert table.decoded[-1] == len(raw)
+    assert table.compressed[-1] < len(data)
+
+
+def test_unframed_payload_has_no_table() -> None:
+    assert frame_table(ZSTD.encode(b"abc" * 100), "x") is None
+    assert frame_table(b"", "x") is None
+
+
+def test_tail_too_short_reports_what_it_needs() -> None:
+    data = _framed(bytes(range(256)) * 40, frame=64)
+    with pytest.raises(zv_io._TailTooShort) as info:
+        frame_table(data[-20:], "x", size=len(data))
+    assert frame_table(data[-info.value.needed :], "x", size=len(data)) == frame_table(data, "x")
+
+
+def test_damaged_seek_table_is_a_corrupt_payload() -> None:
+    data = bytearray(_framed(bytes(1000), frame=100))
+    n_frames = struct.unpack_from("<I", data, len(data) - 9)[0]
+    struct.pack_into("<I", data, len(data) - 9, n_frames + 1000)  # frame count too large
+    with pytest.raises(CorruptPayloadError, match="seek table"):
+        frame_table(bytes(data), "vertices chunk 3")
+    good = bytearray(_framed(bytes(1000), frame=100))
+    good[-17] ^= 0xFF  # a compressed size: the frames no longer add up to the table start
+    with pytest.raises(CorruptPayloadError, match="seek table"):
+        frame_table(bytes(good), "vertices chunk 3")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n_rows=st.integers(1, 400),
+    width=st.integers(1, 4),
+    frame=st.integers(64, 700),
+    ranges=st.lists(st.tuples(st.integers(0, 399), st.integers(0, 50)), max_size=40),
+)
+def test_partial_decode_equals_whole(
+    n_rows: int, width: int, frame: int, ranges: list[tuple[int, int]]
+) -> None:
+    rows = np.arange(n_rows * width, dtype="<f4").reshape(n_rows, width) * 1.5
+    codec = _ElementCodec(ZSTD, frame_bytes=frame)
+    data = codec.encode(rows.tobytes())
+    whole = np.frombuffer(codec.decode(data, "x"), dtype="<f4").reshape(n_rows, width)
+    np.testing.assert_array_equal(whole, rows)
+    row_bytes = 4 * width
+    starts = np.array([min(a, n_rows) for a, _ in ranges], dtype=np.int64)
+    stops = np.array([min(a + c, n_rows) for a, c in ranges], dtype=np.int64)
+    starts, stops = starts[np.argsort(starts)], stops[np.argsort(starts)]
+    out = np.zeros(n_rows * row_bytes, dtype=np.uint8)
+    codec.decode_rows(data, "x", out, starts * row_bytes, stops * row_bytes)
+    got = out.view("<f4").reshape(n_rows, width)
+    for a, b in zip(starts.tolist(), stops.tolist(), strict=True):
+        np.testing.assert_array_equal(got[a:b], rows[a:b])
+
+
+def _paths(n: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(2, 60, n)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    steps = rng.normal(0, 0.4, (int(offsets[-1]), 3))
+    steps[offsets[:-1]] = rng.uniform(0, 10, (n, 3))
+    pos = np.cumsum(steps, axis=0)
+    pos -= np.repeat(np.cumsum(steps, axis=0)[offsets[:-1]] - steps[offsets[:-1]], lengths, axis=0)
+    return pos.astype(np.float32), offsets
+
+
+@pytest.mark.parametrize("kind", ["local", "memory", "zip"])
+def test_object_reads_from_framed_store(tmp_path: Path, kind: str) -> None:
+    pos, offsets = _paths()
+    fa = np.arange(len(pos), dtype=np.float32)
+    target: Any = {
+        "local": tmp_path / "s.zarrvectors",
+        "memory": zarr.storage.MemoryStore(),
+        "zip": tmp_path / "s.zip",
+    }[kind]
+    zv.write_streamlines(
+        target, pos, offsets=offsets, chunk_shape=(4, 4, 4), attributes={"fa": fa}, frame_bytes=64
+    )
+    root = zv.open_store(target)
+    vert = root["0/vertices"]
+    assert isinstance(vert, zarr.Array)
+    assert vert.attrs[FRAME_BYTES_ATTR] == 64
+    reader = zv.open(target)
+    for i in [0, 17, 150, 299]:
+        got = reader.read(object_ids=[i])
+        np.testing.assert_array_equal(got.positions, pos[offsets[i] : offsets[i + 1]])
+        np.testing.assert_array_equal(got.attributes["fa"], fa[offsets[i] : offsets[i + 1]])
+    every = zv.read_streamlines(target)
+    np.testing.assert_array_equal(every.positions, pos)
+    np.testing.assert_array_equal(every.offsets, offsets)
+    box = ([2, 2, 2], [5, 5, 5])
+    hit = zv.read_streamlines(target, bbox=box)
+    inside = np.all((pos >= 2) & (pos < 5), axis=1)
+    owner = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    np.testing.assert_array_equal(np.unique(owner[inside]), np.asarray(hit.object_ids))
+    assert not zv.validate(target, level=3).errors
+
+
+def test_plain_zarr_reads_framed_payloads(tmp_path: Path) -> None:
+    pos, offsets = _paths(50)
+    zv.write_streamlines(tmp_path / "s", pos, offsets=offsets, chunk_shape=(50, 50, 50))
+    arr = zarr.open_array(tmp_path / "s" / "0" / "vertices", mode="r")
+    counts = np.asarray(zarr.open_array(tmp_path / "s" / "0" / "vertex_counts")).ravel()
+    rows = np.concatenate(
+        [
+            np.frombuffer(arr[np.unravel_index(flat, arr.shape)], dtype="<f4").reshape(-1, 3)
+            for flat in np.flatnonzero(counts)
+        ]
+    )
+    assert sorted(map(tuple, rows.tolist())) == sorted(map(tuple, pos.tolist()))
+    raw = (tmp_path / "s" / "0" / "vertices" / "c").rglob("*")
+    stored = [p.read_bytes() for p in raw if p.is_file()]
+    assert any(frame_table(b, "x") is not None for b in stored)  # really framed by default
+
+
+def test_points_stay_single_frame_and_option_is_checked(tmp_path: Path) -> None:
+    pts = np.random.default_rng(0).uniform(0, 10, (5000, 3))
+    zv.write_points(tmp_path / "p", pts, chunk_shape=(10, 10, 10))
+    assert FRAME_BYTES_ATTR not in zv.open_store(tmp_path / "p")["0/vertices"].attrs
+    with pytest.raises(InvalidInputError, match="frame_bytes"):
+        zv.write_points(tmp_path / "q", pts, chunk_shape=(10, 10, 10), frame_bytes=8)
+    assert not (tmp_path / "q").exists()
+
+
+def test_one_object_read_decodes_a_fraction_of_each_chunk(tmp_path: Path) -> None:
+    """Local seekable payloads: a single-object read fetches its frames, not whole chunks."""
+    pos, offsets = _paths(2000, seed=3)
+    zv.write_streamlines(tmp_path / "s", pos, offsets=offsets, chunk_shape=(20, 20, 20))
+    stored = sum(p.stat().st_size for p in (tmp_path / "s" / "0" / "vertices").rglob("*"))
+    reader = zv.open(tmp_path / "s")
+    read_bytes = 0
+    original = zv_io.os.pread
+
+    def spy(fd: int, n: int, offset: int) -> bytes:
+        nonlocal read_bytes
+        read_bytes += n
+        return original(fd, n, offset)
+
+    with mock.patch.object(zv_io.os, "pread", spy):
+        got = reader.read(object_ids=[1234], attributes=False)
+    np.testing.assert_array_equal(got.positions, pos[offsets[1234] : offsets[1235]])
+    assert 0 < read_bytes < stored / 10
