@@ -31,19 +31,12 @@ from benchmarks.ours import (
     add_common_args,
     bench_zv_points,
     calibrated_boxes,
-    new_workdir,
+    keep_upstream,
+    prepare_workdir,
+    run_upstream_task,
 )
 from benchmarks.peers import BenchResult
-from benchmarks.report import (
-    Op,
-    Target,
-    checks_table,
-    fmt_seconds,
-    render_targets,
-    sizes_table,
-    times_table,
-    write_json,
-)
+from benchmarks.report import Op, Target, fmt_seconds, render_configs, save_run
 
 OPS = (
     Op("write", "write_s", "write_s"),
@@ -155,41 +148,18 @@ def run_upstream(
     repeat: int,
 ) -> BenchResult | str:
     """Upstream 0.2.0 on the same data, chunk and bin shape; a reason string on failure."""
-    npz = ds.save_task_npz(
-        work / "points.npz",
-        data,
-        chunk_shape=config.chunk_shape,
-        bin_shape=config.bin_shape,
-        bbox_min=box[0],
-        bbox_max=box[1],
-    )
-    try:
-        return peers.run_upstream("points", npz, work, repeat)
-    except (peers.UpstreamVenvMissingError, RuntimeError) as exc:
-        return f"upstream skipped: {exc}"
-    finally:
-        npz.unlink(missing_ok=True)
+    return run_upstream_task(data, work, config, box, repeat)
 
 
 def render(results: Sequence[BenchResult], targets: Sequence[Target], notes: Sequence[str]) -> str:
     """Markdown: one timing table per configuration of ours, sizes, correctness, targets."""
-    ours = [r for r in results if r.fmt.startswith("zv ")]
-    others = [r for r in results if not r.fmt.startswith("zv ")]
-    parts = []
-    for r in ours:
-        parts += [f"## {r.fmt}: {r.n_chunks} chunks", times_table(r, others, OPS)]
-    parts += ["## Store sizes", sizes_table([*ours, *others], reference=ours[0])]
-    parts += ["## Correctness", checks_table([*ours, *others])]
-    parts += ["## Targets", render_targets(targets)]
-    parts += [f"> {note}" for note in notes]
-    return "\n\n".join(parts)
+    return render_configs(results, targets, notes, OPS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark, print markdown, optionally write JSON."""
     args = parse_args(argv)
-    work = args.workdir or new_workdir("points")
-    work.mkdir(parents=True, exist_ok=True)
+    work = prepare_workdir(args, "points")
     configs = parse_configs(args.configs)
     data = ds.make_points(args.n, seed=args.seed)
     central = ds.bbox_fraction(data.positions, 0.01)
@@ -214,22 +184,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes: list[str] = []
     if args.upstream:
         up = run_upstream(data, work, central, configs[0], args.upstream_repeat or args.repeat)
-        if isinstance(up, str):
-            notes.append(up)
-        else:
-            peer_res.append(up)
+        keep_upstream(up, peer_res, notes)
 
     targets = evaluate(ours, peer_res)
     print(render([*ours, *peer_res], targets, notes))
-    if args.json:
-        write_json(
-            args.json,
-            script="bench_points",
-            args=vars(args) | {"workdir": work},
-            results=[*ours, *peer_res],
-            targets=targets,
-            extra={"notes": notes, "central_box": [central[0].tolist(), central[1].tolist()]},
-        )
+    save_run(
+        args,
+        script="bench_points",
+        work=work,
+        results=[*ours, *peer_res],
+        targets=targets,
+        extra={"notes": notes, "central_box": [central[0].tolist(), central[1].tolist()]},
+    )
     return 0 if all(r.correct for r in ours) else 1
 
 

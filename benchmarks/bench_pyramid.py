@@ -35,21 +35,22 @@ import numpy as np
 import numpy.typing as npt
 
 from benchmarks import datasets as ds
-from benchmarks import peers
 from benchmarks.bench_points import parse_configs
 from benchmarks.ours import (
     ZvConfig,
     add_common_args,
     half_open_mask,
+    keep_upstream,
     median_time,
-    new_workdir,
+    prepare_workdir,
     remove_quietly,
+    run_upstream_task,
     time_each,
     time_writes,
     zv_version,
 )
 from benchmarks.peers import BenchResult, disk_usage
-from benchmarks.report import Target, checks_table, fmt_seconds, render_targets, write_json
+from benchmarks.report import Target, checks_table, closing_sections, fmt_seconds, save_run
 
 RATIOS = ((2, 2, 2), (4, 4, 4))
 
@@ -199,24 +200,15 @@ def bench_config(
 
 def run_upstream(data: ds.PointsData, work: Path, cfg: ZvConfig, repeat: int) -> BenchResult | str:
     """Upstream 0.2.0 ``pyramid`` task on the same points and ``cfg``; a reason on failure."""
-    npz = ds.save_task_npz(
-        work / "pyramid.npz",
-        data,
-        chunk_shape=cfg.chunk_shape,
-        bin_shape=cfg.bin_shape,
-        bbox_min=data.positions.min(axis=0),
-        bbox_max=data.positions.max(axis=0),
-    )
-    with np.load(npz) as z:
-        arrays = {k: z[k] for k in z.files}
-    arrays["pyramid_ratios"] = np.array([float(r[0]) for r in RATIOS])
-    np.savez(npz, **arrays)  # type: ignore[arg-type]
-    try:
-        return peers.run_upstream("pyramid", npz, work, repeat)
-    except (peers.UpstreamVenvMissingError, RuntimeError) as exc:
-        return f"upstream skipped: {exc}"
-    finally:
-        npz.unlink(missing_ok=True)
+
+    def add_ratios(npz: Path) -> None:
+        with np.load(npz) as z:
+            arrays = {k: z[k] for k in z.files}
+        arrays["pyramid_ratios"] = np.array([float(r[0]) for r in RATIOS])
+        np.savez(npz, **arrays)  # type: ignore[arg-type]
+
+    extent = (data.positions.min(axis=0), data.positions.max(axis=0))
+    return run_upstream_task(data, work, cfg, extent, repeat, task="pyramid", prepare=add_ratios)
 
 
 def upstream_table(ours: BenchResult, up: BenchResult) -> str:
@@ -301,16 +293,14 @@ def render(
         parts += ["## Upstream 0.2.0, same run", upstream_table(results[0], upstream)]
     checked = [*results, upstream] if upstream is not None else list(results)
     parts += ["## Correctness", checks_table(checked)]
-    parts += ["## Targets", render_targets(targets)]
-    parts += [f"> {note}" for note in notes]
+    parts += closing_sections(targets, notes)
     return "\n\n".join(parts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark, print markdown, optionally write JSON."""
     args = parse_args(argv)
-    work = args.workdir or new_workdir("pyramid")
-    work.mkdir(parents=True, exist_ok=True)
+    work = prepare_workdir(args, "pyramid")
     configs = parse_configs(args.configs)
     data = ds.make_points(args.n, seed=args.seed)
     print(f"# pyramid: {args.n:,} points, repeat {args.repeat}, workdir {work}", flush=True)
@@ -320,20 +310,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     upstream: BenchResult | None = None
     if args.upstream:
         up = run_upstream(data, work, configs[0], args.upstream_repeat or args.repeat)
-        if isinstance(up, str):
-            notes.append(up)
-        else:
-            upstream = up
+        upstream = keep_upstream(up, [], notes)  # shown in its own table, not with ours
     print(render(results, targets, notes, upstream))
-    if args.json:
-        write_json(
-            args.json,
-            script="bench_pyramid",
-            args=vars(args) | {"workdir": work},
-            results=[*results, upstream] if upstream is not None else results,
-            targets=targets,
-            extra={"notes": notes},
-        )
+    save_run(
+        args,
+        script="bench_pyramid",
+        work=work,
+        results=[*results, upstream] if upstream is not None else results,
+        targets=targets,
+        extra={"notes": notes},
+    )
     return 0 if all(r.correct for r in results) else 1
 
 

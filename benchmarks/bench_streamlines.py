@@ -38,23 +38,18 @@ from benchmarks import datasets as ds
 from benchmarks import peers
 from benchmarks.bench_points import parse_configs
 from benchmarks.ours import (
+    ZvConfig,
     add_common_args,
     bench_zv_streamlines,
     calibrated_boxes,
-    new_workdir,
+    keep_upstream,
+    prepare_workdir,
+    run_upstream_task,
+    sample_ids,
     zv_version,
 )
 from benchmarks.peers import BenchResult
-from benchmarks.report import (
-    Op,
-    Target,
-    checks_table,
-    fmt_seconds,
-    render_targets,
-    sizes_table,
-    times_table,
-    write_json,
-)
+from benchmarks.report import Op, Target, fmt_seconds, render_configs, save_run
 
 OPS = (
     Op("write", "write_s", "write_s"),
@@ -194,30 +189,20 @@ def evaluate(
 
 def render(results: Sequence[BenchResult], targets: Sequence[Target], notes: Sequence[str]) -> str:
     """Markdown: one timing table per configuration of ours, sizes, correctness, targets."""
-    ours = [r for r in results if r.fmt.startswith("zv ")]
-    timed = [r for r in results if not r.fmt.startswith("zv ") and r.library != "zstandard"]
     sized = [r for r in results if r.library == "zstandard"]
-    parts = []
-    for r in ours:
-        parts += [f"## {r.fmt}: {r.n_chunks} chunks", times_table(r, timed, OPS)]
-    parts += ["## Store sizes", sizes_table([*ours, *timed, *sized], reference=ours[0])]
-    parts += ["## Correctness", checks_table([*ours, *timed])]
-    parts += ["## Targets", render_targets(targets)]
-    parts += [f"> {note}" for note in notes]
-    return "\n\n".join(parts)
+    return render_configs(results, targets, notes, OPS, size_only=sized)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark, print markdown, optionally write JSON."""
     args = parse_args(argv)
-    work = args.workdir or new_workdir("streamlines")
-    work.mkdir(parents=True, exist_ok=True)
+    work = prepare_workdir(args, "streamlines")
     configs = parse_configs(args.configs)
     data = ds.make_streamlines(args.n, args.vertices, seed=args.seed)
     central = ds.bbox_fraction(data.positions, 0.01)
     rng = np.random.default_rng(args.seed + 1)
     boxes = calibrated_boxes(data.positions, args.boxes, args.fraction, rng, data.offsets)
-    ids = np.sort(rng.choice(data.n_objects, size=min(args.ids, data.n_objects), replace=False))
+    ids = sample_ids(rng, data.n_objects, args.ids)
     print(
         f"# streamlines: {data.n_objects:,} streamlines, {data.n_vertices:,} vertices, "
         f"repeat {args.repeat}, zarr-vectors {zv_version()}, workdir {work}",
@@ -246,39 +231,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     zstd = zstd_sizes(work / "streamlines-trx-stored.trx")
     notes: list[str] = []
     if args.upstream:
-        npz = ds.save_task_npz(
-            work / "streamlines.npz",
-            data,
-            chunk_shape=configs[0].chunk_shape,
-            bbox_min=central[0],
-            bbox_max=central[1],
-        )
-        try:
-            peer_res.append(
-                peers.run_upstream(
-                    "streamlines", npz, work, args.upstream_repeat or args.repeat, write_repeat=1
-                )
-            )
-        except (peers.UpstreamVenvMissingError, RuntimeError) as exc:
-            notes.append(f"upstream skipped: {exc}")
-        finally:
-            npz.unlink(missing_ok=True)
+        up_config = ZvConfig(configs[0].chunk)  # upstream gets the chunk shape only, no bins
+        up_repeat = args.upstream_repeat or args.repeat
+        up = run_upstream_task(data, work, up_config, central, up_repeat, write_repeat=1)
+        keep_upstream(up, peer_res, notes)
 
     targets = evaluate(ours, peer_res, zstd)
     print(render([*ours, *peer_res, *zstd], targets, notes))
-    if args.json:
-        write_json(
-            args.json,
-            script="bench_streamlines",
-            args=vars(args) | {"workdir": work},
-            results=[*ours, *peer_res, *zstd],
-            targets=targets,
-            extra={
-                "notes": notes,
-                "central_box": [central[0].tolist(), central[1].tolist()],
-                "query_ids": ids.tolist(),
-            },
-        )
+    save_run(
+        args,
+        script="bench_streamlines",
+        work=work,
+        results=[*ours, *peer_res, *zstd],
+        targets=targets,
+        extra={
+            "notes": notes,
+            "central_box": [central[0].tolist(), central[1].tolist()],
+            "query_ids": ids.tolist(),
+        },
+    )
     return 0 if all(r.correct for r in ours) else 1
 
 

@@ -32,7 +32,8 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from benchmarks.datasets import PointsData, StreamlinesData, bbox_fraction
+from benchmarks import peers
+from benchmarks.datasets import PointsData, StreamlinesData, TaskData, bbox_fraction, save_task_npz
 from benchmarks.peers import BenchResult, disk_usage
 
 T = TypeVar("T")
@@ -307,6 +308,71 @@ def _spread(
     return out
 
 
+def store_stem(config: ZvConfig, prefix: str = "") -> str:
+    """File-name stem of a configuration's stores: ``prefix`` + label without blanks/slashes."""
+    return prefix + config.label.replace(" ", "-").replace("/", "-")
+
+
+def write_stores(
+    write: Callable[[Path], T], workdir: Path, stem: str, repeat: int, keep_all: bool
+) -> tuple[Path, T, dict[str, float | None], dict[str, float]]:
+    """:func:`time_writes`, then drop the extra stores (unless ``keep_all``), untimed.
+
+    Returns
+    -------
+    tuple
+        The store to read, the last write's result, ``timings`` (``write_s``) and ``extra``
+        (write spread and process CPU).
+    """
+    w_cpu: list[float] = []
+    w_times, paths, summary = time_writes(write, workdir, stem, repeat, w_cpu)
+    if not keep_all:
+        remove_quietly(paths[:-1])
+    extra: dict[str, float] = {
+        "write_min_s": min(w_times),
+        "write_max_s": max(w_times),
+        "write_cpu_s": statistics.median(w_cpu),
+        "write_repeat": float(len(w_times)),
+    }
+    return paths[-1], summary, {"write_s": statistics.median(w_times)}, extra
+
+
+def median_time_cpu(fn: Callable[[], T], repeat: int) -> tuple[float, float, T]:
+    """:func:`median_time` plus the median process CPU: (wall, CPU, last result)."""
+    cpu: list[float] = []
+    wall, result = median_time(fn, repeat, cpu)
+    return wall, statistics.median(cpu), result
+
+
+def object_reads(
+    ids: npt.NDArray[np.int64],
+    read_func: Callable[[int], T],
+    read_open: Callable[[int], T],
+    check: Callable[[T, npt.NDArray[np.int64]], bool],
+) -> tuple[float, dict[str, bool], dict[str, float]]:
+    """Time one-object reads, one call per id: functional, then open Reader (warmed once).
+
+    Returns
+    -------
+    tuple
+        ``object_read_s`` (functional median), the checks ``object_read`` /
+        ``object_read_open`` and the ``extra`` spreads ``object_func_*`` / ``object_open_*``
+        with ``n_object_queries``.
+    """
+    fo_cpu: list[float] = []
+    oo_cpu: list[float] = []
+    f_times, f_res = time_each([lambda q=q: read_func(int(q)) for q in ids], fo_cpu)
+    read_open(int(ids[0]))  # warm the metadata cache
+    o_times, o_res = time_each([lambda q=q: read_open(int(q)) for q in ids], oo_cpu)
+    checks = {
+        "object_read": all(check(r, np.array([q])) for q, r in zip(ids, f_res, strict=True)),
+        "object_read_open": all(check(r, np.array([q])) for q, r in zip(ids, o_res, strict=True)),
+    }
+    extra = _spread("object_func", f_times, fo_cpu) | _spread("object_open", o_times, oo_cpu)
+    extra["n_object_queries"] = float(len(ids))
+    return statistics.median(f_times), checks, extra
+
+
 # ---------------------------------------------------------------------------
 # Points
 # ---------------------------------------------------------------------------
@@ -335,7 +401,7 @@ def bench_zv_points(
 
     pos, a, b = data.positions, data.attr_a, data.attr_b
     attrs = {"attr_a": a, "attr_b": b}
-    stem = config.label.replace(" ", "-").replace("/", "-")
+    stem = store_stem(config)
 
     def write(path: Path) -> Any:
         return zv.write_points(
@@ -346,25 +412,15 @@ def bench_zv_points(
             attributes=attrs,
         )
 
-    w_cpu: list[float] = []
-    w_times, paths, summary = time_writes(write, workdir, stem, write_repeat, w_cpu)
-    if not keep_all:
-        remove_quietly(paths[:-1])
-    store = str(paths[-1])
-    extra: dict[str, float] = {
-        "write_min_s": min(w_times),
-        "write_max_s": max(w_times),
-        "write_cpu_s": statistics.median(w_cpu),
-        "write_repeat": float(len(w_times)),
-    }
-    timings: dict[str, float | None] = {"write_s": statistics.median(w_times)}
+    path, summary, timings, extra = write_stores(write, workdir, stem, write_repeat, keep_all)
+    store = str(path)
 
     def rows(res: Any) -> Arr:
         return np.column_stack([res.positions, res.attributes["attr_a"], res.attributes["attr_b"]])
 
-    r_cpu: list[float] = []
-    timings["read_s"], full = median_time(lambda: zv.read_points(store), repeat, r_cpu)
-    extra["read_cpu_s"] = statistics.median(r_cpu)
+    timings["read_s"], extra["read_cpu_s"], full = median_time_cpu(
+        lambda: zv.read_points(store), repeat
+    )
     expected = np.column_stack([pos, a, b])
     checks = {"full_read": _same_rows(expected, rows(full))}
     del full
@@ -410,7 +466,7 @@ def bench_zv_points(
         n_vertices=data.n_vertices,
         n_objects=None,
         timings=timings | {"object_read_s": None},
-        path=paths[-1],
+        path=path,
         checks=checks,
         extra=extra,
         n_chunks=int(summary.chunk_count),
@@ -469,7 +525,7 @@ def bench_zv_streamlines(
     """
     import zarr_vectors as zv
 
-    stem = config.label.replace(" ", "-").replace("/", "-")
+    stem = store_stem(config)
     n = data.n_objects
 
     def write(path: Path) -> Any:
@@ -482,44 +538,25 @@ def bench_zv_streamlines(
             attributes={"attr": data.attr},
         )
 
-    w_cpu: list[float] = []
-    w_times, paths, summary = time_writes(write, workdir, stem, write_repeat, w_cpu)
-    if not keep_all:
-        remove_quietly(paths[:-1])
-    store = str(paths[-1])
-    extra: dict[str, float] = {
-        "write_min_s": min(w_times),
-        "write_max_s": max(w_times),
-        "write_cpu_s": statistics.median(w_cpu),
-        "write_repeat": float(len(w_times)),
-    }
-    timings: dict[str, float | None] = {"write_s": statistics.median(w_times)}
+    path, summary, timings, extra = write_stores(write, workdir, stem, write_repeat, keep_all)
+    store = str(path)
 
-    r_cpu: list[float] = []
-    timings["read_s"], full = median_time(lambda: zv.read_streamlines(store), repeat, r_cpu)
-    extra["read_cpu_s"] = statistics.median(r_cpu)
+    timings["read_s"], extra["read_cpu_s"], full = median_time_cpu(
+        lambda: zv.read_streamlines(store), repeat
+    )
     checks = {"full_read": _check_paths(data, full, np.arange(n, dtype=np.int64))}
     del full
 
     ids = np.asarray(object_ids, dtype=np.int64)
-    fo_cpu: list[float] = []
-    oo_cpu: list[float] = []
-    f_times, f_res = time_each(
-        [lambda q=q: zv.read_streamlines(store, object_ids=[int(q)]) for q in ids], fo_cpu
-    )
     reader = zv.open(store)
-    reader.read(object_ids=[int(ids[0])])  # warm the metadata cache
-    o_times, o_res = time_each([lambda q=q: reader.read(object_ids=[int(q)]) for q in ids], oo_cpu)
-    checks["object_read"] = all(
-        _check_paths(data, r, np.array([q])) for q, r in zip(ids, f_res, strict=True)
+    timings["object_read_s"], obj_checks, obj_extra = object_reads(
+        ids,
+        lambda q: zv.read_streamlines(store, object_ids=[q]),
+        lambda q: reader.read(object_ids=[q]),
+        lambda res, want: _check_paths(data, res, want),
     )
-    checks["object_read_open"] = all(
-        _check_paths(data, r, np.array([q])) for q, r in zip(ids, o_res, strict=True)
-    )
-    timings["object_read_s"] = statistics.median(f_times)
-    extra.update(_spread("object_func", f_times, fo_cpu))
-    extra.update(_spread("object_open", o_times, oo_cpu))
-    extra["n_object_queries"] = float(len(ids))
+    checks.update(obj_checks)
+    extra.update(obj_extra)
 
     n_box_rep = max(repeat, 5)
     timings["bbox_read_s"], res = median_time(
@@ -560,7 +597,7 @@ def bench_zv_streamlines(
         n_vertices=data.n_vertices,
         n_objects=n,
         timings=timings,
-        path=paths[-1],
+        path=path,
         checks=checks,
         extra=extra,
         n_chunks=int(summary.chunk_count),
@@ -568,7 +605,7 @@ def bench_zv_streamlines(
 
 
 # ---------------------------------------------------------------------------
-# Command line shared by the bench scripts
+# Command line and upstream plumbing shared by the bench scripts
 # ---------------------------------------------------------------------------
 
 
@@ -604,3 +641,64 @@ def add_common_args(
     parser.add_argument(
         "--keep", action="store_true", help="keep every written store (default: delete extras)"
     )
+
+
+def prepare_workdir(args: Any, name: str) -> Path:
+    """``--workdir`` (created if missing) or a fresh run directory ``name-<stamp>``."""
+    work: Path = args.workdir or new_workdir(name)
+    work.mkdir(parents=True, exist_ok=True)
+    return work
+
+
+def sample_ids(rng: np.random.Generator, n_objects: int, k: int) -> npt.NDArray[np.int64]:
+    """``min(k, n_objects)`` distinct random object ids, sorted."""
+    return np.sort(rng.choice(n_objects, size=min(k, n_objects), replace=False))
+
+
+def run_upstream_task(
+    data: TaskData,
+    work: Path,
+    config: ZvConfig,
+    box: BBox,
+    repeat: int,
+    *,
+    task: str | None = None,
+    query_object: int | None = None,
+    write_repeat: int | None = None,
+    skipped: str = "upstream skipped",
+    prepare: Callable[[Path], None] | None = None,
+) -> BenchResult | str:
+    """Upstream 0.2.0 on the same data, chunk and bin shape; ``"<skipped>: reason"`` on failure.
+
+    The input goes to ``work/<task>.npz`` (``task`` defaults to the data set's), which
+    ``prepare`` may amend, and is deleted afterwards.
+    """
+    task = task or data.task
+    npz = save_task_npz(
+        work / f"{task}.npz",
+        data,
+        chunk_shape=config.chunk_shape,
+        bin_shape=config.bin_shape,
+        bbox_min=box[0],
+        bbox_max=box[1],
+        query_object=query_object,
+    )
+    if prepare is not None:
+        prepare(npz)
+    try:
+        return peers.run_upstream(task, npz, work, repeat, write_repeat=write_repeat)
+    except (peers.UpstreamVenvMissingError, RuntimeError) as exc:
+        return f"{skipped}: {exc}"
+    finally:
+        npz.unlink(missing_ok=True)
+
+
+def keep_upstream(
+    up: BenchResult | str, results: list[BenchResult], notes: list[str]
+) -> BenchResult | None:
+    """Append an upstream result to ``results`` (or its skip reason to ``notes``); return it."""
+    if isinstance(up, str):
+        notes.append(up)
+        return None
+    results.append(up)
+    return up

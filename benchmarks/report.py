@@ -24,10 +24,14 @@ __all__ = [
     "Op",
     "Target",
     "checks_table",
+    "chunk_table",
+    "cpu_ratio",
     "environment",
     "fmt_seconds",
     "metric",
+    "render_configs",
     "render_targets",
+    "save_run",
     "sizes_table",
     "times_table",
     "write_json",
@@ -149,6 +153,70 @@ def render_targets(targets: Sequence[Target]) -> str:
     )
 
 
+def cpu_ratio(ours: BenchResult, up: BenchResult, key: str) -> str:
+    """``"A vs upstream B (upstream/ours k×)"`` for a CPU extra in both results, else ours."""
+    a, b = ours.get_extra(key), up.get_extra(key)
+    if a is None or b is None or a == 0:
+        return f"{fmt_seconds(a)} (upstream n/a)"
+    return f"{fmt_seconds(a)} vs upstream {fmt_seconds(b)} (upstream/ours {b / a:.1f}×)"
+
+
+def chunk_table(ours: Sequence[BenchResult], rows: Sequence[tuple[str, str]], title: str) -> str:
+    """Markdown table of ``extra`` values (2 decimals) per configuration: ``(key, label)`` rows."""
+    head = [title, *(_name(r) for r in ours)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key, label in rows:
+        vals = [r.get_extra(key) for r in ours]
+        lines.append(
+            "| " + " | ".join([label, *("—" if v is None else f"{v:.2f}" for v in vals)]) + " |"
+        )
+    return "\n".join(lines)
+
+
+def is_ours(res: BenchResult) -> bool:
+    """Whether ``res`` is one of our chunk configurations (``fmt`` ``"zv ..."``)."""
+    return res.fmt.startswith("zv ")
+
+
+def config_sections(
+    ours: Sequence[BenchResult], peers: Sequence[BenchResult], ops: Sequence[Op], prefix: str = ""
+) -> list[str]:
+    """A ``## <prefix><fmt>: N chunks`` heading and timing table per configuration of ours."""
+    parts: list[str] = []
+    for r in ours:
+        parts += [f"## {prefix}{r.fmt}: {r.n_chunks} chunks", times_table(r, peers, ops)]
+    return parts
+
+
+def closing_sections(targets: Sequence[Target], notes: Sequence[str]) -> list[str]:
+    """The ``## Targets`` list and the notes as quotes."""
+    return ["## Targets", render_targets(targets), *(f"> {note}" for note in notes)]
+
+
+def render_configs(
+    results: Sequence[BenchResult],
+    targets: Sequence[Target],
+    notes: Sequence[str],
+    ops: Sequence[Op],
+    *,
+    middle: Sequence[str] = (),
+    size_only: Sequence[BenchResult] = (),
+) -> str:
+    """Markdown: timing tables per configuration of ours, ``middle``, sizes, checks, targets.
+
+    ``size_only`` results (e.g. compressed files nobody reads) appear in the size table only.
+    """
+    ours = [r for r in results if is_ours(r)]
+    sized = {id(r) for r in size_only}
+    timed = [r for r in results if not is_ours(r) and id(r) not in sized]
+    parts = config_sections(ours, timed, ops)
+    parts += middle
+    parts += ["## Store sizes", sizes_table([*ours, *timed, *size_only], reference=ours[0])]
+    parts += ["## Correctness", checks_table([*ours, *timed])]
+    parts += closing_sections(targets, notes)
+    return "\n\n".join(parts)
+
+
 def _git(*args: str) -> str:
     import subprocess
 
@@ -214,6 +282,27 @@ def write_json(
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1, default=str))
+
+
+def save_run(
+    args: Any,
+    *,
+    script: str,
+    work: Path,
+    results: Sequence[BenchResult],
+    targets: Sequence[Target],
+    extra: Mapping[str, Any],
+) -> None:
+    """:func:`write_json` to ``args.json`` (if given) with the parsed command line."""
+    if args.json:
+        write_json(
+            args.json,
+            script=script,
+            args=vars(args) | {"workdir": work},
+            results=results,
+            targets=targets,
+            extra=extra,
+        )
 
 
 # ---------------------------------------------------------------------------

@@ -43,6 +43,16 @@ settings.register_profile("zarr_vectors", database=None, deadline=None, print_bl
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "zarr_vectors"))
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Do not collect ``conftest.py`` files as doctest modules (they hold no doctests).
+
+    ``--doctest-modules`` imports each as a module named ``conftest``; when several test
+    directories are given on the command line their conftests are all loaded first, and the
+    import clashes ("import file mismatch").  They still load as conftests.
+    """
+    return True if collection_path.name == "conftest.py" else None
+
+
 @pytest.fixture(params=STORE_KINDS)
 def store_kind(request: pytest.FixtureRequest) -> str:
     """Name of the store kind under test."""

@@ -1,9 +1,10 @@
 """Smoke test of the benchmark scripts at tiny sizes, without upstream.
 
-Each script's ``main`` runs in-process on small data (20k points, 500 streamlines) with one
-repeat; the test checks that it produced a result per store and peer, that every correctness
-check of *our* results passed, that the targets were evaluated, and that the markdown tables
-were printed.  Timings at this size mean nothing.
+Each script's ``main`` runs in-process on small data (20k points, 500 streamlines, 20 skeletons
+of 200 nodes and a 5k-node graph, 3 meshes of ~13k vertices in all) with one repeat; the test
+checks that it produced a result per store and peer, that every correctness check of *our*
+results passed, that the targets were evaluated, and that the markdown tables were printed.
+Timings at this size mean nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if str(REPO) not in sys.path:  # the benchmarks package lives beside src/, not i
 for _mod in ("pyarrow", "laspy", "lazrs", "trx", "nibabel", "zstandard"):
     pytest.importorskip(_mod)
 
-from benchmarks import bench_points, bench_pyramid, bench_streamlines
+from benchmarks import bench_meshes, bench_points, bench_pyramid, bench_skeletons, bench_streamlines
 
 # trx-python leaves the TemporaryDirectory of a loaded .trx to the finaliser (ResourceWarning).
 pytestmark = [
@@ -100,3 +101,48 @@ def test_bench_pyramid_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert extra["build_s"] > 0
     assert len(doc["targets"]) == 1
     assert "build / write" in capsys.readouterr().out
+
+
+def test_bench_skeletons_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--n", "20", "--nodes", "200", "--graph-nodes", "5000", "--ids", "5"]
+    rc, doc = _run(bench_skeletons.main, [*args, "--configs", "250"], tmp_path)
+    assert rc == 0
+    res = {(r["task"], r["fmt"]): r for r in doc["results"]}
+    assert {("skeletons", "zv c250"), ("skeletons", "swc (file per skeleton)")} <= set(res)
+    assert ("graph", "zv c250") in res
+    for key in (("skeletons", "zv c250"), ("graph", "zv c250")):
+        _assert_ours_correct(res[key])
+    skel = res["skeletons", "zv c250"]
+    assert skel["object_read_s"] > 0
+    extra = dict(skel["extra"])
+    assert extra["n_object_queries"] == 5
+    assert extra["object_reads_only_own_chunks"] == 1.0  # a one-skeleton read stays in its chunks
+    assert extra["object_chunks_read_open_mean"] >= 1
+    assert res["skeletons", "swc (file per skeleton)"]["correct"]
+    assert res["graph", "zv c250"]["bbox_read_s"] > 0
+    names = [t["name"] for t in doc["targets"]]
+    assert any("one skeleton by id < 5 ms" in n for n in names)
+    out = capsys.readouterr().out
+    assert "| one skeleton by id (open Reader, median) |" in out
+    assert "| bbox central 1 % (functional) |" in out
+
+
+def test_bench_meshes_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("trimesh")
+    args = ["--n", "10000", "--ids", "3", "--configs", "100"]
+    rc, doc = _run(bench_meshes.main, args, tmp_path)
+    assert rc == 0
+    res = _by_fmt(doc)
+    assert {"zv c100", "ply-binary", "ply-per-mesh"} <= set(res)
+    ours = res["zv c100"]
+    _assert_ours_correct(ours)
+    assert ours["object_read_s"] > 0
+    extra = dict(ours["extra"])
+    assert extra["object_reads_only_own_chunks"] == 1.0
+    assert extra["object_chunks_read_open_mean"] == pytest.approx(
+        extra["object_chunks_occupied_mean"]
+    )
+    assert all(r["correct"] for r in doc["results"])
+    names = [t["name"] for t in doc["targets"]]
+    assert any("touches only its chunks" in n for n in names)
+    assert "| one mesh by id (open Reader, median) |" in capsys.readouterr().out

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from zarr_vectors.core import chunking
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
 from zarr_vectors.errors import InvalidInputError, MetadataValidationError, OutOfBoundsError
 from zarr_vectors.spec.metadata import BoundingBox, ChunkGrid
@@ -203,6 +204,56 @@ def test_chunks_outside_the_grid_raise(coords: list[list[int]]) -> None:
     lay = layout((1.0, 1.0), origin=(-2, -1), shape=(4, 3))
     with pytest.raises(OutOfBoundsError, match="outside the store's chunk grid"):
         lay.storage_index(np.array(coords))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_locate_over_many_blocks(
+    monkeypatch: pytest.MonkeyPatch, dtype: type, threads: int
+) -> None:
+    """Rows are located in blocks (on two threads for many rows); block edges change nothing."""
+    monkeypatch.setattr(chunking, "_LOCATE_BLOCK", 7)
+    monkeypatch.setattr(chunking, "_LOCATE_PARALLEL_ROWS", 50 if threads == 2 else 10**9)
+    rng = np.random.default_rng(3)
+    pos = rng.uniform(-30, 30, (100, 3)).astype(dtype)
+    pos[::5] = np.round(pos[::5])  # on chunk and bin boundaries
+    lay = layout((2.0, 3.0, 0.5), (1.0, 1.0, 0.25), origin=(-16, -11, -61), shape=(32, 22, 122))
+    flat, bins = lay.locate(pos)
+    coords = lay.chunk_coords(pos)
+    np.testing.assert_array_equal(flat, lay.flat_index(coords))
+    np.testing.assert_array_equal(bins, lay.bin_flat(pos, coords))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_locate_names_the_first_row_outside_the_grid(
+    monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    monkeypatch.setattr(chunking, "_LOCATE_BLOCK", 4)
+    monkeypatch.setattr(chunking, "_LOCATE_PARALLEL_ROWS", 8 if threads == 2 else 10**9)
+    lay = layout((1.0, 1.0), origin=(0, 0), shape=(3, 3))
+    pos = np.full((12, 2), 0.5)
+    pos[9] = [5.5, 0.5]  # axis 0, a later block
+    pos[6] = [0.5, -1.5]  # axis 1, an earlier block: axis 0 is reported first
+    with pytest.raises(OutOfBoundsError, match=r"position row 9 falls in chunk \[5, 0\]"):
+        lay.locate(pos)
+    pos[2] = [np.nan, 0.5]
+    with (
+        np.errstate(invalid="ignore"),  # NaN's chunk, cast to int64 for the message
+        pytest.raises(OutOfBoundsError, match="position row 2 falls in chunk"),
+    ):
+        lay.locate(pos)
+
+
+def test_coords_of_flat_round_trip() -> None:
+    lay = layout((1.0, 1.0, 1.0), origin=(-3, 2, 5), shape=(4, 5, 6))
+    flat = np.arange(lay.n_chunks)
+    coords = lay.coords_of_flat(flat)
+    assert coords.dtype == np.int64
+    assert coords.shape == (120, 3)
+    np.testing.assert_array_equal(lay.flat_index(coords), flat)
+    assert lay.coords_of_flat(np.zeros(0, dtype=np.int64)).shape == (0, 3)
+    with pytest.raises(ValueError, match="out of bounds"):
+        lay.coords_of_flat(np.array([120]))
 
 
 def test_empty_index_arrays() -> None:

@@ -9,7 +9,7 @@ import numcodecs
 import numpy as np
 import pytest
 import zarr
-from zarr.codecs import GzipCodec, ZstdCodec
+from zarr.codecs import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
 from zarr.errors import UnstableSpecificationWarning
 from zarr.storage import LocalStore, MemoryStore
 
@@ -25,7 +25,9 @@ CODECS = {
     "default": ("default", "default"),
     "none": (None, None),
     "zstd_checksum": (ZstdCodec(level=1, checksum=True), numcodecs.Zstd(level=1)),
-    "gzip_generic_path": (GzipCodec(level=1), numcodecs.GZip(level=1)),
+    "gzip": (GzipCodec(level=1), numcodecs.GZip(level=1)),
+    "blosc": (BloscCodec(cname="lz4"), numcodecs.Blosc(cname="lz4")),
+    "crc32c_or_zlib": (Crc32cCodec(), numcodecs.Zlib(level=1)),
 }
 
 STORES = [

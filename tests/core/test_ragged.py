@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts, run_starts, sort_order
+from zarr_vectors.core.ragged import (
+    change_mask,
+    concat_ranges,
+    offsets_from_counts,
+    run_starts,
+    sort_order,
+)
 
 counts_lists = st.lists(st.integers(0, 6), max_size=12)
 
@@ -64,6 +70,10 @@ def test_run_starts(keys: tuple[list[int], list[int], list[bool]]) -> None:
     )
     with_extra = run_starts(np.array(a, np.int64), extra=np.array(extra, bool)).tolist()
     assert with_extra == sorted(set(naive_run_starts(a)) | {i for i, e in enumerate(extra) if e})
+    mask = change_mask(np.array(a, np.int64), np.array(b, np.int64), extra=np.array(extra, bool))
+    expected = set(naive_run_starts(a, b)) | {i for i, e in enumerate(extra) if e}
+    assert mask.dtype == bool
+    assert np.flatnonzero(mask).tolist() == sorted(expected)
 
 
 @st.composite

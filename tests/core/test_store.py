@@ -420,8 +420,8 @@ def inject(monkeypatch: pytest.MonkeyPatch, where: str, exc: BaseException) -> N
 
     if where == "payload":  # the vertices payload is written, the next one fails
         monkeypatch.setattr(io.PayloadArray, "write", failing(io.PayloadArray.write, 1))
-    elif where == "dense":  # every payload is written, vertex_counts fails
-        monkeypatch.setattr(writer, "create_dense_array", failing(writer.create_dense_array, 0))
+    elif where == "dense":  # every payload is written, vertex_counts fails (writer thread)
+        monkeypatch.setattr(writer, "write_dense", failing(writer.write_dense, 0))
     elif where == "attribute":  # vertices gathered, the first attribute column fails
         monkeypatch.setattr(writer, "take_rows", failing(writer.take_rows, 1))
     else:

@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import zarr_vectors as zv
-from distributed import Client, LocalCluster
+from distributed import Client
 from zarr_vectors.distributed import write_distributed
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[Client]:
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            host="127.0.0.1",
-        ) as cluster,
-        Client(cluster) as c,
-    ):
-        yield c
 
 
 def _files(root: Path) -> dict[str, bytes]:

@@ -15,7 +15,8 @@ from nibabel.streamlines import ArraySequence, TckFile, Tractogram, TrkFile
 import zarr_vectors as zv
 from zarr_vectors.core.io import quiet_vlen
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.formats.registry import WriteOptions, convert, export
+from zarr_vectors.formats import tractography
+from zarr_vectors.formats.registry import Extent, WriteOptions, convert, export
 from zarr_vectors.formats.tractography import open_tck, open_trk, open_trx
 
 # trx-python leaves the TemporaryDirectory of a loaded .trx to the finaliser (ResourceWarning).
@@ -296,3 +297,26 @@ def test_trx_store_exports_to_trk_in_its_space(trx_file: Path, tmp_path: Path) -
     back = nib.streamlines.load(str(tmp_path / "x.trk"))
     assert np.allclose(back.header["voxel_to_rasmm"], AFFINE)
     assert np.allclose(flat(back.streamlines), zv.read_streamlines(store).positions, atol=2e-5)
+
+
+# -- extent -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 5, 1023, 1024, 1025, 5000])
+def test_bounds_is_min_max(n: int) -> None:
+    pos = np.random.default_rng(n).normal(0, 50, (n, 3)).astype(np.float32)
+    lo, hi = tractography._bounds(pos)
+    assert lo.tolist() == pos.min(axis=0).astype(np.float64).tolist()
+    assert hi.tolist() == pos.max(axis=0).astype(np.float64).tolist()
+
+
+def test_extent_in_memory_and_streamed(
+    trk: Path, tck: Path, trx_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for path, opener in ((trk, open_trk), (tck, open_tck), (trx_file, open_trx)):
+        with opener(path) as src:
+            expected = Extent.of(src.everything().positions)
+            assert src.extent() == expected
+            monkeypatch.setattr(tractography, "STREAMING_THRESHOLD", 10)
+            assert src.extent() == expected
+            monkeypatch.undo()

@@ -25,7 +25,8 @@ from zarr.errors import ZarrUserWarning
 from zarr.storage import MemoryStore
 
 from reliability._damage import KINDS, READERS, Damage, Fmt
-from zarr_vectors.errors import ZarrVectorsError, ZVUserWarning
+from zarr_vectors.core.columns import Column
+from zarr_vectors.errors import CorruptPayloadError, ZarrVectorsError, ZVUserWarning
 from zarr_vectors.spec.conventions import Severity
 from zarr_vectors.validate import validate
 
@@ -100,6 +101,25 @@ def _negative_count(a: Any) -> None:
     a.reshape(-1)[np.flatnonzero(a.reshape(-1))[0]] = -3
 
 
+def _garbage_chunks(path: str) -> Callable[[Damage], None]:
+    def apply(d: Damage) -> None:
+        for key in d.keys(f"0/{path}/c"):
+            d.put(key, b"\x28\xb5\x2f\xfd garbage")
+
+    return apply
+
+
+def _replace_dense(path: str, fn: Callable[[Any], Any]) -> Callable[[Damage], None]:
+    def apply(d: Damage) -> None:
+        d.set_dense(f"0/{path}", fn(d.dense(f"0/{path}")))
+
+    return apply
+
+
+def _set_attr(path: str, key: str, value: Any) -> Callable[[Damage], None]:
+    return lambda d: d.edit_attrs(f"0/{path}", lambda a: a.__setitem__(key, value))
+
+
 @dataclass(frozen=True)
 class Corruption:
     """One way to damage a store, what the validator must say, and what readers may do."""
@@ -122,40 +142,6 @@ class Corruption:
 def _on(fn: Callable[[Damage], None]) -> Callable[[Damage, Fmt], None]:
     return lambda d, _fmt: fn(d)
 
-
-_JSON_BUG = (
-    "BUG: zarr-python's JSONDecodeError escapes open_store/LevelReader for a malformed metadata "
-    "document (core/store.py open_store, core/reader.py LevelReader._nodes)"
-)
-_COUNTS_BUG = (
-    "BUG: LevelReader.rows does not compare decoded rows with vertex_counts, so object reads "
-    "index past the payload (IndexError in types/_objects.read_objects, meshes._read)"
-)
-_OFFSETS_BUG = (
-    "BUG: LevelReader.object_offsets is not checked as CSR; concat_ranges/np.repeat crash "
-    "(IndexError/ValueError) on offsets past the manifest or decreasing"
-)
-_FRAG_BUG = (
-    "BUG: LevelReader.vertex_object_ids trusts fragment counts and object ids (MemoryError on "
-    "a huge count, IndexError in meshes._read on an id >= n_objects)"
-)
-_GRID_BUG = (
-    "BUG: a manifest ref outside the grid raises OutOfBoundsError telling the user to recreate "
-    "the store with larger bounds, not CorruptPayloadError naming object_index/manifest "
-    "(core/reader.py LevelReader.gather_objects)"
-)
-_CROSS_BUG = (
-    "BUG: LevelReader._cross_endpoints does not check endpoint rows against vertex_counts "
-    "(IndexError in meshes._read)"
-)
-_SILENT = (
-    "BUG: silently returns fewer vertices than vertex_counts says (LevelReader.rows does not "
-    "compare decoded rows with vertex_counts)"
-)
-_IGNORED = (
-    "BUG: returns data without noticing the broken object index (LevelReader.object_offsets "
-    "and the manifest are not checked)"
-)
 
 CORRUPTIONS = [
     Corruption(
@@ -201,8 +187,6 @@ CORRUPTIONS = [
         _on(_swap_dtype),
         frozenset({"L3.vertex_counts.match", "L3.payload.rows"}),
         names="vertices",
-        bugs={k: _COUNTS_BUG for k in OBJECTS if k != "points"}
-        | {"points": _SILENT, "points_plain": _SILENT},
     ),
     Corruption(
         "big-endian dtype attr",
@@ -217,10 +201,6 @@ CORRUPTIONS = [
         frozenset({"L3.manifest.range"}),
         kinds=OBJECTS,
         names="manifest",
-        bugs={
-            "points": _IGNORED,
-            "mesh": _IGNORED,
-        },
     ),
     Corruption(
         "manifest chunk outside grid",
@@ -229,7 +209,6 @@ CORRUPTIONS = [
         kinds=OBJECTS,
         names="manifest",
         must_raise=False,
-        bugs={k: _GRID_BUG for k in OBJECTS if k != "points"},
     ),
     Corruption(
         "offsets past manifest",
@@ -237,14 +216,12 @@ CORRUPTIONS = [
         frozenset({"L3.object_index.offsets"}),
         kinds=OBJECTS,
         names="offsets",
-        bugs={k: _OFFSETS_BUG for k in OBJECTS if k != "points"} | {"points": _IGNORED},
     ),
     Corruption(
         "malformed root json",
         lambda d, fmt: d.put(_root_doc(d, fmt), b'{"zarr_format": '),
         frozenset({"L1.json.malformed"}),
         formats=(3, 2),
-        bugs={ALL: _JSON_BUG},
         kinds=FEW,
     ),
     Corruption(
@@ -252,7 +229,6 @@ CORRUPTIONS = [
         lambda d, fmt: d.put("0/vertices/" + ("zarr.json" if fmt == 3 else ".zarray"), b"[1, 2"),
         frozenset({"L1.json.malformed"}),
         formats=(3, 2),
-        bugs={ALL: _JSON_BUG},
         kinds=FEW,
     ),
     Corruption(
@@ -282,21 +258,18 @@ CORRUPTIONS = [
         _on(_edit_rows("vertex_fragments", _set((0, 3), 2**40))),
         frozenset({"L3.fragments.tile"}),
         must_raise=False,
-        bugs={"points": _FRAG_BUG, "mesh": _FRAG_BUG},
     ),
     Corruption(
         "fragment object out of range",
         _on(_edit_rows("vertex_fragments", _set((0, 1), 10**6))),
         frozenset({"L3.fragments.object"}),
         must_raise=False,
-        bugs={"mesh": _FRAG_BUG},
     ),
     Corruption(
         "vertex_counts mismatch",
         _on(_edit_dense("vertex_counts", _bump_count)),
         frozenset({"L3.vertex_counts.match"}),
         must_raise=False,
-        bugs={k: _COUNTS_BUG for k in OBJECTS if k != "points"},
     ),
     Corruption(
         "vertex_counts negative",
@@ -309,8 +282,6 @@ CORRUPTIONS = [
         _on(lambda d: d.delete(_key(d))),
         frozenset({"L3.vertex_counts.match"}),
         names="vertices",
-        bugs={k: _COUNTS_BUG for k in OBJECTS if k != "points"}
-        | {"points": _SILENT, "points_plain": _SILENT},
     ),
     Corruption(
         "link row out of range",
@@ -326,7 +297,93 @@ CORRUPTIONS = [
         kinds=CROSSING,
         must_raise=False,
         names="cross_chunk_links",
-        bugs={"mesh": _CROSS_BUG},
+    ),
+    Corruption(
+        "dense chunk garbage",
+        _on(_garbage_chunks("object_index/offsets")),
+        frozenset({"L3.dense.decode"}),
+        kinds=OBJECTS,
+        names="offsets",
+    ),
+    Corruption(
+        "offsets not 1-D",
+        _on(_replace_dense("object_index/offsets", lambda a: a[:, None])),
+        frozenset({"L3.object_index.offsets"}),
+        kinds=OBJECTS,
+        names="offsets",
+    ),
+    Corruption(
+        "offsets decreasing",
+        _on(_replace_dense("object_index/offsets", lambda a: a[::-1].copy())),
+        frozenset({"L3.object_index.offsets"}),
+        kinds=OBJECTS,
+        names="offsets",
+    ),
+    Corruption(
+        "manifest too narrow",
+        _on(_replace_dense("object_index/manifest", lambda a: a[:, :2])),
+        frozenset({"L3.object_index.manifest"}),
+        kinds=OBJECTS,
+        names="manifest",
+    ),
+    Corruption(
+        "object attribute rows short",
+        _on(_replace_dense("object_attributes/length", lambda a: a[:2])),
+        frozenset({"L3.object_attributes.align"}),
+        kinds=("polylines",),
+        names="object_attributes",
+    ),
+    Corruption(
+        "group member out of range",
+        _on(_replace_dense("groupings/members", lambda a: a + 1000)),
+        frozenset({"L3.groupings.index"}),
+        kinds=("polylines",),
+        must_raise=False,
+        names="groupings",
+    ),
+    Corruption(
+        "width zero",
+        _on(_set_attr("vertices", "width", 0)),
+        frozenset({"L2.array.width"}),
+        kinds=FEW,
+        names="vertices",
+    ),
+    Corruption(
+        "fragment width",
+        _on(_set_attr("vertex_fragments", "width", 2)),
+        frozenset({"L2.array.width"}),
+        must_raise=False,
+        names="vertex_fragments",
+    ),
+    Corruption(
+        "link width",
+        _on(_set_attr("links", "width", 1)),
+        frozenset({"L2.array.width"}),
+        kinds=LINKED,
+        names="links",
+    ),
+    Corruption(
+        "cross-chunk width",
+        _on(_set_attr("cross_chunk_links", "width", 5)),
+        frozenset({"L2.array.width"}),
+        kinds=CROSSING,
+        must_raise=False,
+        names="cross_chunk_links",
+    ),
+    Corruption(
+        "link attribute rows short",
+        _on(_edit_rows("link_attributes/w", lambda r: r[:-1])),
+        frozenset({"L3.link_attributes.align"}),
+        kinds=("graph",),
+        names="link_attributes",
+    ),
+    Corruption(
+        "cross-chunk chunk outside grid",
+        _on(_edit_rows("cross_chunk_links", _set((0, 0), 10**6))),
+        frozenset({"L3.cross_chunk_links.chunk"}),
+        kinds=CROSSING,
+        must_raise=False,
+        names="cross_chunk_links",
     ),
 ]
 
@@ -390,6 +447,31 @@ def test_reader_raises_our_error(
         assert not case.must_raise, f"{case.name}: {kind} reader returned data from a broken store"
     elif case.names is not None:
         assert case.names in error, f"the error does not name {case.names!r}: {error}"
+
+
+def test_junk_categories_attribute_is_our_error(
+    pristine: Callable[[str, Fmt], Damage],
+) -> None:
+    """``categories`` must be a list of strings (the validator does not check it)."""
+    d = pristine("points", 3)
+    _set_attr("attributes/intensity", "categories", 5)(d)
+    with pytest.raises(ZarrVectorsError, match="intensity"):
+        READERS["points"](d.store)
+
+
+def test_categories_on_float_values_is_our_error(
+    pristine: Callable[[str, Fmt], Damage],
+) -> None:
+    d = pristine("points", 3)
+    _set_attr("attributes/intensity", "categories", ["a", "b"])(d)  # float32 values
+    with pytest.raises(CorruptPayloadError, match=r"intensity.*must be integers"):
+        READERS["points"](d.store)
+
+
+def test_categorical_code_outside_its_categories_is_our_error() -> None:
+    for codes in ([0, 2], [-1, 0]):
+        with pytest.raises(CorruptPayloadError, match="outside its 2 categories"):
+            Column(np.array(codes, dtype=np.int32), ("a", "b")).decoded()
 
 
 def test_every_damage_is_distinct_and_has_cases() -> None:

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import shutil
 import tempfile
 import warnings
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from zarr.codecs import BloscCodec
+from zarr.codecs import BloscCodec, GzipCodec
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
@@ -33,6 +31,7 @@ from zarr_vectors.core.shards import ShardFormat
 from zarr_vectors.errors import (
     CorruptPayloadError,
     InvalidInputError,
+    MetadataValidationError,
     ZarrVectorsError,
     ZVUserWarning,
 )
@@ -142,17 +141,34 @@ def test_random_chunk_bytes_give_our_errors(
     assert report.level == 5
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: chains zarr-python decodes itself (blosc, gzip, v2 zlib ...) let codec errors "
-    "through unwrapped: RuntimeError here (core/io.py PayloadArray._read_generic)",
+@pytest.mark.parametrize(
+    ("compressor", "fmt"),
+    [
+        pytest.param(BloscCodec(), 3, id="blosc-v3"),
+        pytest.param(GzipCodec(), 3, id="gzip-v3"),
+        pytest.param(numcodecs.Zlib(), 2, id="zlib-v2"),
+        pytest.param(numcodecs.LZMA(), 2, id="lzma-v2"),
+    ],
 )
-def test_generic_codec_path_wraps_errors() -> None:
+def test_other_codec_chains_wrap_errors(compressor: Any, fmt: Literal[2, 3]) -> None:
+    store = MemoryStore()
+    zv.write_points(
+        store, np.zeros((3, 3)), chunk_shape=(10.0,) * 3, compressor=compressor, zarr_format=fmt
+    )
+    d = Damage(store)
+    d.put(d.chunk_key("0/vertices", 0), b"definitely not compressed")
+    with pytest.raises(CorruptPayloadError, match="vertices"):
+        zv.read_points(store)
+
+
+def test_corrupt_vlen_header_is_checked_before_allocating() -> None:
+    """A header claiming 2**31 elements is refused, not handed to an allocating decoder."""
     store = MemoryStore()
     zv.write_points(store, np.zeros((3, 3)), chunk_shape=(10.0,) * 3, compressor=BloscCodec())
     d = Damage(store)
-    d.put(d.chunk_key("0/vertices", 0), b"definitely not blosc")
-    with pytest.raises(ZarrVectorsError, match="vertices"):
+    header = np.array([2**31, 1], dtype="<u4").tobytes()
+    d.put(d.chunk_key("0/vertices", 0), bytes(numcodecs.Blosc().encode(header + b"x")))
+    with pytest.raises(CorruptPayloadError, match=r"0/vertices .*vlen-bytes element"):
         zv.read_points(store)
 
 
@@ -219,36 +235,9 @@ def mutated_roots(draw: st.DrawFn) -> dict[str, Any]:
 ANY_ROOT = mutated_roots() | st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=6)
 
 
-def _nonfinite(value: Any) -> bool:
-    return isinstance(value, float) and not math.isfinite(value)
-
-
-def _hits_known_root_bug(doc: Mapping[str, Any]) -> bool:
-    """Inputs of the open metadata-parser bugs (the xfail tests below); kept out of the fuzz."""
-    if _nonfinite(doc.get("spatial_dims")):
-        return True
-    if any(doc.get(k) is not None and not isinstance(doc.get(k), dict) for k in _OBJECT_KEYS):
-        return True
-    ms = doc.get("multiscales")
-    block = ms[0] if isinstance(ms, list) and ms else None
-    if not isinstance(block, dict):
-        return False
-    for key in ("axes", "datasets"):
-        items = block.get(key)
-        if isinstance(items, list) and any(not isinstance(x, dict) for x in items):
-            return True
-    datasets = block.get("datasets")
-    return isinstance(datasets, list) and any(_nonfinite(x.get("level")) for x in datasets)
-
-
-_OBJECT_KEYS = ("bounding_box", "chunk_grid")
-_LEVEL_INTS = ("level", "vertex_count", "object_count", "chunk_count")
-
-
 @FUZZ
 @given(doc=ANY_ROOT)
 def test_root_metadata_from_random_json(doc: dict[str, Any]) -> None:
-    assume(not _hits_known_root_bug(doc))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ZVUserWarning)
         try:
@@ -279,7 +268,6 @@ def test_root_metadata_from_random_json(doc: dict[str, Any]) -> None:
     )
 )
 def test_level_metadata_from_random_json(doc: dict[str, Any]) -> None:
-    assume(not any(_nonfinite(doc.get(k)) for k in _LEVEL_INTS))  # test_nonfinite_integer_field
     try:
         meta = LevelMetadata.from_dict(doc)
     except ZarrVectorsError:
@@ -293,21 +281,18 @@ def _root_with(**changes: Any) -> dict[str, Any]:
     return doc
 
 
+def _datasets_with(**changes: Any) -> dict[str, Any]:
+    doc = _root_with()
+    doc["multiscales"][0]["datasets"][0].update(changes)
+    return doc
+
+
 def _axes_with_a_number() -> dict[str, Any]:
     doc = _root_with()
     doc["multiscales"][0]["axes"][0] = 1
     return doc
 
 
-_PARSER_BUG = (
-    "BUG: spec/metadata.py parsers let Python errors escape on malformed JSON: _parse_int "
-    "float('nan'/'inf') -> ValueError/OverflowError; Axis/BoundingBox/ChunkGrid/"
-    "DatasetMetadata.from_dict on a non-object -> AttributeError/TypeError; "
-    "parse_float_tuple(10**400) -> OverflowError"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_PARSER_BUG)
 @pytest.mark.parametrize(
     "doc",
     [
@@ -317,17 +302,38 @@ _PARSER_BUG = (
         pytest.param(_root_with(chunk_grid=True), id="bool-chunk_grid"),
         pytest.param(_axes_with_a_number(), id="number-axis"),
         pytest.param(_root_with(chunk_shape=[10**400] * 3), id="huge-int-chunk_shape"),
+        pytest.param(_root_with(spatial_dims=10**30), id="huge-int-spatial_dims"),
+        pytest.param(
+            _root_with(chunk_shape=[1e308] * 3, base_bin_shape=[1e-308] * 3), id="tiny-bins"
+        ),
+        pytest.param(_datasets_with(level=float("inf")), id="inf-level"),
+        pytest.param(_datasets_with(object_sparsity=10**400), id="huge-int-sparsity"),
+        pytest.param(_datasets_with(bin_ratio=[2**60] * 3), id="huge-int-bin_ratio"),
+        pytest.param(_root_with(multiscales=[{"axes": [], "datasets": [7]}]), id="number-dataset"),
+        pytest.param(
+            _root_with(chunk_grid={"origin": [0] * 3, "shape": [1e300] * 3}), id="huge-grid"
+        ),
     ],
 )
 def test_malformed_root_json_gives_metadata_errors(doc: dict[str, Any]) -> None:
-    with pytest.raises(ZarrVectorsError):
+    with pytest.raises(MetadataValidationError):
         RootMetadata.from_dict(doc)
 
 
-@pytest.mark.xfail(strict=True, reason=_PARSER_BUG)
-def test_nonfinite_integer_field() -> None:
-    with pytest.raises(ZarrVectorsError):
-        LevelMetadata.from_dict({"level": float("nan"), "bin_ratio": [1], "bin_shape": [1.0]})
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"level": float("nan"), "bin_ratio": [1], "bin_shape": [1.0]},
+        {"level": 0, "bin_ratio": [1], "bin_shape": [1.0], "vertex_count": float("inf")},
+        {"level": 0, "bin_ratio": [1], "bin_shape": [1.0], "chunk_count": 2**64},
+        {"level": 0, "bin_ratio": [1], "bin_shape": [1.0], "object_sparsity": -(10**400)},
+        [0, [1], [1.0]],
+    ],
+    ids=["nan-level", "inf-count", "huge-int-count", "huge-int-sparsity", "not-an-object"],
+)
+def test_malformed_level_json_gives_metadata_errors(doc: Any) -> None:
+    with pytest.raises(MetadataValidationError):
+        LevelMetadata.from_dict(doc)
 
 
 @pytest.fixture(scope="module")
@@ -363,8 +369,7 @@ def test_validate_random_level_attributes(polyline_template: dict[str, Any], doc
 # ---------------------------------------------------------------------------------------------
 # writer inputs
 
-# ">f4" is left out: test_big_endian_float32_stays_float32
-DTYPES = ["<f2", "<f4", "<f8", ">f8", "i1", "<i4", ">i8", "<u2", "<u8", "?", "<c8", "U3"]
+DTYPES = ["<f2", "<f4", ">f4", "<f8", ">f8", "i1", "<i4", ">i8", "<u2", "<u8", "?", "<c8", "U3"]
 
 
 @st.composite
@@ -432,8 +437,6 @@ def test_write_points_round_trips_or_rejects(arr: npt.NDArray[Any]) -> None:
     paths=st.lists(position_arrays(), min_size=1, max_size=4),
 )
 def test_write_polylines_round_trips_or_rejects(paths: list[npt.NDArray[Any]]) -> None:
-    widths = {p.shape[1] for p in paths if p.ndim == 2}
-    assume(len(widths) <= 1)  # mixed widths: test_polylines_of_mixed_width_are_rejected
     store = MemoryStore()
     ok = all(_acceptable(p) for p in paths) and len({p.shape[1] for p in paths}) == 1
     d = paths[0].shape[1] if paths[0].ndim == 2 and paths[0].shape[1] >= 1 else 3
@@ -451,27 +454,22 @@ def test_write_polylines_round_trips_or_rejects(paths: list[npt.NDArray[Any]]) -
     np.testing.assert_array_equal(np.diff(result.offsets), [len(p) for p in paths])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: write_polylines with paths of different widths crashes with numpy's ValueError "
-    "from np.concatenate (types/_objects.py flatten_ragged) instead of InvalidInputError",
-)
 def test_polylines_of_mixed_width_are_rejected() -> None:
     store = MemoryStore()
-    with pytest.raises(InvalidInputError):
-        zv.write_polylines(store, [np.zeros((2, 3)), np.zeros((2, 2))], chunk_shape=(1.0,) * 3)
+    paths = [np.zeros((2, 3)), np.zeros((4, 3)), np.zeros((2, 2))]
+    with pytest.raises(InvalidInputError, match="object 2 has 2 columns, object 0 has 3"):
+        zv.write_polylines(store, paths, chunk_shape=(1.0,) * 3)
     assert store._store_dict == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: check_positions stores big-endian float32 as float64 (core/writer.py: the "
-    "byte-swap branch is unreachable because dtype('>f4') != np.float32)",
-)
 def test_big_endian_float32_stays_float32() -> None:
     store = MemoryStore()
-    zv.write_points(store, np.ones((2, 3), dtype=">f4"), chunk_shape=(10.0,) * 3)
-    assert zv.read_points(store).positions.dtype == np.dtype("<f4")
+    positions = np.array([[1.1, 2.2, 3.3], [9.7, 0.1, 5.5]], dtype=">f4")
+    zv.write_points(store, positions, chunk_shape=(10.0,) * 3)
+    got = zv.read_points(store).positions
+    assert got.dtype == np.dtype("<f4")
+    np.testing.assert_array_equal(got, positions)  # bit-exact: a byte swap, no rounding
+    assert zv.open_store(store)["0/vertices"].attrs["dtype"] == "<f4"
 
 
 @settings(max_examples=6, suppress_health_check=[HealthCheck.too_slow], deadline=None)

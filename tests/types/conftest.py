@@ -344,7 +344,7 @@ class PathOracle:
         ):
             read()
         # dense index arrays (object manifests) use the same batched path; keep payloads only
-        return [k for k in seen if "/object_index/" not in k]
+        return [k for k in seen if "/object_index/" not in k and "/vertex_counts/" not in k]
 
     @classmethod
     def check_single_object_reads(

@@ -217,6 +217,24 @@ def test_user_object_ids_order_attributes_groups() -> None:
         read_graph(store, object_ids=[99])
 
 
+def test_object_reads_in_shared_chunks_match_full_read() -> None:
+    # 12 paths of 5 vertices share 2x2 chunks and cross between them: each one-object read sees
+    # few of the fetched rows (sparse lookup), the full read all of them (dense lookup)
+    rng = np.random.default_rng(3)
+    pos = rng.uniform(0, 4, (60, 2))
+    edges = np.array([[i, i + 1] for i in range(60) if i % 5 != 4])
+    store = MemoryStore()
+    write(store, pos, edges, chunk_shape=(2.0, 2.0))
+    full = read_graph(store)
+    assert result_edges(full) == edge_set(edges, False)
+    assert_edge_attributes_aligned(full, edges)
+    for obj in range(12):
+        one = read_graph(store, object_ids=[obj])
+        assert one.attributes["vid"].tolist() == list(range(5 * obj, 5 * obj + 5))
+        assert result_edges(one) == {(i, i + 1) for i in range(5 * obj, 5 * obj + 4)}
+        assert_edge_attributes_aligned(one, edges)
+
+
 def test_user_objects_boundary_edge_owned_outside_box() -> None:
     # the edge (0, 1) joins object 5 (outside the box) to object 6 (inside); undirected edges
     # are stored [min, max] in global order, so the chunk outside the box owns it

@@ -9,6 +9,7 @@ Storage index of chunk ``c`` is ``c - grid.origin``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,12 @@ __all__ = ["MAX_GRID_CHUNKS", "ChunkLayout", "grid_for_bounds"]
 
 MAX_GRID_CHUNKS = 1 << 30
 """Largest chunk grid a store may have: ``vertex_counts`` holds 8 bytes per slot."""
+
+_LOCATE_BLOCK = 1 << 15
+"""Rows per block of :meth:`ChunkLayout.locate` (its float64 temporaries stay in cache)."""
+
+_LOCATE_PARALLEL_ROWS = 1 << 19
+"""From this many rows on, :meth:`ChunkLayout.locate` runs on two threads."""
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.floating]
@@ -124,36 +131,94 @@ class ChunkLayout:
         """Return the flat grid index of each position's chunk and its flat bin in the chunk.
 
         Same arithmetic as :meth:`chunk_coords`, :meth:`flat_index` and :meth:`bin_flat`, fused
-        into one pass per axis over contiguous columns.
+        into one pass over blocks of rows that stay in cache.  Chunk and bin coordinates are
+        whole numbers below 2**53, so they are combined in float64 exactly and converted once.
         """
         n = len(positions)
-        flat = np.zeros(n, dtype=np.int64)
+        flat = np.empty(n, dtype=np.int64)
         bins = np.zeros(n, dtype=np.int64)
-        nb = self.bins_per_chunk
-        for d in range(self.ndim):
-            # a copy: the column is modified in place below (and a 1-row column is a view)
-            col = np.array(positions[:, d], dtype=np.float64, copy=True)
-            c = np.floor(col / self.chunk_shape[d])
-            cid = c.astype(np.int64)
-            idx = cid - self.grid.origin[d]
-            if n and (idx.min() < 0 or idx.max() >= self.grid.shape[d]):
-                row = int(np.argmax((idx < 0) | (idx >= self.grid.shape[d])))
-                coords = self.chunk_coords(positions[row : row + 1])[0].tolist()
-                raise OutOfBoundsError(
-                    f"position row {row} falls in chunk {coords}, outside the store's chunk "
-                    f"grid (origin {list(self.grid.origin)}, shape {list(self.grid.shape)}); "
-                    "create the store with bounds that cover all data"
-                )
-            flat *= self.grid.shape[d]
-            flat += idx
-            if nb[d] > 1:
-                col -= c * self.chunk_shape[d]
-                col /= self.bin_shape[d]
-                b = np.floor(col).astype(np.int64)
-                np.clip(b, 0, nb[d] - 1, out=b)
-                bins *= nb[d]
-                bins += b
+        if n < _LOCATE_PARALLEL_ROWS:
+            ok = self._locate_rows(positions, flat, bins)
+        else:  # numpy releases the GIL in each block's arithmetic: halves run side by side
+            half = n // 2
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                upper = pool.submit(self._locate_rows, positions[half:], flat[half:], bins[half:])
+                ok = self._locate_rows(positions[:half], flat[:half], bins[:half])
+                ok = upper.result() and ok
+        if not ok:
+            self._raise_out_of_grid(positions)
         return flat, bins
+
+    def _locate_rows(self, positions: FloatArray, flat: IntArray, bins: IntArray) -> bool:
+        """Locate rows block by block into ``flat`` and ``bins``; False if one is off the grid."""
+        n = len(positions)
+        block = max(1, min(n, _LOCATE_BLOCK))
+        bufs = np.empty((4, block), dtype=np.float64)
+        for a in range(0, n, block):
+            b = min(a + block, n)
+            if not self._locate_block(positions[a:b], bufs[:, : b - a], flat[a:b], bins[a:b]):
+                return False
+        return True
+
+    def _locate_block(
+        self,
+        pos: FloatArray,
+        bufs: npt.NDArray[np.float64],
+        flat: IntArray,
+        bins: IntArray,
+    ) -> bool:
+        """Locate one block of rows into ``flat`` and ``bins``; False if a row is off the grid."""
+        c, local, acc, bacc = bufs
+        nb = self.bins_per_chunk
+        origin, shape = self.grid.origin, self.grid.shape
+        binned = False
+        for d in range(self.ndim):
+            col = pos[:, d]
+            size = self.chunk_shape[d]
+            # floor(p / C) in float64 exactly as the spec says: float32 input divided by a
+            # Python float would stay float32 (NEP 50) and round differently near boundaries
+            np.divide(col, size, out=c, dtype=np.float64)
+            np.floor(c, out=c)
+            lo, hi = c.min(), c.max()
+            if not (lo >= origin[d] and hi < origin[d] + shape[d]):  # NaN fails too
+                return False
+            if nb[d] > 1:
+                np.multiply(c, size, out=local)
+                np.subtract(col, local, out=local, dtype=np.float64)
+                local /= self.bin_shape[d]
+                np.floor(local, out=local)
+                np.clip(local, 0, nb[d] - 1, out=local)
+                if binned:
+                    bacc *= nb[d]
+                    bacc += local
+                else:
+                    bacc[:] = local
+                    binned = True
+            c -= origin[d]
+            if d:
+                acc *= shape[d]
+                acc += c
+            else:
+                acc[:] = c
+        np.copyto(flat, acc, casting="unsafe")
+        if binned:
+            np.copyto(bins, bacc, casting="unsafe")
+        return True
+
+    def _raise_out_of_grid(self, positions: FloatArray) -> None:
+        """Raise for the first row (on the first axis that has one) outside the grid."""
+        coords = self.chunk_coords(positions)
+        for d in range(self.ndim):
+            idx = coords[:, d] - self.grid.origin[d]
+            bad = (idx < 0) | (idx >= self.grid.shape[d])
+            if bad.any():
+                row = int(np.argmax(bad))
+                raise OutOfBoundsError(
+                    f"position row {row} falls in chunk {coords[row].tolist()}, outside the "
+                    f"store's chunk grid (origin {list(self.grid.origin)}, shape "
+                    f"{list(self.grid.shape)}); create the store with bounds that cover all data"
+                )
+        raise AssertionError("no position is outside the grid")  # pragma: no cover
 
     def storage_index(self, chunk_coords: IntArray) -> IntArray:
         """Return grid indices ``c - origin``; raise if a chunk falls outside the grid."""
@@ -183,8 +248,14 @@ class ChunkLayout:
 
     def coords_of_flat(self, flat: IntArray) -> IntArray:
         """Return chunk coordinates (N, D) of flat grid indices."""
-        idx = np.stack(np.unravel_index(flat, self.grid.shape), axis=1).astype(np.int64)
-        return idx + np.asarray(self.grid.origin, dtype=np.int64)
+        axes = np.unravel_index(flat, self.grid.shape)
+        if np.ndim(flat) != 1:
+            idx = np.stack(axes, axis=1).astype(np.int64)
+            return idx + np.asarray(self.grid.origin, dtype=np.int64)
+        out = np.empty((len(axes[0]), self.ndim), dtype=np.int64)
+        for d, (c, o) in enumerate(zip(axes, self.grid.origin, strict=True)):
+            np.add(c, o, out=out[:, d])
+        return out
 
     def chunk_box(self, chunk_coords: IntArray) -> tuple[FloatArray, FloatArray]:
         """Return lower and upper corners (N, D) of chunks."""

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.errors import CorruptPayloadError, InvalidInputError
 
 __all__ = ["Column", "GroupTable", "normalize_columns", "to_column"]
 
@@ -46,7 +46,15 @@ class Column:
         if self.categories is None:
             return self.values
         labels = np.asarray(self.categories, dtype=object)
-        out: npt.NDArray[Any] = labels[self.values]
+        codes = self.values
+        if codes.dtype.kind not in "iu":
+            raise CorruptPayloadError(f"categorical codes must be integers, got {codes.dtype}")
+        if codes.size and (codes.min() < 0 or codes.max() >= len(labels)):
+            raise CorruptPayloadError(
+                f"a categorical code is outside its {len(labels)} categories "
+                f"(codes {codes.min()}..{codes.max()})"
+            )
+        out: npt.NDArray[Any] = labels[codes]
         return out
 
 

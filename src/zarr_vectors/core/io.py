@@ -8,16 +8,20 @@ Two kinds of arrays live in a level group:
 
 Arrays are created and described by zarr-python, so any Zarr reader can open them.  Reading and
 writing many payload elements goes through a batched path: zarr-python costs 0.3–0.9 ms per chunk
-operation, so when the array's codec chain is the plain ``vlen-bytes`` (+ optional ``zstd``)
-chain, this module encodes elements itself (same bytes zarr-python writes) and moves them with
-one batched store call — plain file I/O for local directories (zarr's ``LocalStore`` costs
-~250–450 µs per key through its thread hop), ``asyncio.gather`` over the store API otherwise.
-Any other chain (sharding, other compressors) falls back to zarr-python's own array API.
+operation, so when the array's codec chain is ``vlen-bytes`` followed by bytes-to-bytes codecs
+with a synchronous implementation (zstd, blosc, gzip, crc32c, ...; in Zarr v2 any numcodecs
+compressor), optionally inside a plain sharding codec, this module encodes elements itself (same
+bytes zarr-python writes) and moves them with one batched store call — plain file I/O for local
+directories (zarr's ``LocalStore`` costs ~250–450 µs per key through its thread hop),
+``asyncio.gather`` over the store API otherwise.  Decoding here also checks each element's
+vlen-bytes header before anything is allocated from it.  Any other chain falls back to
+zarr-python's own array API, with decode errors wrapped in ``CorruptPayloadError``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import struct
 import threading
@@ -38,7 +42,7 @@ import numpy.typing as npt
 import zarr
 import zstandard
 from numcodecs.abc import Codec as NumcodecsCodec
-from zarr.abc.codec import BytesBytesCodec
+from zarr.abc.codec import BytesBytesCodec, SupportsSyncCodec
 from zarr.abc.store import OffsetByteRequest, Store
 from zarr.codecs import (
     BytesCodec,
@@ -49,12 +53,15 @@ from zarr.codecs import (
     VLenBytesCodec,
     ZstdCodec,
 )
-from zarr.core.buffer import default_buffer_prototype
+from zarr.core.array import AsyncArray
+from zarr.core.array_spec import ArrayConfig, ArraySpec
+from zarr.core.buffer import Buffer, default_buffer_prototype
 from zarr.core.dtype import VariableLengthBytes
+from zarr.core.group import AsyncGroup, GroupMetadata
 from zarr.core.metadata import ArrayV3Metadata
 from zarr.core.sync import sync
 from zarr.errors import UnstableSpecificationWarning
-from zarr.storage import FsspecStore, LocalStore
+from zarr.storage import FsspecStore, LocalStore, StorePath
 
 from zarr_vectors.core.ragged import concat_ranges, unique_sorted
 from zarr_vectors.core.shards import ShardFormat
@@ -66,12 +73,19 @@ __all__ = [
     "CompressorSpec",
     "PayloadArray",
     "create_dense_array",
+    "declare_dense_array",
     "create_payload_array",
+    "local_group",
+    "local_members",
+    "malformed_documents",
+    "read_dense_whole",
     "open_payload_array",
     "quiet_vlen",
     "set_many",
+    "settle_pending_writes",
     "read_dense",
     "read_dense_rows",
+    "write_dense",
 ]
 
 DEFAULT_ZSTD_LEVEL = 3
@@ -213,8 +227,10 @@ class _ElementCodec:
     def decode(self, data: bytes, where: str) -> bytes | memoryview:
         try:
             raw = data if self.compressor is None else self.compressor.decode(data)
-        except (RuntimeError, ValueError, TypeError) as exc:
-            raise CorruptPayloadError(f"{where}: cannot decompress ({exc})") from exc
+        except Exception as exc:  # any codec error on untrusted bytes (zlib, blosc, ...)
+            raise CorruptPayloadError(f"{where}: cannot decompress ({exc!r})") from exc
+        if not isinstance(raw, bytes | bytearray | memoryview):
+            raw = np.ascontiguousarray(raw).reshape(-1).view(np.uint8).data
         if len(raw) < _HEADER.size:
             raise CorruptPayloadError(f"{where}: truncated element header")
         count, length = _HEADER.unpack_from(raw)
@@ -355,6 +371,44 @@ def _dctx() -> zstandard.ZstdDecompressor:
     return ctx
 
 
+class _SyncBytesCodecs(NumcodecsCodec):  # type: ignore[misc]
+    """Zarr v3 bytes-to-bytes codecs applied in chain order, behind numcodecs' interface.
+
+    Decoding through :class:`_ElementCodec` checks the vlen-bytes header of a payload before
+    anything is allocated from it (zarr-python's decoder allocates as many elements as a
+    corrupt header claims).
+    """
+
+    codec_id = "zarr-v3-bytes-codecs"
+
+    def __init__(self, codecs: Sequence[SupportsSyncCodec]) -> None:
+        self._codecs = tuple(codecs)
+        self._spec = ArraySpec(
+            shape=(1,),
+            dtype=VariableLengthBytes(),
+            fill_value=b"",
+            config=ArrayConfig.from_dict({}),
+            prototype=default_buffer_prototype(),
+        )
+
+    def _buffer(self, data: Any) -> Buffer:
+        return self._spec.prototype.buffer.from_bytes(bytes(memoryview(data).cast("B")))
+
+    def encode(self, buf: Any) -> bytes:
+        data: Any = self._buffer(buf)
+        for codec in self._codecs:
+            data = codec._encode_sync(data, self._spec)
+        assert isinstance(data, Buffer)
+        return data.to_bytes()
+
+    def decode(self, buf: Any, out: Any = None) -> bytes:
+        data: Any = self._buffer(buf)
+        for codec in reversed(self._codecs):
+            data = codec._decode_sync(data, self._spec)
+        assert isinstance(data, Buffer)
+        return data.to_bytes()
+
+
 def _chain_codec(codecs: Sequence[Any]) -> _ElementCodec | None:
     kinds = [type(c) for c in codecs]
     if kinds == [VLenBytesCodec]:
@@ -362,6 +416,11 @@ def _chain_codec(codecs: Sequence[Any]) -> _ElementCodec | None:
     if kinds == [VLenBytesCodec, ZstdCodec]:
         zstd = codecs[1]
         return _ElementCodec(numcodecs.Zstd(level=zstd.level, checksum=zstd.checksum))
+    rest = codecs[1:]
+    if kinds[:1] == [VLenBytesCodec] and all(
+        isinstance(c, BytesBytesCodec) and isinstance(c, SupportsSyncCodec) for c in rest
+    ):
+        return _ElementCodec(_SyncBytesCodecs(rest))
     return None
 
 
@@ -412,9 +471,7 @@ def _plain_codec(array: zarr.Array[Any]) -> tuple[_ElementCodec, ShardFormat | N
     comp = meta.compressor
     if comp is None:
         return _ElementCodec(None), None
-    if comp.codec_id == "zstd":
-        return _ElementCodec(comp), None
-    return None
+    return _ElementCodec(comp), None  # any numcodecs compressor: same bytes as zarr v2
 
 
 # --------------------------------------------------------------------------------------------
@@ -496,11 +553,142 @@ def set_many(store: Store, items: Sequence[tuple[str, bytes]]) -> None:
     _set_many(store, items)
 
 
+def settle_pending_writes(timeout: float = 60.0) -> None:
+    """Wait (up to ``timeout`` seconds) for the tasks zarr-python's event loop is running.
+
+    When one write of a batch fails, ``asyncio.gather`` reports the error at once while the
+    sibling writes keep running (a ``LocalStore`` writes in worker threads and creates parent
+    directories); a failed write must let them finish before removing what they write into.
+    """
+
+    async def others() -> None:
+        me = asyncio.current_task()
+        pending = [t for t in asyncio.all_tasks() if t is not me]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+
+    sync(others())
+
+
 def _map(func: Any, items: Sequence[Any], nbytes: int) -> list[Any]:
     if nbytes < _PARALLEL_BYTES or len(items) < 4:
         return [func(i) for i in items]
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         return list(pool.map(func, items))
+
+
+# --------------------------------------------------------------------------------------------
+# metadata of local hierarchies
+
+_META_CACHE: dict[str, tuple[bytes, Any]] = {}
+_MAX_META = 4096
+
+
+def _parsed(path: str, raw: bytes) -> Any:
+    """Metadata object of a ``zarr.json`` document, reused while its bytes are unchanged."""
+    hit = _META_CACHE.get(path)
+    if hit is not None and hit[0] == raw:
+        return hit[1]
+    doc = json.loads(raw)
+    if not isinstance(doc, dict):  # a malformed document, like invalid JSON
+        raise ValueError(f"{path}: metadata document is not a JSON object")  # noqa: TRY004
+    kind = doc.get("node_type")
+    if kind == "array":
+        meta: Any = ArrayV3Metadata.from_dict(doc)
+    elif kind == "group":
+        meta = GroupMetadata.from_dict(doc)
+    else:
+        raise ValueError(f"{path}: unknown node_type {kind!r}")
+    if len(_META_CACHE) >= _MAX_META:
+        _META_CACHE.clear()
+    _META_CACHE[path] = (raw, meta)
+    return meta
+
+
+def local_members(group: zarr.Group) -> dict[str, zarr.Array[Any] | zarr.Group] | None:
+    """Every node below a Zarr v3 group in a local directory, as ``group.members()`` gives.
+
+    zarr-python spends ~1–2 ms per node opening a hierarchy; this reads the ``zarr.json``
+    documents directly (arrays are not descended into) and reuses parsed metadata while a
+    document's bytes are unchanged.  Returns None for other stores and for Zarr v2.
+
+    Raises
+    ------
+    ValueError
+        A metadata document is malformed.
+    """
+    store = group.store_path.store
+    root = _local_root(store)
+    if root is None or group.metadata.zarr_format != 3:
+        return None
+    out: dict[str, zarr.Array[Any] | zarr.Group] = {}
+    base = group.store_path.path
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        directory = os.path.join(str(root), base, rel)
+        try:
+            names = sorted(os.listdir(directory))
+        except FileNotFoundError:
+            continue
+        for name in names:
+            child = f"{rel}/{name}" if rel else name
+            meta_path = os.path.join(directory, name, "zarr.json")
+            try:
+                with open(meta_path, "rb") as f:
+                    raw = f.read()
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            meta = _parsed(meta_path, raw)
+            path = f"{base}/{child}" if base else child
+            if isinstance(meta, ArrayV3Metadata):
+                out[child] = zarr.Array(
+                    AsyncArray(metadata=meta, store_path=StorePath(store, path))
+                )
+            else:
+                out[child] = zarr.Group(
+                    AsyncGroup(metadata=meta, store_path=StorePath(store, path))
+                )
+                pending.append(child)
+    return out
+
+
+def local_group(store: Any, path: str, *, read_only: bool) -> zarr.Group | None:
+    """Open the Zarr v3 group at ``path`` of a local directory store, quickly.
+
+    Skips zarr-python's per-node overhead; returns None when that does not apply (other
+    stores, Zarr v2, no group there).
+
+    Raises
+    ------
+    ValueError
+        The group's metadata document is malformed.
+    """
+    if not isinstance(store, LocalStore):
+        return None
+    meta_path = os.path.join(str(store.root), path, "zarr.json")
+    try:
+        with open(meta_path, "rb") as f:
+            raw = f.read()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    meta = _parsed(meta_path, raw)
+    if not isinstance(meta, GroupMetadata):
+        return None
+    if read_only and not store.read_only:
+        store = store.with_read_only(True)
+    return zarr.Group(AsyncGroup(metadata=meta, store_path=StorePath(store, path)))
+
+
+def read_dense_whole(array: zarr.Array[Any]) -> npt.NDArray[Any]:
+    """Return all of a dense array; single-chunk plain arrays are decoded directly."""
+    meta = array.metadata
+    shape = tuple(array.shape)
+    if (
+        shape and isinstance(meta, ArrayV3Metadata) and tuple(meta.chunk_grid.chunk_shape) == shape  # type: ignore[attr-defined]
+    ):
+        return read_dense_rows(array, np.arange(shape[0], dtype=np.int64))
+    return np.asarray(array[...])
 
 
 # --------------------------------------------------------------------------------------------
@@ -736,8 +924,13 @@ class PayloadArray:
 
     def _read_generic(self, flats: list[int]) -> list[bytes]:
         idx = np.unravel_index(np.array(flats), self.array.shape)
-        with quiet_vlen():
-            values = self.array.get_coordinate_selection(idx)
+        try:
+            with quiet_vlen():
+                values = self.array.get_coordinate_selection(idx)
+        except Exception as exc:  # any codec error on untrusted bytes
+            raise CorruptPayloadError(
+                f"{self.name}: cannot decode chunks {flats[:8]} ({exc!r})"
+            ) from exc
         return [bytes(v) for v in np.asarray(values, dtype=object).ravel()]
 
 
@@ -801,6 +994,27 @@ def create_dense_array(
     compressor: Compressor | str = "default",
 ) -> zarr.Array[Any]:
     """Create a dense numeric array holding ``data`` with Zarr chunk shape ``chunks``."""
+    array, values = declare_dense_array(
+        group, path, data, attributes=attributes, chunks=chunks, compressor=compressor
+    )
+    write_dense(array, values)
+    return array
+
+
+def declare_dense_array(
+    group: zarr.Group,
+    path: str,
+    data: npt.NDArray[Any],
+    *,
+    attributes: Mapping[str, Any],
+    chunks: Sequence[int],
+    compressor: Compressor | str = "default",
+) -> tuple[zarr.Array[Any], npt.NDArray[Any]]:
+    """Create the dense array that will hold ``data`` (fill value 0), storing no chunk yet.
+
+    Returns the array and ``data`` as C-contiguous little-endian values for
+    :func:`write_dense`, which may run later on another thread.
+    """
     data = np.ascontiguousarray(data)
     if data.dtype.byteorder == ">":
         data = data.astype(data.dtype.newbyteorder("<"))
@@ -815,10 +1029,52 @@ def create_dense_array(
         attributes=dict(attributes),
         overwrite=True,
     )
-    # integer zeros equal the fill value: nothing to store (floats keep -0.0 exactly)
-    if data.size and (data.dtype.kind not in "iub" or data.any()):
-        array[...] = data
-    return array
+    return array, data
+
+
+def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
+    """Store ``data`` as the whole of a new dense array: the bytes ``array[...] = data`` stores.
+
+    Boolean and numeric arrays with a plain chain (bytes [+ zstd], chunked along axis 0) are
+    encoded here and written in one batch, as zarr-python's codec pipeline does: each chunk
+    padded to the full chunk shape with the fill value 0, its little-endian C-order bytes
+    compressed; a chunk whose bytes are all zero equals the fill value bit for bit and is not
+    stored (zarr's ``write_empty_chunks=False`` compares float fill values bitwise, so -0.0 is
+    stored).  Other arrays go through zarr-python.
+    """
+    if data.size == 0:
+        return
+    fast = _dense_codec(array) if data.dtype.kind in "biuf" else None
+    if fast is None:
+        # integer zeros equal the fill value: nothing to store (floats keep -0.0 exactly)
+        if data.dtype.kind not in "iub" or data.any():
+            array[...] = data
+        return
+    rows, comp = fast
+    full = (rows, *data.shape[1:])
+    blocks: list[tuple[int, npt.NDArray[Any]]] = []
+    for c, start in enumerate(range(0, len(data), rows)):
+        block = data[start : start + rows]
+        if block.reshape(-1).view(np.uint8).any():
+            blocks.append((c, block))
+
+    def encode(item: tuple[int, npt.NDArray[Any]]) -> bytes:
+        block = item[1]
+        if len(block) < rows:  # partial last chunk: padded with the fill value
+            padded = np.zeros(full, dtype=data.dtype)
+            padded[: len(block)] = block
+            block = padded
+        raw = block.tobytes()
+        return raw if comp is None else bytes(comp.encode(raw))
+
+    encoded = _map(encode, blocks, sum(b.nbytes for _, b in blocks))
+    prefix = array.store_path.path
+    inner = (0,) * (data.ndim - 1)
+    keys = [array.metadata.encode_chunk_key((c, *inner)) for c, _ in blocks]
+    _set_many(
+        array.store_path.store,
+        [(f"{prefix}/{k}" if prefix else k, e) for k, e in zip(keys, encoded, strict=True)],
+    )
 
 
 def _dense_codec(array: zarr.Array[Any]) -> tuple[int, NumcodecsCodec | None] | None:
@@ -938,3 +1194,34 @@ def read_dense(group: zarr.Group, path: str, selection: Any = Ellipsis) -> npt.N
     if not isinstance(node, zarr.Array):
         raise StoreNotFoundError(f"{group.path}/{path} is a group, expected an array")
     return np.asarray(node[selection])
+
+
+_METADATA_KEYS = ("zarr.json", ".zarray", ".zattrs", ".zgroup")
+
+
+def malformed_documents(group: zarr.Group) -> list[str]:
+    """Keys of the Zarr metadata documents below ``group`` that are not JSON objects.
+
+    For error messages only: this lists and reads every metadata document of the hierarchy.
+    """
+    store = group.store_path.store
+    prefix = group.store_path.path
+    proto = default_buffer_prototype()
+
+    async def scan() -> list[str]:
+        bad = []
+        async for key in store.list_prefix(f"{prefix}/" if prefix else ""):
+            if key.rsplit("/", 1)[-1] not in _METADATA_KEYS:
+                continue
+            buf = await store.get(key, proto)
+            if buf is None:
+                continue
+            try:
+                doc = json.loads(buf.to_bytes())
+            except ValueError:  # json.JSONDecodeError, UnicodeDecodeError
+                doc = None
+            if not isinstance(doc, dict):
+                bad.append(key)
+        return sorted(bad)
+
+    return sync(scan())

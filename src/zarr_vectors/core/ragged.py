@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "change_mask",
     "concat_ranges",
     "unique_sorted",
     "offsets_from_counts",
@@ -50,14 +51,15 @@ def concat_ranges(starts: npt.ArrayLike, counts: npt.ArrayLike) -> IntArray:
     total = int(n.sum()) if n.size else 0
     if total == 0:
         return np.zeros(0, dtype=np.int64)
-    keep = n > 0
-    s, n = s[keep], n[keep]
+    if not n.all():
+        keep = n > 0
+        s, n = s[keep], n[keep]
     out = np.ones(total, dtype=np.int64)
     out[0] = s[0]
-    ends = np.cumsum(n)[:-1]
+    ends = np.cumsum(n[:-1])
     # at each range start, jump from the previous range's last value to the new start
     out[ends] = s[1:] - (s[:-1] + n[:-1] - 1)
-    return np.cumsum(out)
+    return np.cumsum(out, out=out)
 
 
 def unique_sorted(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -92,16 +94,36 @@ def run_starts(
     >>> run_starts(np.array([1, 1, 2, 2]), np.array([0, 1, 1, 1])).tolist()
     [0, 1, 2]
     """
-    n = len(keys[0])
-    if n == 0:
+    if len(keys[0]) == 0:
         return np.zeros(0, dtype=np.int64)
-    change = np.zeros(n, dtype=bool)
+    return np.flatnonzero(change_mask(*keys, extra=extra)).astype(np.int64, copy=False)
+
+
+def change_mask(
+    *keys: npt.NDArray[np.generic],
+    extra: npt.NDArray[np.bool_] | None = None,
+) -> npt.NDArray[np.bool_]:
+    """Return a mask that is True where any of the equally long key arrays changes value.
+
+    The first row is True when there are rows; ``extra`` marks further True rows.  This is
+    the mask whose true indices :func:`run_starts` returns.
+
+    Examples
+    --------
+    >>> change_mask(np.array([1, 1, 2, 2]), np.array([0, 1, 1, 1])).tolist()
+    [True, True, True, False]
+    """
+    n = len(keys[0])
+    change = np.empty(n, dtype=bool)
+    if n == 0:
+        return change
     change[0] = True
-    for k in keys:
+    np.not_equal(keys[0][1:], keys[0][:-1], out=change[1:])
+    for k in keys[1:]:
         change[1:] |= k[1:] != k[:-1]
     if extra is not None:
         change |= extra
-    return np.flatnonzero(change).astype(np.int64)
+    return change
 
 
 def sort_order(keys: list[IntArray], sizes: list[int]) -> IntArray:
@@ -121,11 +143,14 @@ def sort_order(keys: list[IntArray], sizes: list[int]) -> IntArray:
     for s in sizes:
         total *= max(int(s), 1)
     if total < 2**62:
-        packed = np.zeros(len(keys[0]), dtype=np.int64)
-        for k, s in zip(keys, sizes, strict=True):
-            packed *= max(int(s), 1)
-            packed += k
+        if len(keys) == 1:
+            packed = keys[0]
+        else:
+            packed = np.zeros(len(keys[0]), dtype=np.int64)
+            for k, s in zip(keys, sizes, strict=True):
+                packed *= max(int(s), 1)
+                packed += k
         if total <= 2**16:  # numpy's stable sort is a radix sort for 16-bit keys
             packed = packed.astype(np.uint16)
-        return np.argsort(packed, kind="stable").astype(np.int64)
-    return np.lexsort(tuple(reversed(keys))).astype(np.int64)
+        return np.argsort(packed, kind="stable").astype(np.int64, copy=False)
+    return np.lexsort(tuple(reversed(keys))).astype(np.int64, copy=False)

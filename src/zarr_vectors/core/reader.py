@@ -22,10 +22,22 @@ import zarr
 from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import decode_payloads
-from zarr_vectors.core.io import PayloadArray, quiet_vlen, read_dense_rows
+from zarr_vectors.core.io import (
+    PayloadArray,
+    local_members,
+    malformed_documents,
+    quiet_vlen,
+    read_dense_rows,
+    read_dense_whole,
+)
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts, unique_sorted
 from zarr_vectors.core.store import open_level, read_root_metadata
-from zarr_vectors.errors import CorruptPayloadError, InvalidInputError, StoreNotFoundError
+from zarr_vectors.errors import (
+    CorruptPayloadError,
+    InvalidInputError,
+    MetadataValidationError,
+    StoreNotFoundError,
+)
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Encoding
 from zarr_vectors.spec.metadata import BoundingBox, LevelMetadata, RootMetadata
@@ -59,6 +71,16 @@ def parse_bbox(bbox: BBoxLike, ndim: int) -> BoundingBox:
     if box.ndim != ndim:
         raise InvalidInputError(f"bbox has {box.ndim} dimensions, the store has {ndim}")
     return box
+
+
+def _categories(attrs: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
+    """Return the ``categories`` attribute of an array (a list of strings), or None."""
+    cats = attrs.get("categories")
+    if cats is None:
+        return None
+    if not isinstance(cats, list) or not all(isinstance(c, str) for c in cats):
+        raise CorruptPayloadError(f"{name}: the categories attribute is not a list of strings")
+    return tuple(cats)
 
 
 @dataclass(frozen=True)
@@ -129,19 +151,35 @@ class LevelReader:
     @cached_property
     def vertex_counts(self) -> IntArray:
         """Vertices per chunk, flat over the grid."""
-        counts = np.asarray(self.node(L.VERTEX_COUNTS)[...]).astype(np.int64).ravel()
+        counts = read_dense_whole(self.node(L.VERTEX_COUNTS)).astype(np.int64).ravel()
         if counts.size != self.layout.n_chunks:
             raise CorruptPayloadError(
                 f"{self.group.path}/{L.VERTEX_COUNTS} has {counts.size} entries, the chunk grid "
                 f"has {self.layout.n_chunks}"
+            )
+        negative = np.flatnonzero(counts < 0)
+        if negative.size:
+            flat = negative[:1]
+            raise CorruptPayloadError(
+                f"{self.group.path}/{L.VERTEX_COUNTS}: chunk "
+                f"{self.layout.coords_of_flat(flat)[0].tolist()} has a negative count "
+                f"({counts[flat[0]]})"
             )
         return counts
 
     @cached_property
     def _nodes(self) -> dict[str, zarr.Array[Any] | zarr.Group]:
         # one listing plus concurrent metadata reads for the whole level
-        with quiet_vlen():
-            return dict(self.group.members(max_depth=None))
+        try:
+            with quiet_vlen():
+                local = local_members(self.group)
+                return dict(self.group.members(max_depth=None)) if local is None else local
+        except (ValueError, TypeError, KeyError) as exc:  # json.JSONDecodeError, bad documents
+            bad = ", ".join(malformed_documents(self.group)) or "a Zarr metadata document"
+            raise MetadataValidationError(
+                f"level {self.group.path}: {bad} is malformed ({exc}); run `zarr-vectors "
+                "validate` for details"
+            ) from exc
 
     def has(self, path: str) -> bool:
         """Whether a node exists at ``path`` in the level group."""
@@ -213,6 +251,8 @@ class LevelReader:
             width = int(attrs["width"])
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptPayloadError(f"{arr.name}: bad dtype/width attributes ({exc})") from exc
+        if dtype.kind not in "biufc" or dtype.itemsize == 0 or width < 1:
+            raise CorruptPayloadError(f"{arr.name}: bad dtype/width attributes ({dtype}, {width})")
         encoding = attrs.get("encoding", Encoding.RAW.value)
         if want is not None and encoding == Encoding.RAW.value:
             block = self._some_rows(arr, path, flats, want, dtype, width)
@@ -234,8 +274,21 @@ class LevelReader:
                     f"{len(p)} bytes is not a whole number of {width}x{dtype} rows"
                 )
             counts[i] = len(p) // row_bytes
+        if path == L.VERTICES or path.startswith(L.ATTRIBUTES + "/"):
+            self._check_row_counts(arr.name, flats, counts)
         values = np.frombuffer(b"".join(payloads), dtype=dtype).reshape(-1, width)
         return RowBlock(values, offsets_from_counts(counts))
+
+    def _check_row_counts(self, name: str, flats: IntArray, counts: IntArray) -> None:
+        """Raise unless each chunk of a vertex-aligned array holds ``vertex_counts`` rows."""
+        expected = self.vertex_counts[flats]
+        bad = np.flatnonzero(counts != expected)
+        if bad.size:
+            i = int(bad[0])
+            raise CorruptPayloadError(
+                f"{name} chunk {self.layout.coords_of_flat(flats[i : i + 1])[0].tolist()}: "
+                f"{counts[i]} rows, vertex_counts says {expected[i]}"
+            )
 
     def _some_rows(
         self,
@@ -246,10 +299,12 @@ class LevelReader:
         dtype: np.dtype[Any],
         width: int,
     ) -> RowBlock | None:
-        """Decode only the ``want`` rows of vertex-aligned ``path`` (None: not possible)."""
+        """Decode only the ``want`` rows of vertex-aligned ``path`` (None: decode whole)."""
         cache = self._cache
         if cache is not None and all((path, f) in cache for f in flats.tolist()):
             return None  # decoded whole by an earlier phase of this query
+        if 2 * int(want.counts.sum()) > int(self.vertex_counts[flats].sum()):
+            return None  # most rows wanted: whole chunks decode faster than frame by frame
         local = arr.local_root is not None
         stored = None if local else self._stored(arr, path, flats)
         if stored is None and not local:
@@ -292,21 +347,36 @@ class LevelReader:
     def column(self, path: str, flats: IntArray, want: RowRanges | None = None) -> Column:
         """Fetch an attribute payload as a :class:`Column` (shape and categories restored)."""
         block = self.rows(path, flats, want)
-        return self._as_column(block.values, self.payload(path).attrs)
+        return self._as_column(block.values, self.payload(path).attrs, f"{self.group.path}/{path}")
 
     @staticmethod
-    def _as_column(values: npt.NDArray[Any], attrs: Mapping[str, Any]) -> Column:
-        shape = tuple(attrs.get("shape", [values.shape[1]] if values.ndim > 1 else []))
-        vals = values.reshape((len(values), *shape))
-        cats = attrs.get("categories")
-        return Column(vals, None if cats is None else tuple(cats))
+    def _as_column(values: npt.NDArray[Any], attrs: Mapping[str, Any], name: str = "") -> Column:
+        try:
+            shape = tuple(int(s) for s in attrs.get("shape", values.shape[1:2]))
+            vals = values.reshape((len(values), *shape))
+        except (TypeError, ValueError) as exc:
+            raise CorruptPayloadError(f"{name}: bad shape attribute ({exc})") from exc
+        return Column(vals, _categories(attrs, name))
 
     # -- objects ------------------------------------------------------------------------------
 
     @cached_property
     def object_offsets(self) -> IntArray:
         """CSR offsets of the object manifest (n_objects + 1,)."""
-        return np.asarray(self.node(L.OBJECT_OFFSETS)[...]).astype(np.int64)
+        off = self._dense(L.OBJECT_OFFSETS).astype(np.int64)
+        n_refs = int(self.node(L.OBJECT_MANIFEST).shape[0])
+        if (
+            off.ndim != 1
+            or not len(off)
+            or off[0] != 0
+            or off[-1] != n_refs
+            or (np.diff(off) < 0).any()
+        ):
+            raise CorruptPayloadError(
+                f"{self.group.path}/{L.OBJECT_OFFSETS} are not CSR offsets over {n_refs} "
+                "manifest refs (they must start at 0, never decrease and end at the ref count)"
+            )
+        return off
 
     @property
     def n_objects(self) -> int:
@@ -320,9 +390,11 @@ class LevelReader:
         if "object_offsets" in self.__dict__ or len(ids) > 4096:
             offsets = self.object_offsets
             return offsets[ids], offsets[ids + 1]
-        pair = read_dense_rows(
-            self.node(L.OBJECT_OFFSETS), np.concatenate([ids, ids + 1]), self._dense_cache
-        ).astype(np.int64)
+        node = self.node(L.OBJECT_OFFSETS)
+        if node.ndim != 1:
+            raise CorruptPayloadError(f"{node.path} has shape {list(node.shape)}, expected 1-D")
+        pair = read_dense_rows(node, np.concatenate([ids, ids + 1]), self._dense_cache)
+        pair = pair.astype(np.int64)
         starts, ends = pair[: len(ids)], pair[len(ids) :]
         n_refs = int(self.node(L.OBJECT_MANIFEST).shape[0])
         if len(ids) and ((starts < 0).any() or (ends < starts).any() or (ends > n_refs).any()):
@@ -353,7 +425,53 @@ class LevelReader:
         if len(self._dense_cache) > 256:  # bound the decoded-chunk cache (~40 MB)
             self._dense_cache.clear()
         refs = read_dense_rows(self.node(L.OBJECT_MANIFEST), take, self._dense_cache)
-        return refs.astype(np.int64), counts
+        refs = refs.astype(np.int64)
+        self._check_refs(refs, take)
+        return refs, counts
+
+    def _check_refs(self, refs: IntArray, rows: IntArray | None) -> None:
+        """Raise unless every ref (manifest rows ``rows``, or all) lies inside its chunk."""
+        d = self.layout.ndim
+        where = f"{self.group.path}/{L.OBJECT_MANIFEST}"
+        if refs.ndim != 2 or refs.shape[1] != d + 2:
+            raise CorruptPayloadError(
+                f"{where} has shape {list(refs.shape)}, expected (n_refs, {d + 2})"
+            )
+        shape = np.asarray(self.layout.grid.shape, dtype=np.int64)
+        idx = refs[:, :d] - np.asarray(self.layout.grid.origin, dtype=np.int64)
+        outside = (idx < 0) | (idx >= shape)
+        if outside.any():
+            k = int(np.argmax(outside.any(axis=1)))
+            raise CorruptPayloadError(
+                f"{where}: ref {k if rows is None else int(rows[k])} {refs[k].tolist()} names a "
+                f"chunk outside the chunk grid (origin {list(self.layout.grid.origin)}, shape "
+                f"{list(self.layout.grid.shape)})"
+            )
+        flat = idx[:, 0].copy()  # C-order flat index, as np.ravel_multi_index (but faster)
+        for axis in range(1, d):
+            flat *= shape[axis]
+            flat += idx[:, axis]
+        have = self.vertex_counts[flat]
+        start, count = refs[:, d], refs[:, d + 1]
+        bad = (start < 0) | (count < 0) | (start > have) | (count > have - start)
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise CorruptPayloadError(
+                f"{where}: ref {k if rows is None else int(rows[k])} {refs[k].tolist()} names "
+                f"rows outside its chunk, which holds {have[k]} rows"
+            )
+
+    def check_object_index(self) -> None:
+        """Check the whole object index, if any (reads every manifest ref: O(refs)).
+
+        Raises
+        ------
+        CorruptPayloadError
+            The offsets are not CSR over the manifest, or a ref lies outside its chunk.
+        """
+        if self.has(L.OBJECT_OFFSETS):
+            _ = self.object_offsets  # validated (CSR over the manifest) when loaded
+            self._check_refs(self._dense(L.OBJECT_MANIFEST).astype(np.int64), None)
 
     def gather_objects(self, ids: IntArray) -> ObjectRows:
         """Locate the vertices of ``ids`` (traversal order) and the chunks holding them."""
@@ -387,10 +505,22 @@ class LevelReader:
         for name in self.names(L.OBJECT_ATTRIBUTES):
             path = f"{L.OBJECT_ATTRIBUTES}/{name}"
             arr = self.node(path)
-            values = np.asarray(arr[...]) if ids is None else np.asarray(arr[...])[ids]
-            cats = arr.attrs.get("categories")
-            out[name] = Column(values, None if cats is None else tuple(cats))  # type: ignore[arg-type]
+            if not arr.ndim or arr.shape[0] != self.n_objects:
+                raise CorruptPayloadError(
+                    f"{arr.path} has shape {list(arr.shape)}, expected {self.n_objects} rows "
+                    "(one per object)"
+                )
+            values = self._dense(path)
+            out[name] = Column(values if ids is None else values[ids], _categories(arr.attrs, path))
         return out
+
+    def _dense(self, path: str) -> npt.NDArray[Any]:
+        """Read the whole dense array at ``path``, naming it when it cannot be decoded."""
+        node = self.node(path)
+        try:
+            return np.asarray(node[...])
+        except Exception as exc:  # any codec error on untrusted bytes
+            raise CorruptPayloadError(f"{node.path}: cannot decode ({exc!r})") from exc
 
     @cached_property
     def groups(self) -> GroupTable | None:
@@ -400,15 +530,23 @@ class LevelReader:
         names = self._nodes[L.GROUPINGS].attrs.get("names", [])
         attrs: dict[str, Column] = {}
         for name in self.names(L.GROUPINGS_ATTRIBUTES):
-            arr = self.node(f"{L.GROUPINGS_ATTRIBUTES}/{name}")
-            cats = arr.attrs.get("categories")
-            attrs[name] = Column(np.asarray(arr[...]), None if cats is None else tuple(cats))  # type: ignore[arg-type]
-        return GroupTable(
-            tuple(str(n) for n in names),  # type: ignore[union-attr]
-            np.asarray(self.node(L.GROUP_OFFSETS)[...]).astype(np.int64),
-            np.asarray(self.node(L.GROUP_MEMBERS)[...]).astype(np.int64),
-            attrs,
-        )
+            path = f"{L.GROUPINGS_ATTRIBUTES}/{name}"
+            attrs[name] = Column(self._dense(path), _categories(self.node(path).attrs, path))
+        offsets = self._dense(L.GROUP_OFFSETS).astype(np.int64)
+        members = self._dense(L.GROUP_MEMBERS).astype(np.int64)
+        if (
+            not isinstance(names, list)
+            or offsets.shape != (len(names) + 1,)
+            or offsets[0] != 0
+            or offsets[-1] != len(members)
+            or (np.diff(offsets) < 0).any()
+            or ((members < 0) | (members >= self.n_objects)).any()
+        ):
+            raise CorruptPayloadError(
+                f"{self.group.path}/{L.GROUPINGS}: group names, offsets and members do not form "
+                f"CSR groups of object ids below {self.n_objects}"
+            )
+        return GroupTable(tuple(str(n) for n in names), offsets, members, attrs)
 
     def links(self, flats: IntArray, attributes: Sequence[str] = ()) -> LinkBlock:
         """Links stored in chunks ``flats``, endpoints as rows of the ``flats`` concatenation.
@@ -424,6 +562,11 @@ class LevelReader:
             block = self.rows(L.LINKS, flats)
             owner = np.repeat(np.arange(len(flats)), np.diff(block.offsets))
             local = block.values.astype(np.int64)
+            if local.shape[1] not in (2, 3):
+                raise CorruptPayloadError(
+                    f"{self.group.path}/{L.LINKS}: rows have width {local.shape[1]}, expected "
+                    "2 (edges) or 3 (triangles)"
+                )
             bad = (local < 0) | (local >= self.vertex_counts[flats][owner][:, None])
             if bad.any():
                 raise CorruptPayloadError(
@@ -431,42 +574,117 @@ class LevelReader:
                 )
             parts.append(local + base[owner][:, None])
             for a in attributes:
-                attr_parts[a].append(self.rows(f"{L.LINK_ATTRIBUTES}/{a}", flats).values)
+                attr_parts[a].append(self._aligned(f"{L.LINK_ATTRIBUTES}/{a}", flats, block))
         if self.has(L.CROSS_CHUNK_LINKS):
-            cross = self.rows(L.CROSS_CHUNK_LINKS, flats).values
+            cross = self.rows(L.CROSS_CHUNK_LINKS, flats)
             parts.append(self._cross_endpoints(cross, flats, base))
             for a in attributes:
                 path = f"{L.CROSS_CHUNK_LINK_ATTRIBUTES}/{a}"
-                if self.has(path):
-                    attr_parts[a].append(self.rows(path, flats).values)
+                if self.has(path) or len(cross.values):
+                    attr_parts[a].append(self._aligned(path, flats, cross))
         k = parts[0].shape[1] if parts else 0
+        if any(p.shape[1] != k for p in parts):
+            raise CorruptPayloadError(
+                f"{self.group.path}: {L.LINKS} and {L.CROSS_CHUNK_LINKS} have different arities"
+            )
         ends = np.concatenate(parts) if parts else np.zeros((0, k), dtype=np.int64)
         attrs = {}
         for a, pieces in attr_parts.items():
+            path = f"{L.LINK_ATTRIBUTES}/{a}"
             attrs[a] = self._as_column(
-                np.concatenate(pieces), self.payload(f"{L.LINK_ATTRIBUTES}/{a}").attrs
+                np.concatenate(pieces), self.payload(path).attrs, f"{self.group.path}/{path}"
             )
         return LinkBlock(ends, attrs)
 
-    def _cross_endpoints(self, cross: IntArray, flats: IntArray, base: IntArray) -> IntArray:
+    def aligned_column(self, path: str, flats: IntArray, like: RowBlock) -> Column:
+        """Fetch an attribute whose rows align one for one with ``like`` (link attributes)."""
+        values = self._aligned(path, flats, like)
+        return self._as_column(values, self.payload(path).attrs, f"{self.group.path}/{path}")
+
+    def _aligned(self, path: str, flats: IntArray, like: RowBlock) -> npt.NDArray[Any]:
+        """Rows of ``path`` that must align row for row with ``like`` (link attributes)."""
+        got = self.rows(path, flats)
+        wrong = np.flatnonzero(got.offsets[1:] != like.offsets[1:])
+        if wrong.size:
+            i = int(wrong[0])
+            raise CorruptPayloadError(
+                f"{self.group.path}/{path} chunk "
+                f"{self.layout.coords_of_flat(flats[i : i + 1])[0].tolist()}: rows do not align "
+                "with the links they describe"
+            )
+        return got.values
+
+    def _cross_endpoints(self, block: RowBlock, flats: IntArray, base: IntArray) -> IntArray:
+        cross = block.values.astype(np.int64, copy=False)
         d = self.layout.ndim
         k = cross.shape[1] // (d + 1)
+        if cross.shape[1] % (d + 1) or k not in (2, 3):
+            raise CorruptPayloadError(
+                f"{self.group.path}/{L.CROSS_CHUNK_LINKS}: rows have width {cross.shape[1]}, "
+                f"expected 2 or 3 endpoints of {d + 1} values"
+            )
         out = np.full((len(cross), k), -1, dtype=np.int64)
         for j in range(k):
             coords = cross[:, j * (d + 1) : j * (d + 1) + d]
             row = cross[:, j * (d + 1) + d]
             idx = coords - np.asarray(self.layout.grid.origin)
             inside = np.all((idx >= 0) & (idx < np.asarray(self.layout.grid.shape)), axis=1)
-            flat = np.full(len(cross), -1, dtype=np.int64)
-            if inside.any():
-                flat[inside] = self.layout.flat_index(coords[inside])
+            flat = np.zeros(len(cross), dtype=np.int64)
+            flat[inside] = np.ravel_multi_index(tuple(idx[inside].T), self.layout.grid.shape)
+            bad = ~inside | (row < 0) | (row >= self.vertex_counts[flat])
+            if bad.any():
+                rec = int(np.argmax(bad))
+                raise self._endpoint_error(block, flats, rec, j, bool(inside[rec]))
             pos = np.searchsorted(flats, flat)
             pos_c = np.minimum(pos, max(len(flats) - 1, 0))
-            hit = inside & (len(flats) > 0) & (flats[pos_c] == flat)
+            hit = (len(flats) > 0) & (flats[pos_c] == flat)
             out[hit, j] = base[pos_c[hit]] + row[hit]
         return out
 
+    def _endpoint_error(
+        self, block: RowBlock, flats: IntArray, rec: int, j: int, inside: bool
+    ) -> CorruptPayloadError:
+        """Build the error for endpoint ``j`` of cross-chunk record ``rec`` of ``block``."""
+        i = int(np.searchsorted(block.offsets, rec, side="right") - 1)
+        chunk = self.layout.coords_of_flat(flats[i : i + 1])[0].tolist()
+        why = "a row outside its chunk" if inside else "a chunk outside the chunk grid"
+        return CorruptPayloadError(
+            f"{self.group.path}/{L.CROSS_CHUNK_LINKS} chunk {chunk}: record "
+            f"{rec - int(block.offsets[i])} endpoint {j} names {why}"
+        )
+
     def vertex_object_ids(self, flats: IntArray) -> IntArray:
         """Object id of every row of ``flats`` (from fragments; -1 where there is none)."""
-        frags = self.rows(L.VERTEX_FRAGMENTS, flats).values
-        return np.repeat(frags[:, 1], frags[:, 3]).astype(np.int64)
+        block = self.rows(L.VERTEX_FRAGMENTS, flats)
+        frags = block.values.astype(np.int64, copy=False)
+        self._check_fragments(frags, block.offsets, flats)
+        return np.repeat(frags[:, 1], frags[:, 3])
+
+    def _check_fragments(self, frags: IntArray, offsets: IntArray, flats: IntArray) -> None:
+        """Raise unless fragments have counts >= 1 tiling each chunk and name known objects."""
+        where = f"{self.group.path}/{L.VERTEX_FRAGMENTS}"
+        if frags.shape[1] != 4:
+            raise CorruptPayloadError(f"{where}: rows have width {frags.shape[1]}, expected 4")
+        have = self.vertex_counts[flats]
+        owner = np.repeat(np.arange(len(flats)), np.diff(offsets))
+        obj, count = frags[:, 1], frags[:, 3]
+        # object ids are 0..n_objects-1, or all -1 in a level without an object index
+        lo, hi = (0, self.n_objects) if self.has(L.OBJECT_OFFSETS) else (-1, 0)
+        bad = (obj < lo) | (obj >= hi) | (count < 1) | (count > have[owner])
+        if bad.any():
+            k = int(np.argmax(bad))
+            i = int(owner[k])
+            raise CorruptPayloadError(
+                f"{where} chunk {self.layout.coords_of_flat(flats[i : i + 1])[0].tolist()}: "
+                f"fragment {k - int(offsets[i])} {frags[k].tolist()} names an unknown object "
+                f"or a row count outside 1..{have[i]}"
+            )
+        total = np.concatenate([[0], np.cumsum(count)])  # no overflow: counts <= max row count
+        wrong = np.flatnonzero(total[offsets[1:]] - total[offsets[:-1]] != have)
+        if wrong.size:
+            i = int(wrong[0])
+            raise CorruptPayloadError(
+                f"{where} chunk {self.layout.coords_of_flat(flats[i : i + 1])[0].tolist()}: "
+                f"fragments cover {int(total[offsets[i + 1]] - total[offsets[i]])} rows, "
+                f"vertex_counts says {have[i]}"
+            )

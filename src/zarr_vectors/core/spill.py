@@ -12,6 +12,7 @@ vertices and ``l_<block coords>`` for links owned (endpoint 0) by that block.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,6 @@ import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.ragged import unique_sorted
 from zarr_vectors.core.writer import take_rows
 from zarr_vectors.errors import InvalidInputError
 
@@ -101,14 +101,34 @@ def block_prefix(kind: str, block: npt.NDArray[np.int64]) -> str:
 def _blocks(
     pos: npt.NDArray[np.floating], chunk_shape: tuple[float, ...], partition_chunks: int
 ) -> tuple[list[str], IntArray]:
-    """Return the distinct block prefixes and the block index of every vertex."""
+    """Return the distinct block prefixes (sorted by block coords) and each vertex's block."""
     if len(pos) == 0:
         return [], np.zeros(0, dtype=np.int64)
     cells = np.empty(pos.shape, dtype=np.int64)
     for d, c in enumerate(chunk_shape):  # same float64 floor(p / C) as ChunkLayout
         cells[:, d] = np.floor(np.asarray(pos[:, d], dtype=np.float64) / c)
-    uniq, inverse = np.unique(cells // partition_chunks, axis=0, return_inverse=True)
+    cells //= partition_chunks
+    ndim = len(chunk_shape)
+    lo = np.array([cells[:, d].min() for d in range(ndim)], dtype=np.int64)
+    extent = np.array([cells[:, d].max() for d in range(ndim)], dtype=np.int64) - lo + 1
+    if float(np.prod(extent.astype(np.float64))) >= 2.0**62:  # keys would overflow
+        uniq, inverse = np.unique(cells, axis=0, return_inverse=True)
+        return [block_prefix("v", b) for b in uniq], inverse.ravel().astype(np.int64)
+    # one C-order integer key per block: sorting keys sorts block coords lexicographically
+    key = np.zeros(len(cells), dtype=np.int64)
+    for d in range(ndim):
+        key *= extent[d]
+        key += cells[:, d] - lo[d]
+    keys, inverse = np.unique(key, return_inverse=True)
+    uniq = np.stack(np.unravel_index(keys, tuple(extent.tolist())), axis=1) + lo
     return [block_prefix("v", b) for b in uniq], inverse.ravel().astype(np.int64)
+
+
+def _members(group: IntArray, n_groups: int) -> list[IntArray]:
+    """Rows of each group, ascending (one stable sort instead of a scan per group)."""
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(n_groups + 1))
+    return [order[a:b] for a, b in itertools.pairwise(bounds.tolist())]
 
 
 def _occurrence(keys: npt.NDArray[Any]) -> tuple[IntArray, npt.NDArray[Any], IntArray]:
@@ -164,8 +184,7 @@ def spill_batch(
         fields[f"a_{name}"] = col.values
     spilled: dict[str, int] = {}
     row_bytes = pos.itemsize * d + 8 * 3
-    for i, prefix in enumerate(prefixes):
-        sel = np.flatnonzero(block == i)
+    for prefix, sel in zip(prefixes, _members(block, len(prefixes)), strict=True):
         _save_fields(root / prefix, batch, fields, sel)
         spilled[prefix] = int(sel.size * row_bytes)
     if parts.links is not None and len(parts.links):
@@ -173,8 +192,9 @@ def spill_batch(
         link_fields: dict[str, npt.NDArray[Any] | None] = {"ends": parts.links}
         for name, col in parts.link_attributes.items():
             link_fields[f"a_{name}"] = col.values
-        for i in unique_sorted(owner).tolist():
-            sel = np.flatnonzero(owner == i)
+        for i, sel in enumerate(_members(owner, len(prefixes))):
+            if sel.size == 0:
+                continue
             prefix = "l" + prefixes[i][1:]
             _save_fields(root / prefix, batch, link_fields, sel)
             spilled[prefix] = int(sel.size * 8 * parts.links.shape[1])

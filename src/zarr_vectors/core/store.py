@@ -19,11 +19,11 @@ import numpy as np
 import zarr
 from zarr.abc.store import Store
 from zarr.core.sync import sync
-from zarr.errors import GroupNotFoundError, NodeNotFoundError
+from zarr.errors import ContainsArrayError, GroupNotFoundError, NodeNotFoundError
 from zarr.storage import FsspecStore, LocalStore, MemoryStore, StorePath, ZipStore
 
 from zarr_vectors.core.chunking import MAX_GRID_CHUNKS, grid_for_bounds
-from zarr_vectors.core.io import create_dense_array, create_payload_array, quiet_vlen
+from zarr_vectors.core.io import create_dense_array, create_payload_array, local_group, quiet_vlen
 from zarr_vectors.errors import (
     InvalidInputError,
     LevelNotFoundError,
@@ -176,9 +176,19 @@ def open_store(
         )
     try:
         with quiet_vlen():
-            root = zarr.open_group(handle.store, mode=_zarr_mode(handle, mode))
+            zmode = _zarr_mode(handle, mode)
+            root = local_group(handle.store, "", read_only=zmode == "r")
+            if root is None:  # not a local v3 directory: let zarr-python open it
+                root = zarr.open_group(handle.store, mode=zmode)
     except (GroupNotFoundError, NodeNotFoundError, FileNotFoundError):
         raise StoreNotFoundError(f"no Zarr group at {_describe(path)}") from None
+    except ContainsArrayError:
+        raise StoreNotFoundError(f"{_describe(path)} is a Zarr array, not a ZVF store") from None
+    except (ValueError, TypeError, KeyError) as exc:  # json.JSONDecodeError, a bad document
+        raise MetadataValidationError(
+            f"{_describe(path)}: the root Zarr metadata document is malformed ({exc}); "
+            "run `zarr-vectors validate` for details"
+        ) from exc
     if "zarr_vectors_version" not in root.attrs:
         raise StoreNotFoundError(
             f"{_describe(path)} is a Zarr group without ZVF root metadata "
@@ -320,10 +330,20 @@ def read_level_metadata(root: zarr.Group, level: int) -> LevelMetadata:
 def open_level(root: zarr.Group, level: int) -> zarr.Group:
     """Return the group of resolution level ``level``."""
     try:
-        node = root[level_path(level)]
+        node: zarr.Array[Any] | zarr.Group | None = local_group(
+            root.store_path.store,
+            f"{root.path}/{level_path(level)}" if root.path else level_path(level),
+            read_only=root.read_only,
+        )
+        if node is None:  # (a Group's truth value would list its members)
+            node = root[level_path(level)]
     except KeyError:
         levels = list_resolution_levels(root)
         raise LevelNotFoundError(f"level {level} is not in the store (levels: {levels})") from None
+    except (ValueError, TypeError) as exc:  # json.JSONDecodeError, a bad document
+        raise MetadataValidationError(
+            f"{level_path(level)}: the level group's Zarr metadata document is malformed ({exc})"
+        ) from exc
     if not isinstance(node, zarr.Group):
         raise MetadataValidationError(f"{level_path(level)} is an array, expected a level group")
     return node

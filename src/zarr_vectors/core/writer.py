@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
@@ -33,12 +34,15 @@ from zarr_vectors.core.io import (
     Compressor,
     CompressorSpec,
     PayloadArray,
-    create_dense_array,
     create_payload_array,
+    declare_dense_array,
     open_payload_array,
     set_many,
+    settle_pending_writes,
+    write_dense,
 )
 from zarr_vectors.core.plan import GeometryParts, LevelPlan, LinkPlan, plan_level
+from zarr_vectors.core.ragged import run_starts
 from zarr_vectors.core.reader import parse_bbox
 from zarr_vectors.core.store import StoreHandle, StoreLike, has_data, init_root, resolve_store
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
@@ -218,10 +222,10 @@ def check_positions(positions: Any, *, ndim: int | None = None) -> npt.NDArray[n
         raise InvalidInputError(f"positions have {arr.shape[1]} columns, expected D={ndim}")
     if arr.dtype.kind not in "iuf":
         raise InvalidInputError(f"positions must be numeric, got dtype {arr.dtype}")
-    if arr.dtype != np.float32:
+    if arr.dtype.kind == "f" and arr.dtype.itemsize == 4:  # any byte order (spec: little-endian)
+        arr = arr.astype("<f4", copy=False)
+    else:
         arr = arr.astype(np.float64)
-    elif arr.dtype.byteorder == ">":
-        arr = arr.astype("<f4")
     bad = ~np.isfinite(arr)
     if bad.any():
         row, col = np.argwhere(bad)[0]
@@ -256,29 +260,116 @@ def take_rows(values: npt.NDArray[Any], order: npt.NDArray[np.int64]) -> npt.NDA
     """
     arr = np.ascontiguousarray(values)
     if arr.ndim < 2 or arr.shape[1] == 1 or len(arr) == 0:
-        return arr[order]
-    width = arr.dtype.itemsize * int(np.prod(arr.shape[1:]))
-    rows = arr.reshape(len(arr), -1).view(np.dtype((np.void, width))).ravel()
-    return rows[order].view(arr.dtype).reshape((len(order), *arr.shape[1:]))
+        return np.take(arr, order, axis=0)
+    rows = _records(arr.reshape(len(arr), -1))
+    return np.take(rows, order).view(arr.dtype).reshape((len(order), *arr.shape[1:]))
 
 
-def _split(
+def _records(rows: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """C-contiguous (n, K) rows as n opaque items (the values themselves when K == 1)."""
+    if rows.shape[1] == 1:
+        return rows.reshape(-1)
+    return rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
+
+
+def _chunk_payloads(
     rows: npt.NDArray[Any],
-    chunk_of_row: npt.NDArray[np.int64],
+    order: npt.NDArray[np.int64] | None,
+    bounds: npt.NDArray[np.int64],
     encode: Callable[[npt.NDArray[Any]], bytes] | None = None,
-) -> tuple[npt.NDArray[np.int64], list[bytes]]:
-    """Split sorted (n, K) rows into one payload per chunk (rows sorted by chunk).
+) -> list[bytes]:
+    """Return the payload of each chunk: sorted (n, K) rows ``bounds[i]:bounds[i + 1]``.
 
-    ``encode`` turns one chunk's rows into its payload (default: the raw little-endian bytes).
+    The sorted rows are ``rows[order]``, or ``rows`` when ``order`` is None; they are
+    gathered a few whole chunks (about ``_GATHER_ROWS`` rows) at a time, so no sorted copy
+    of the whole array is made.  ``encode`` turns one chunk's rows into its payload (default:
+    the raw little-endian bytes).
     """
-    if len(rows) == 0:
-        return np.zeros(0, dtype=np.int64), []
-    starts = np.flatnonzero(np.r_[True, chunk_of_row[1:] != chunk_of_row[:-1]])
-    bounds = np.append(starts, len(rows))
     data = np.ascontiguousarray(rows)
-    if encode is not None:
-        return chunk_of_row[starts], [encode(data[a:b]) for a, b in pairwise(bounds)]
-    return chunk_of_row[starts], [data[a:b].tobytes() for a, b in pairwise(bounds)]
+    edges = bounds.tolist()
+    out: list[bytes] = []
+    first = 0
+    while first < len(edges) - 1:
+        last = first + 1  # the batch holds chunks first..last-1
+        while last < len(edges) - 1 and edges[last] - edges[first] < _GATHER_ROWS:
+            last += 1
+        base = edges[first]
+        block = data[base : edges[last]]
+        if order is not None:
+            block = take_rows(data, order[base : edges[last]])
+        for a, b in pairwise(edges[first : last + 1]):
+            part = block[a - base : b - base]
+            out.append(part.tobytes() if encode is None else encode(part))
+        first = last
+    return out
+
+
+_GATHER_ROWS = 1 << 18
+"""Rows gathered at once by :func:`_chunk_payloads` (whole chunks; a bound on temporaries)."""
+
+
+_WRITER_THREADS = 2
+"""Writer threads of a :class:`LevelWriter` (jobs of different arrays run side by side)."""
+
+
+def _after(previous: Future[None] | None, func: Callable[..., None], *args: Any) -> None:
+    """Run ``func(*args)`` once ``previous`` is done (FIFO queue: it already runs or ran)."""
+    if previous is not None:
+        previous.result()  # its failure is reported by finish() first
+    func(*args)
+
+
+def _write_chunks(
+    arr: PayloadArray, chunks: npt.NDArray[np.int64], payloads: Callable[[], list[bytes]]
+) -> None:
+    arr.write(chunks, payloads())
+
+
+class _Prefetch:
+    """Gathers the sorted payloads of a level's vertices and vertex attributes early.
+
+    The gathers run on threads of their own while the rest of the level is planned and the
+    store is created.  Pass :meth:`start` as ``on_order`` to :func:`~zarr_vectors.core.plan.plan_level`; the
+    level writer then takes the ready payloads with :meth:`take`.
+    """
+
+    def __init__(self, parts: GeometryParts, *, vertices: bool = True) -> None:
+        self.parts = parts
+        self.vertices = vertices
+        """Gather the vertices too (False when a Draco encoder makes their payloads)."""
+        self._pool = ThreadPoolExecutor(max_workers=_WRITER_THREADS)
+        self._jobs: dict[str, Future[list[bytes]]] = {}
+
+    def start(
+        self, order: npt.NDArray[np.int64], _: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]
+    ) -> None:
+        """Queue the gathers of the level's row order (an :data:`OrderHook`)."""
+        if self.vertices:
+            self._gather(L.VERTICES, self.parts.positions, order, offsets)
+        for name, col in self.parts.vertex_attributes.items():
+            self._gather(L.attribute_path(L.ATTRIBUTES, name), col.rows, order, offsets)
+
+    def _gather(
+        self,
+        path: str,
+        values: npt.NDArray[Any],
+        order: npt.NDArray[np.int64],
+        offsets: npt.NDArray[np.int64],
+    ) -> None:
+        rows = values.reshape(len(values), -1) if values.ndim != 2 else values
+        self._jobs[path] = self._pool.submit(_chunk_payloads, rows, order, offsets)
+
+    def take(self, path: str) -> Future[list[bytes]] | None:
+        """Hand over the gather of ``path`` (None if there is none).
+
+        It is dropped here, so its payloads are freed once written.
+        """
+        return self._jobs.pop(path, None)
+
+    def close(self) -> None:
+        """Drop unused gathers (the running one finishes first)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._jobs.clear()
 
 
 class LevelWriter:
@@ -305,9 +396,12 @@ class LevelWriter:
         self.grid_shape = grid_shape
         self.compressor = compressor
         self.shards = shards
-        # payload encoding and file writes release the GIL: overlap them with the next gather
-        self._pool = ThreadPoolExecutor(max_workers=1)
+        # gathers, encoding and file writes mostly release the GIL: two writer threads
+        # overlap them with each other and with the caller's next step
+        self._pool = ThreadPoolExecutor(max_workers=_WRITER_THREADS)
         self._pending: list[Future[None]] = []
+        self._last: dict[str, Future[None]] = {}
+        """Latest queued job of each array path: jobs of one array run in queue order."""
         self._arrays: dict[str, PayloadArray] = {}
 
     def declare(
@@ -339,15 +433,23 @@ class LevelWriter:
         """Stop queued writes after a failure elsewhere (their errors are secondary)."""
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._pending.clear()
+        self._last.clear()
 
     def finish(self) -> None:
-        """Wait for every queued payload write; re-raise the first failure."""
+        """Wait for every queued write; re-raise the first failure (in queue order)."""
         try:
             for f in self._pending:
                 f.result()
         finally:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pending.clear()
+            self._last.clear()
+
+    def _submit(self, path: str, func: Callable[..., None], *args: Any) -> None:
+        """Queue ``func(*args)`` on the writer threads, after the earlier jobs of ``path``."""
+        job = self._pool.submit(_after, self._last.get(path), func, *args)
+        self._last[path] = job
+        self._pending.append(job)
 
     def payload(
         self,
@@ -357,11 +459,79 @@ class LevelWriter:
         chunk_of_row: npt.NDArray[np.int64],
         extra: Mapping[str, Any] | None = None,
     ) -> None:
-        """Queue the rows of some chunks (sorted by chunk) for the payload array ``path``."""
+        """Queue the rows of some chunks (sorted by chunk) for the payload array ``path``.
+
+        Payloads are cut, encoded and written on the writer thread: ``rows`` must not change
+        until :meth:`finish`.
+        """
         rows = rows.reshape(len(rows), -1) if rows.ndim != 2 else rows
+        starts = run_starts(chunk_of_row) if len(rows) else np.zeros(0, dtype=np.int64)
+        bounds = np.append(starts, len(rows)).astype(np.int64, copy=False)
+        self._queue(path, kind, rows, None, chunk_of_row[starts], bounds, extra)
+
+    def payload_ready(
+        self,
+        path: str,
+        kind: ArrayKind,
+        values: npt.NDArray[Any],
+        chunks: npt.NDArray[np.int64],
+        payloads: Future[list[bytes]],
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Queue payloads gathered elsewhere for the payload array ``path``.
+
+        ``payloads`` yields one payload per chunk of ``chunks``: raw rows of the dtype and
+        width of ``values``.
+        """
+        if path == L.VERTICES and self.draco is not None:
+            raise ValueError("Draco-encoded vertices are encoded by the level writer")
+        rows = values.reshape(len(values), -1) if values.ndim != 2 else values
+        arr = self._array(path, kind, rows, extra)
+        self._submit(path, _write_chunks, arr, chunks, payloads.result)
+
+    def payload_rows(
+        self,
+        path: str,
+        kind: ArrayKind,
+        values: npt.NDArray[Any],
+        order: npt.NDArray[np.int64],
+        chunks: npt.NDArray[np.int64],
+        offsets: npt.NDArray[np.int64],
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Queue the sorted rows ``values[order]`` for the payload array ``path``.
+
+        Chunk ``chunks[i]`` holds sorted rows ``offsets[i]:offsets[i + 1]``.  The rows are
+        gathered, encoded and written on the writer thread, overlapping the caller's next
+        step: ``values`` and ``order`` must not change until :meth:`finish`.
+        """
+        rows = values.reshape(len(values), -1) if values.ndim != 2 else values
+        self._queue(path, kind, rows, order, chunks, offsets, extra)
+
+    def _queue(
+        self,
+        path: str,
+        kind: ArrayKind,
+        rows: npt.NDArray[Any],
+        order: npt.NDArray[np.int64] | None,
+        chunks: npt.NDArray[np.int64],
+        bounds: npt.NDArray[np.int64],
+        extra: Mapping[str, Any] | None,
+    ) -> None:
         encode = None
         if path == L.VERTICES and self.draco is not None:
             extra, encode = {**(extra or {}), **self.draco.array_attributes()}, self.draco.encode
+        arr = self._array(path, kind, rows, extra)
+        payloads = partial(_chunk_payloads, rows, order, bounds, encode)
+        self._submit(path, _write_chunks, arr, chunks, payloads)
+
+    def _array(
+        self, path: str, kind: ArrayKind, rows: npt.NDArray[Any], extra: Mapping[str, Any] | None
+    ) -> PayloadArray:
+        """Return the payload array ``path``, opened or created on first use.
+
+        ``rows`` are (n, K) rows of the array's dtype and width.
+        """
         arr = self._arrays.get(path)
         if arr is None and self.existing:
             arr = self._arrays[path] = open_payload_array(self.group, path)
@@ -375,8 +545,7 @@ class LevelWriter:
                 shards=self.shards,
                 frame_bytes=self.frame_bytes,
             )
-        flats, payloads = _split(rows, chunk_of_row, encode)
-        self._pending.append(self._pool.submit(arr.write, flats, payloads))
+        return arr
 
     def dense(
         self,
@@ -385,12 +554,16 @@ class LevelWriter:
         data: npt.NDArray[Any],
         extra: Mapping[str, Any] | None = None,
     ) -> None:
-        """Create the dense array ``path`` holding ``data``."""
+        """Create the dense array ``path`` holding ``data``.
+
+        The chunks are encoded and written on the writer thread: ``data`` must not change
+        until :meth:`finish`.
+        """
         width = 1 if data.ndim < 2 else int(np.prod(data.shape[1:]))
         chunks = (L.DENSE_CHUNK_ROWS, *data.shape[1:])
         if kind is ArrayKind.VERTEX_COUNTS:  # one count per chunk slot of the grid
             chunks, width = _grid_chunks(data.shape), 1
-        create_dense_array(
+        array, values = declare_dense_array(
             self.group,
             path,
             data,
@@ -398,6 +571,7 @@ class LevelWriter:
             chunks=chunks,
             compressor=self._compressor(path),
         )
+        self._submit(path, write_dense, array, values)
 
 
 def _grid_chunks(shape: Sequence[int], max_elements: int = 1 << 20) -> tuple[int, ...]:
@@ -444,18 +618,23 @@ def write_level(
     return done
 
 
-def _write_arrays(w: LevelWriter, parts: GeometryParts, plan: LevelPlan) -> None:
-    row_chunk = np.repeat(plan.chunks, np.diff(plan.chunk_offsets))
-    w.payload(L.VERTICES, ArrayKind.VERTICES, take_rows(parts.positions, plan.order), row_chunk)
+def _write_arrays(
+    w: LevelWriter, parts: GeometryParts, plan: LevelPlan, ready: _Prefetch | None = None
+) -> None:
+    def sorted_rows(
+        path: str, kind: ArrayKind, values: npt.NDArray[Any], extra: Mapping[str, Any] | None
+    ) -> None:
+        job = None if ready is None else ready.take(path)
+        if job is None:
+            w.payload_rows(path, kind, values, plan.order, plan.chunks, plan.chunk_offsets, extra)
+        else:
+            w.payload_ready(path, kind, values, plan.chunks, job, extra)
+
+    sorted_rows(L.VERTICES, ArrayKind.VERTICES, parts.positions, None)
     w.payload(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, plan.fragments, plan.fragment_chunk)
     for name, col in parts.vertex_attributes.items():
-        w.payload(
-            L.attribute_path(L.ATTRIBUTES, name),
-            ArrayKind.ATTRIBUTE,
-            take_rows(col.rows, plan.order),
-            row_chunk,
-            column_attrs(col),
-        )
+        path = L.attribute_path(L.ATTRIBUTES, name)
+        sorted_rows(path, ArrayKind.ATTRIBUTE, col.rows, column_attrs(col))
     _write_links(w, parts, plan)
     has_obj = parts.vertex_object is not None
     write_dense_arrays(
@@ -556,14 +735,46 @@ def _write_groups(w: LevelWriter, g: GroupTable) -> None:
         )
 
 
-def _store_bounds(parts: GeometryParts, opts: StoreOptions) -> tuple[ChunkGrid, BoundingBox | None]:
-    pos = parts.positions
-    d = pos.shape[1]
+Extent = tuple[npt.NDArray[np.floating], npt.NDArray[np.floating]] | None
+"""Per-column minimum and maximum of the positions (None when there are none)."""
+
+_EXTENT_BLOCK = 1 << 14
+
+
+def _column_extent(pos: npt.NDArray[np.floating]) -> Extent:
+    """Return the per-column min and max of (N, D) positions (None when N == 0).
+
+    The values are those of ``pos[:, i].min()`` and ``.max()``, computed in one pass over
+    transposed blocks that stay in cache (a strided column reduction reads the whole array
+    once per column; ``min(axis=0)`` is ~10x slower).
+    """
+    n, d = pos.shape
+    if n == 0:
+        return None
+    buf = np.empty((d, min(n, _EXTENT_BLOCK)), dtype=pos.dtype)
+    lo = hi = np.zeros(0, dtype=pos.dtype)
+    for a in range(0, n, _EXTENT_BLOCK):
+        b = min(a + _EXTENT_BLOCK, n)
+        block = buf[:, : b - a]
+        block[...] = pos[a:b].T
+        if a:
+            np.minimum(lo, block.min(axis=1), out=lo)
+            np.maximum(hi, block.max(axis=1), out=hi)
+        else:
+            lo, hi = block.min(axis=1), block.max(axis=1)
+    # a zero extreme is 0.0 or -0.0 depending on the reduction order: ask numpy's own
+    for i in np.flatnonzero((lo == 0) | (hi == 0)).tolist():
+        lo[i], hi[i] = pos[:, i].min(), pos[:, i].max()
+    return lo, hi
+
+
+def _store_bounds(
+    extent: Extent, opts: StoreOptions, d: int
+) -> tuple[ChunkGrid, BoundingBox | None]:
     data_box = None
-    if len(pos):  # per column: a reduction over axis 0 of an (N, 3) array is ~10x slower
+    if extent is not None:
         data_box = BoundingBox(
-            min=tuple(float(pos[:, i].min()) for i in range(d)),
-            max=tuple(float(pos[:, i].max()) for i in range(d)),
+            min=tuple(float(v) for v in extent[0]), max=tuple(float(v) for v in extent[1])
         )
     cover = opts.bounds or data_box
     if cover is None:
@@ -588,24 +799,40 @@ def write_store(
     """Write a complete single-level store (root metadata last)."""
     d = parts.positions.shape[1]
     shapes = _shapes(opts, d)  # names chunk_shape / bin_shape problems before anything else
-    _check_chunk_range(parts.positions, shapes[0])
-    grid, data_box = _store_bounds(parts, opts)
+    extent = _column_extent(parts.positions)
+    _check_chunk_range(parts.positions, shapes[0], extent)
+    grid, data_box = _store_bounds(extent, opts, d)
     layout = ChunkLayout(*shapes, grid)
-    plan = plan_level(parts, layout)  # every input error surfaces before the store is touched
+    # rows are gathered (in memory) while the rest is planned and the store is created
+    ready = _Prefetch(parts, vertices=opts.draco is None)
+    try:
+        # every input error surfaces before the store is touched
+        plan = plan_level(parts, layout, on_order=ready.start)
 
-    def fill(w: LevelWriter, _: ChunkLayout) -> tuple[int, int, int]:
-        _write_arrays(w, parts, plan)
-        objects = int(np.count_nonzero(np.diff(plan.object_offsets)))
-        return len(parts.positions), objects, len(plan.chunks)
+        def fill(w: LevelWriter, _: ChunkLayout) -> tuple[int, int, int]:
+            _write_arrays(w, parts, plan, ready)
+            objects = int(np.count_nonzero(np.diff(plan.object_offsets)))
+            return len(parts.positions), objects, len(plan.chunks)
 
-    return write_store_with(store, geometry_type, (grid, data_box, d), opts, fill)
+        return write_store_with(store, geometry_type, (grid, data_box, d), opts, fill)
+    finally:
+        ready.close()
 
 
-def _check_chunk_range(pos: npt.NDArray[np.floating], chunk: tuple[float, ...]) -> None:
-    """Refuse coordinates whose chunk index cannot be represented exactly (|p / C| > 2**53)."""
+def _check_chunk_range(
+    pos: npt.NDArray[np.floating], chunk: tuple[float, ...], extent: Extent
+) -> None:
+    """Refuse coordinates whose chunk index cannot be represented exactly (|p / C| > 2**53).
+
+    ``max |p| / C`` is ``max(|min p|, |max p|) / C`` (division by C > 0 is monotonic), so the
+    column extent decides; only a refused column is scanned, for the row to name.
+    """
+    if extent is None:
+        return
+    top = np.maximum(np.abs(extent[0].astype(np.float64)), np.abs(extent[1].astype(np.float64)))
     for axis, c in enumerate(chunk):
-        col = np.abs(np.asarray(pos[:, axis], dtype=np.float64)) / c
-        if len(col) and col.max() > 2.0**53:
+        if top[axis] / c > 2.0**53:
+            col = np.abs(np.asarray(pos[:, axis], dtype=np.float64)) / c
             row = int(np.argmax(col))
             raise InvalidInputError(
                 f"positions: coordinate {pos[row, axis]} at row {row}, column {axis} is too "
@@ -688,7 +915,7 @@ def write_store_with(
         root.attrs.put(root_meta.to_dict())
     except BaseException:
         if handle.local_path is not None and handle.local_path != final_dir:
-            shutil.rmtree(handle.local_path, ignore_errors=True)
+            _remove_staging(handle.local_path)
         raise
     finally:
         handle.close()
@@ -750,6 +977,19 @@ def _notes(opts: StoreOptions) -> str | None:
         return opts.notes
     note = f"payload arrays sharded with {list(opts.shards)} chunks per shard"
     return note if opts.notes is None else f"{opts.notes}\n{note}"
+
+
+def _remove_staging(staged: Path) -> None:
+    """Remove the staging directory of a failed write, for good.
+
+    Store writes still running next to the one that failed would recreate it, so they are
+    waited for first; the removal is retried while something keeps writing into it.
+    """
+    for _ in range(3):
+        settle_pending_writes()
+        shutil.rmtree(staged, ignore_errors=True)
+        if not staged.exists():
+            return
 
 
 def _staging_dir(final: Path) -> Path:

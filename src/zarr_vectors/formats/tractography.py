@@ -11,10 +11,11 @@ properties and TRX ``dps`` object attributes, TRX groups store groups (with ``dp
 metadata); names are made identifiers and the original names kept in the metadata.  A TCK
 ``step_size`` becomes the root ``step_size``.
 
-Reading: nibabel parses the headers; the bodies are memory-mapped and gathered with numpy
-(nibabel's own readers loop over streamlines in Python, about 1 µs per point), so converting a
-TRK file takes less time than ``nibabel.streamlines.load`` alone.  The TRK coordinate transform is
-``nibabel.affines.apply_affine`` with nibabel's own ``get_affine_trackvis_to_rasmm``.  Above
+Reading: TRK and TCK go through the vectorised readers :class:`TrkReader` and
+:class:`TckReader` (bodies memory-mapped, one tight loop over TRK streamline counts, vertices
+gathered by fancy indexing), which return what ``nibabel.streamlines.load`` returns, float32
+coordinates bit for bit, several times faster (nibabel reads each streamline with its own
+``file.read``); unlike nibabel they keep empty streamlines.  Above
 :data:`~zarr_vectors.formats.registry.STREAMING_THRESHOLD` vertices (or with ``streaming=True``)
 batches of streamlines go through :func:`~zarr_vectors.open_writer`, so memory stays bounded.
 Writing goes through nibabel (TRK, TCK) and trx-python (TRX).
@@ -27,7 +28,6 @@ import warnings
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import nibabel
@@ -37,11 +37,17 @@ import nibabel.streamlines.trk
 import numpy as np
 import numpy.typing as npt
 import trx.trx_file_memmap as tmm  # type: ignore[import-untyped, unused-ignore]
-from nibabel.streamlines.tractogram_file import DataError, HeaderError
 
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, ZVUserWarning
+from zarr_vectors.formats._tractfiles import (
+    TckReader,
+    TractData,
+    TrkReader,
+    read_tck,
+    read_trk,
+)
 from zarr_vectors.formats.registry import (
     STREAMING_THRESHOLD,
     Extent,
@@ -61,12 +67,17 @@ from zarr_vectors.types.polylines import Polylines, read_polylines, write_polyli
 
 __all__ = [
     "StreamlineBatch",
+    "TckReader",
     "TckSource",
+    "TractData",
+    "TrkReader",
     "TrkSource",
     "TrxSource",
     "open_tck",
     "open_trk",
     "open_trx",
+    "read_tck",
+    "read_trk",
     "store_to_tck",
     "store_to_trk",
     "store_to_trx",
@@ -80,12 +91,9 @@ TrkFile: Any = _trk.TrkFile
 Tractogram: Any = nibabel.streamlines.tractogram.Tractogram
 
 IntArray = npt.NDArray[np.int64]
-_TRK_BODY = 1000  # bytes of the TRK header
 _TRK_SPACE = ("dimensions", "voxel_sizes", "voxel_to_rasmm", "voxel_order", "origin")
-_TCK_INTERNAL = frozenset(
-    {"magic_number", "count", "datatype", "file", "endianness", "_dtype", "_offset_data"}
-)
-_SCAN_ROWS = 1 << 24
+_TCK_INTERNAL = frozenset({"count", "datatype", "file"})
+_BOUNDS_ROWS = 1024
 
 
 @dataclass(frozen=True)
@@ -104,50 +112,36 @@ class StreamlineBatch:
     """Group name -> indices of member streamlines within the batch."""
 
 
-def _memmap(path: Path, dtype: Any, offset: int, count: int) -> npt.NDArray[Any]:
-    """Read-only map of ``count`` items at ``offset`` (an empty array when there are none)."""
-    if count <= 0:
-        return np.zeros(0, dtype=dtype)
-    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(count,))
-
-
-def _header(path: Path, kind: str) -> dict[str, Any]:
-    """Parse a TRK or TCK header with nibabel (lazily: no streamline is read)."""
-    try:
-        return dict(nib.streamlines.load(path, lazy_load=True).header)
-    except (HeaderError, DataError) as exc:
-        raise InvalidInputError(f"{path}: not a valid {kind} file: {exc}") from exc
-
-
-def _apply_affine(affine: npt.NDArray[Any], pts: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
-    """``nibabel.affines.apply_affine`` in float64, column by column, returned as float32.
-
-    Same numbers as nibabel (which builds an (N, 3) float64 product in one go) several times
-    faster on strided float32 input.
-    """
-    aff = np.asarray(affine, np.float64)
-    out = np.empty(pts.shape, np.float32)
-    cols = [pts[:, j].astype(np.float64) for j in range(pts.shape[1])]
-    for i in range(pts.shape[1]):
-        acc = np.full(len(pts), aff[i, -1])
-        for j, col in enumerate(cols):
-            if aff[i, j] != 0:
-                acc += col * aff[i, j]
-        out[:, i] = acc
-    return out
-
-
 def _columns(names: Iterable[str], taken: set[str]) -> list[dict[str, Any]]:
     """Name mapping ``[{name, attribute}]`` for data arrays with arbitrary names."""
     return [{"name": k, "attribute": identifier(k, taken)} for k in names]
 
 
 def _squeeze(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    return values[:, 0] if values.ndim == 2 and values.shape[1] == 1 else values
+    out = values[:, 0] if values.ndim == 2 and values.shape[1] == 1 else values
+    return np.ascontiguousarray(out)
 
 
 def _as_2d(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return values.reshape(len(values), -1)
+
+
+def _bounds(
+    pos: npt.NDArray[np.floating],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Per-axis minimum and maximum of (N, D) positions (N > 0), as float64.
+
+    Reduces rows of ``_BOUNDS_ROWS`` vertices first: numpy's axis-0 reduction of a narrow
+    (N, 3) array runs about 25 times slower than this contiguous one.
+    """
+    d = pos.shape[1]
+    n = len(pos) // _BOUNDS_ROWS * _BOUNDS_ROWS
+    lo, hi = pos[n:].min(axis=0, initial=np.inf), pos[n:].max(axis=0, initial=-np.inf)
+    if n:
+        wide = pos[:n].reshape(-1, _BOUNDS_ROWS * d)
+        lo = np.minimum(lo, wide.min(axis=0).reshape(-1, d).min(axis=0))
+        hi = np.maximum(hi, wide.max(axis=0).reshape(-1, d).max(axis=0))
+    return lo.astype(np.float64), hi.astype(np.float64)
 
 
 # -- sources --------------------------------------------------------------------------------
@@ -204,15 +198,17 @@ class _StreamlineSource(Source):
 
     def extent(self) -> Extent:
         """Return the vertex count and the exact bounding box (one pass over the file)."""
+        if self.n_vertices == 0:
+            return Extent.of(np.zeros((0, 3), np.float32))
         if self.n_vertices <= STREAMING_THRESHOLD:
-            return Extent.of(self.everything().positions)
-        lo = np.full(3, np.inf)
-        hi = np.full(3, -np.inf)
-        for a, b in self.ranges(5_000_000):
-            pos = self.batch(a, b).positions
-            if len(pos):
-                lo = np.minimum(lo, pos.min(axis=0))
-                hi = np.maximum(hi, pos.max(axis=0))
+            lo, hi = _bounds(self.everything().positions)
+        else:
+            lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+            for a, b in self.ranges(5_000_000):
+                pos = self.batch(a, b).positions
+                if len(pos):
+                    b_lo, b_hi = _bounds(pos)
+                    lo, hi = np.minimum(lo, b_lo), np.maximum(hi, b_hi)
         return Extent(tuple(lo.tolist()), tuple(hi.tolist()), self.n_vertices)
 
     def write(
@@ -274,93 +270,22 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _named_slices(names: Any, total: int, fallback: str) -> list[tuple[str, slice]]:
-    """Decode TRK ``scalar_name``/``property_name`` into slices, as nibabel does."""
-    out: list[tuple[str, slice]] = []
-    cpt = 0
-    for encoded in names:
-        name, count = _trk.decode_value_from_name(encoded)
-        if count:
-            out.append((name, slice(cpt, cpt + count)))
-            cpt += count
-    if cpt < total:
-        out.append((fallback, slice(cpt, total)))
-    return out
-
-
 class TrkSource(_StreamlineSource):
-    """A TrackVis file opened for conversion: header parsed, body memory-mapped and indexed."""
+    """A TrackVis file opened for conversion (read with :class:`TrkReader`)."""
 
     format_name = "trk"
 
     def __init__(self, path: PathLike) -> None:
         super().__init__(path)
-        self.header = _header(self.path, "TRK")
-        endian = str(self.header["endianness"])
-        offset = int(self.header.get("_offset_data", _TRK_BODY))
-        size = self.path.stat().st_size - offset
-        if size % 4:
-            raise InvalidInputError(f"{self.path}: TRK body is truncated ({size} bytes)")
-        self._ints = _memmap(self.path, endian + "i4", offset, size // 4)
-        self._floats = _memmap(self.path, endian + "f4", offset, size // 4)
-        self.n_scalars = int(self.header["nb_scalars_per_point"])
-        self.n_properties = int(self.header["nb_properties_per_streamline"])
-        self.affine = _trk.get_affine_trackvis_to_rasmm(self.header)
-        self._starts, counts = self._index()
-        self.offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-        np.cumsum(counts, out=self.offsets[1:])
-        self.scalars = _named_slices(self.header["scalar_name"], self.n_scalars, "scalars")
-        self.properties = _named_slices(
-            self.header["property_name"], self.n_properties, "properties"
-        )
-        self._scalar_names = _columns((n for n, _ in self.scalars), set())
-        self._property_names = _columns((n for n, _ in self.properties), set())
-
-    def _index(self) -> tuple[IntArray, IntArray]:
-        """Word index of each streamline's first point, and point counts (one Python loop)."""
-        words = self._ints
-        stride, extra = 3 + self.n_scalars, self.n_properties
-        starts: list[int] = []
-        counts: list[int] = []
-        pos, end = 0, len(words)
-        while pos < end:
-            count = int(words[pos])
-            if count < 0:
-                raise InvalidInputError(f"{self.path}: corrupt TRK body at byte {4 * pos}")
-            starts.append(pos + 1)
-            counts.append(count)
-            pos += 1 + count * stride + extra
-        if pos != end:
-            raise InvalidInputError(f"{self.path}: TRK body is truncated")
-        return np.asarray(starts, np.int64), np.asarray(counts, np.int64)
+        self.reader = TrkReader(self.path)
+        self.header = self.reader.header.fields
+        self.offsets = self.reader.offsets
+        self._scalar_names = _columns((n for n, _ in self.reader.header.scalars), set())
+        self._property_names = _columns((n for n, _ in self.reader.header.properties), set())
 
     def batch(self, start: int, stop: int) -> StreamlineBatch:
         """Gather streamlines ``start:stop``, coordinates mapped to RAS+ mm."""
-        stride, extra = 3 + self.n_scalars, self.n_properties
-        off = self.offsets[start : stop + 1]
-        counts = np.diff(off)
-        starts = self._starts[start:stop]
-        if stop <= start:
-            return StreamlineBatch(np.zeros((0, 3), np.float32), np.zeros(1, np.int64))
-        lo = int(starts[0]) - 1
-        hi = int(starts[-1] + counts[-1] * stride + extra)
-        words = np.asarray(self._floats[lo:hi])
-        keep = np.ones(hi - lo, dtype=bool)
-        keep[starts - 1 - lo] = False
-        prop_rows = (starts + counts * stride - lo)[:, None] + np.arange(extra)
-        keep[prop_rows.ravel()] = False
-        block = words[keep].reshape(-1, stride)
-        pos = _apply_affine(self.affine, block[:, :3])
-        attrs = {
-            m["attribute"]: _squeeze(block[:, 3 + s.start : 3 + s.stop].astype(np.float32))
-            for m, (_, s) in zip(self._scalar_names, self.scalars, strict=True)
-        }
-        props = words[prop_rows].astype(np.float32)
-        obj = {
-            m["attribute"]: _squeeze(props[:, s])
-            for m, (_, s) in zip(self._property_names, self.properties, strict=True)
-        }
-        return StreamlineBatch(pos, off - off[0], attrs, obj)
+        return _batch(self.reader.read(start, stop), self._scalar_names, self._property_names)
 
     def metadata(self) -> dict[str, Any]:
         """Return the TRK space and the scalar and property name mappings."""
@@ -369,57 +294,39 @@ class TrkSource(_StreamlineSource):
         out["properties"] = self._property_names
         return out
 
+    def close(self) -> None:
+        """Drop the cached streamlines and release the file."""
+        super().close()
+        self.reader.close()
+
+
+def _batch(
+    data: TractData, scalars: list[dict[str, Any]], properties: list[dict[str, Any]]
+) -> StreamlineBatch:
+    """Name the data of a read batch after the attribute mappings."""
+    attrs = {m["attribute"]: _squeeze(data.data_per_point[m["name"]]) for m in scalars}
+    obj = {m["attribute"]: _squeeze(data.data_per_streamline[m["name"]]) for m in properties}
+    return StreamlineBatch(data.positions, data.offsets, attrs, obj)
+
 
 class TckSource(_StreamlineSource):
-    """An MRtrix TCK file opened for conversion: header parsed, body memory-mapped."""
+    """An MRtrix TCK file opened for conversion (read with :class:`TckReader`)."""
 
     format_name = "tck"
 
     def __init__(self, path: PathLike) -> None:
         super().__init__(path)
-        self.header = _header(self.path, "TCK")
-        dtype = np.dtype(self.header["_dtype"])
-        offset = int(self.header["_offset_data"])
-        n = (self.path.stat().st_size - offset) // (3 * dtype.itemsize)
-        self._rows = _memmap(self.path, dtype, offset, 3 * n).reshape(n, 3)
-        self._separators = self._scan()
-        n_sep = len(self._separators)
-        counts = np.diff(np.append(-1, self._separators)) - 1
-        self.offsets = np.zeros(n_sep + 1, dtype=np.int64)
-        np.cumsum(counts, out=self.offsets[1:])
-
-    def _scan(self) -> IntArray:
-        """Rows of the NaN delimiters before the first infinite (end-of-file) row."""
-        seps: list[IntArray] = []
-        for lo in range(0, len(self._rows), _SCAN_ROWS):
-            x = np.asarray(self._rows[lo : lo + _SCAN_ROWS, 0])
-            ends = np.flatnonzero(np.isinf(x))
-            if ends.size:
-                x = x[: ends[0]]
-            seps.append(np.flatnonzero(np.isnan(x)).astype(np.int64) + lo)
-            if ends.size:
-                break
-        return np.concatenate(seps) if seps else np.zeros(0, np.int64)
+        self.reader = TckReader(self.path)
+        self.header = self.reader.header.fields
+        self.offsets = self.reader.offsets
 
     def batch(self, start: int, stop: int) -> StreamlineBatch:
         """Gather streamlines ``start:stop`` (TCK holds coordinates only)."""
-        off = self.offsets[start : stop + 1]
-        if stop <= start:
-            return StreamlineBatch(np.zeros((0, 3), np.float32), np.zeros(1, np.int64))
-        r0 = 0 if start == 0 else int(self._separators[start - 1]) + 1
-        r1 = int(self._separators[stop - 1])
-        block = np.asarray(self._rows[r0:r1])
-        keep = np.ones(r1 - r0, dtype=bool)
-        keep[self._separators[start : stop - 1] - r0] = False
-        return StreamlineBatch(block[keep].astype(np.float32), off - off[0])
+        return _batch(self.reader.read(start, stop), [], [])
 
     def metadata(self) -> dict[str, Any]:
-        """Return the text fields of the TCK header."""
-        return {
-            str(k): _jsonable(v)
-            for k, v in self.header.items()
-            if k not in _TCK_INTERNAL and isinstance(v, str | bytes)
-        }
+        """Return the text fields of the TCK header (less ``count``, ``datatype``, ``file``)."""
+        return {k: v for k, v in self.header.items() if k not in _TCK_INTERNAL}
 
     def type_metadata(self) -> dict[str, Any]:
         """``step_size`` (mm) from the header, when it is a number."""
@@ -427,6 +334,11 @@ class TckSource(_StreamlineSource):
             return {"step_size": float(self.header["step_size"]), "step_size_unit": "millimeter"}
         except (KeyError, TypeError, ValueError):
             return {}
+
+    def close(self) -> None:
+        """Drop the cached streamlines and release the file."""
+        super().close()
+        self.reader.close()
 
 
 class TrxSource(_StreamlineSource):

@@ -118,7 +118,7 @@ def aggregate(
     ``weights`` count the level-0 vertices behind each row, so a mean (or mode) over
     metavertices equals the mean (mode) over the original vertices they summarise.
     """
-    flat = values.reshape(len(values), -1)
+    flat = values.reshape(len(values), int(np.prod(values.shape[1:])))  # also when empty
     w = np.ones(len(flat)) if weights is None else weights
     if how is Aggregation.MODE:
         out = _mode(flat, cluster, n, w)

@@ -18,7 +18,7 @@ import zarr
 
 from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.columns import Column
-from zarr_vectors.core.io import Compressor
+from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.multiscale import write_multiscale_metadata
 from zarr_vectors.core.parts import read_parts
 from zarr_vectors.core.plan import GeometryParts
@@ -34,7 +34,7 @@ from zarr_vectors.multiscale.cluster import (
     default_aggregation,
     remap_links,
 )
-from zarr_vectors.multiscale.sparsity import keep_count, rank_objects
+from zarr_vectors.multiscale.sparsity import check_attribute, keep_count, rank_objects
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Aggregation, GeometryTypeName, SparsityStrategy
 from zarr_vectors.spec.metadata import (
@@ -44,7 +44,15 @@ from zarr_vectors.spec.metadata import (
     parse_int_tuple,
 )
 
-__all__ = ["PyramidLevel", "build_pyramid", "coarsen_parts"]
+__all__ = [
+    "PyramidLevel",
+    "PyramidPlan",
+    "build_pyramid",
+    "clear_levels",
+    "coarsen_level",
+    "coarsen_parts",
+    "plan_pyramid",
+]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -74,6 +82,97 @@ class PyramidLevel:
     """Objects kept."""
     object_sparsity: float
     """Fraction of level-0 objects kept."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PyramidPlan:
+    """The validated options of one pyramid build, shared by the serial and distributed builds.
+
+    Small and picklable: distributed builds send it to every task.
+    """
+
+    meta: RootMetadata
+    """Root metadata of the store."""
+    ratios: tuple[tuple[int, ...], ...]
+    """Bin ratio of each new level (levels 1..n), relative to level 0."""
+    sparsities: tuple[float, ...]
+    """Object sparsity of each new level."""
+    strategy: SparsityStrategy
+    """How objects are ranked for sparsity."""
+    sparsity_attribute: str | None
+    """Object attribute ranking objects (attribute strategy)."""
+    seed: int
+    """Seed of the random strategy."""
+    aggregation: Mapping[str, Aggregation]
+    """Explicit aggregation per vertex attribute (others: the default)."""
+    compressor: CompressorSpec
+    """Compressor of every array of the new levels."""
+    n_objects: int | None
+    """Level-0 objects, or None when vertices have no objects."""
+
+    @property
+    def has_objects(self) -> bool:
+        """Whether vertices belong to objects."""
+        return self.n_objects is not None
+
+    @property
+    def rule(self) -> MergeRule:
+        """Which vertices of a bin merge."""
+        return _RULES[self.meta.geometry_type]
+
+    @property
+    def sequential(self) -> bool:
+        """Whether consecutive vertices of an object are connected (paths)."""
+        return self.meta.geometry_type in _SEQUENTIAL
+
+    @property
+    def directed(self) -> bool:
+        """Whether links are directed (skeletons, directed graphs)."""
+        gtype = self.meta.geometry_type
+        return bool(self.meta.type_metadata.get("is_directed", gtype is GeometryTypeName.SKELETON))
+
+    def layout(self, level: int) -> ChunkLayout:
+        """Chunks and bins of level ``level`` (1..n)."""
+        meta = self.meta
+        assert meta.chunk_grid is not None
+        return ChunkLayout(
+            meta.chunk_shape, meta.bin_shape_for(self.ratios[level - 1]), meta.chunk_grid
+        )
+
+    def keep_counts(self) -> list[int]:
+        """Objects kept at each new level (0 without objects)."""
+        return [keep_count(s, self.n_objects or 0) for s in self.sparsities]
+
+    @property
+    def needs_ranking(self) -> bool:
+        """Whether some level drops objects (so objects must be ranked)."""
+        return any(c < (self.n_objects or 0) for c in self.keep_counts())
+
+    def level_template(self, level: int, used: Mapping[str, str]) -> LevelMetadata:
+        """Metadata of level ``level`` before its counts are known.
+
+        ``used`` is the aggregation applied per attribute (from :func:`coarsen_parts`).
+        """
+        return LevelMetadata(
+            level=level,
+            bin_ratio=self.ratios[level - 1],
+            bin_shape=self.layout(level).bin_shape,
+            object_sparsity=self.sparsities[level - 1],
+            sparsity_strategy=self.strategy if self.has_objects else None,
+            coarsening={
+                "method": "bin_mean",
+                "merge": self.rule.value,
+                "source_level": level - 1,
+                "aggregation": dict(used),
+            },
+        )
+
+    def summary(self, done: LevelMetadata) -> PyramidLevel:
+        """Summary of a written level."""
+        i = done.level
+        return PyramidLevel(
+            i, self.ratios[i - 1], done.vertex_count, done.object_count, self.sparsities[i - 1]
+        )
 
 
 def _parse_ratios(bin_ratios: Sequence[Sequence[int]], meta: RootMetadata) -> list[tuple[int, ...]]:
@@ -111,12 +210,12 @@ def _parse_sparsity(value: float | Sequence[float] | None, n: int) -> list[float
     return vals
 
 
-def _keep_objects(parts: GeometryParts, keep: IntArray) -> tuple[GeometryParts, IntArray | None]:
-    """Drop vertices (and links touching them) of objects not in ``keep``; return kept rows."""
+def _keep_objects(
+    parts: GeometryParts, keep: npt.NDArray[np.bool_]
+) -> tuple[GeometryParts, IntArray | None]:
+    """Drop vertices (and links touching them) of objects not ``keep``; return kept rows."""
     assert parts.vertex_object is not None
-    mask = np.zeros(parts.n_objects, dtype=bool)
-    mask[keep] = True
-    vkeep = mask[parts.vertex_object]
+    vkeep = keep[parts.vertex_object]
     if vkeep.all():
         return parts, None
     new_index = np.cumsum(vkeep) - 1
@@ -190,11 +289,14 @@ def build_pyramid(
     aggregation: Mapping[str, Aggregation | str] | None = None,
     seed: int = 0,
     overwrite: bool = False,
-    compressor: Compressor | str = "default",
+    compressor: CompressorSpec = "default",
     storage_options: Mapping[str, Any] | None = None,
     progress: ProgressCallback | None = None,
 ) -> list[PyramidLevel]:
     """Add coarser levels 1..n to a store, one per entry of ``bin_ratios``.
+
+    :func:`zarr_vectors.distributed.build_pyramid_distributed` builds the same levels, byte
+    for byte, on a dask.distributed cluster.
 
     Parameters
     ----------
@@ -229,6 +331,13 @@ def build_pyramid(
     list of PyramidLevel
         What each new level holds.
 
+    Raises
+    ------
+    InvalidInputError
+        Bad ratios, sparsities, strategy options or aggregation names.
+    StoreExistsError
+        Levels > 0 exist and ``overwrite`` is False.
+
     Examples
     --------
     >>> import numpy as np, zarr_vectors as zv
@@ -240,82 +349,150 @@ def build_pyramid(
     [True, True]
     """
     root = open_store(store, mode="r+", storage_options=storage_options)
-    meta = RootMetadata.from_dict(root.attrs.asdict())
+    reader = LevelReader(root, 0)
+    plan = plan_pyramid(
+        reader,
+        bin_ratios,
+        object_sparsity=object_sparsity,
+        sparsity_strategy=sparsity_strategy,
+        sparsity_attribute=sparsity_attribute,
+        aggregation=aggregation,
+        seed=seed,
+        compressor=compressor,
+    )
+    clear_levels(root, overwrite=overwrite)
+    parts = read_parts(reader, sequential=plan.sequential)
+    ranking = (
+        rank_objects(
+            parts, plan.strategy, reader.layout, attribute=plan.sparsity_attribute, seed=seed
+        )
+        if plan.needs_ranking
+        else np.zeros(0, np.int64)
+    )
+    out: list[PyramidLevel] = []
+    current = parts
+    weights = np.ones(len(parts.positions))
+    for i, count in enumerate(plan.keep_counts(), start=1):
+        keep = None
+        if plan.needs_ranking:
+            keep = np.zeros(parts.n_objects, dtype=np.bool_)
+            keep[ranking[:count]] = True
+        current, weights, used = coarsen_level(current, weights, plan, i, keep)
+        done = write_level(
+            root.create_group(L.level_path(i)),
+            current,
+            plan.layout(i),
+            plan.level_template(i, used),
+            compressor=compressor,
+        )
+        out.append(plan.summary(done))
+        if progress is not None:
+            progress("pyramid", i, len(plan.ratios))
+    write_multiscale_metadata(root)
+    return out
+
+
+def plan_pyramid(
+    reader: LevelReader,
+    bin_ratios: Sequence[Sequence[int]],
+    *,
+    object_sparsity: float | Sequence[float] | None = None,
+    sparsity_strategy: SparsityStrategy | str = "spatial_coverage",
+    sparsity_attribute: str | None = None,
+    aggregation: Mapping[str, Aggregation | str] | None = None,
+    seed: int = 0,
+    compressor: CompressorSpec = "default",
+) -> PyramidPlan:
+    """Validate the options of a pyramid build against level 0 (``reader``); read no vertex.
+
+    Raises
+    ------
+    InvalidInputError
+        Bad ratios, sparsities, strategy options or aggregation names.
+    """
+    meta = reader.meta
     ratios = _parse_ratios(bin_ratios, meta)
+    strategy = SparsityStrategy.parse(sparsity_strategy, field="sparsity_strategy")
+    aggs = {
+        k: Aggregation.parse(v, field=f"aggregation[{k!r}]") for k, v in (aggregation or {}).items()
+    }
+    unknown = set(aggs) - set(reader.names(L.ATTRIBUTES))
+    if unknown:
+        raise InvalidInputError(f"aggregation names unknown attributes {sorted(unknown)}")
+    has_objects = reader.has(L.OBJECT_OFFSETS)
+    if not has_objects and object_sparsity is not None:
+        raise InvalidInputError("object_sparsity needs a store with objects")
+    if has_objects and strategy is SparsityStrategy.ATTRIBUTE:
+        check_attribute(sparsity_attribute, reader.names(L.OBJECT_ATTRIBUTES))
+    return PyramidPlan(
+        meta=meta,
+        ratios=tuple(ratios),
+        sparsities=tuple(_parse_sparsity(object_sparsity, len(ratios))),
+        strategy=strategy,
+        sparsity_attribute=sparsity_attribute,
+        seed=seed,
+        aggregation=aggs,
+        compressor=compressor,
+        n_objects=reader.n_objects if has_objects else None,
+    )
+
+
+def clear_levels(root: zarr.Group, *, overwrite: bool) -> None:
+    """Delete the levels > 0 of ``root`` (refused unless ``overwrite``).
+
+    Raises
+    ------
+    StoreExistsError
+        Levels > 0 exist and ``overwrite`` is False.
+    """
     existing = [lv for lv in list_resolution_levels(root) if lv > 0]
     if existing and not overwrite:
         raise StoreExistsError(f"levels {existing} exist; pass overwrite=True to rebuild them")
     for lv in existing:
         del root[L.level_path(lv)]
-    strategy = SparsityStrategy.parse(sparsity_strategy, field="sparsity_strategy")
-    aggs = {
-        k: Aggregation.parse(v, field=f"aggregation[{k!r}]") for k, v in (aggregation or {}).items()
-    }
-    gtype = meta.geometry_type
-    reader = LevelReader(root, 0)
-    parts = read_parts(reader, sequential=gtype in _SEQUENTIAL)
-    unknown = set(aggs) - set(parts.vertex_attributes)
-    if unknown:
-        raise InvalidInputError(f"aggregation names unknown attributes {sorted(unknown)}")
-    has_objects = parts.vertex_object is not None
-    if not has_objects and object_sparsity is not None:
-        raise InvalidInputError("object_sparsity needs a store with objects")
-    sparsities = _parse_sparsity(object_sparsity, len(ratios))
-    ranking = (
-        rank_objects(parts, strategy, reader.layout, attribute=sparsity_attribute, seed=seed)
-        if has_objects
-        else np.zeros(0, np.int64)
-    )
-    return _build_levels(
-        root, meta, parts, ratios, sparsities, ranking, strategy, aggs, compressor, progress
-    )
 
 
-def _build_levels(
-    root: zarr.Group,
-    meta: RootMetadata,
+def coarsen_level(
     parts: GeometryParts,
-    ratios: list[tuple[int, ...]],
-    sparsities: list[float],
-    ranking: IntArray,
-    strategy: SparsityStrategy,
-    aggs: Mapping[str, Aggregation],
-    compressor: Compressor | str,
-    progress: ProgressCallback | None = None,
-) -> list[PyramidLevel]:
-    gtype = meta.geometry_type
-    directed = bool(meta.type_metadata.get("is_directed", gtype is GeometryTypeName.SKELETON))
-    assert meta.chunk_grid is not None
-    out: list[PyramidLevel] = []
-    current = parts
-    weights = np.ones(len(parts.positions))
-    for i, (ratio, sparsity) in enumerate(zip(ratios, sparsities, strict=True), start=1):
-        layout = ChunkLayout(meta.chunk_shape, meta.bin_shape_for(ratio), meta.chunk_grid)
-        if current.vertex_object is not None:
-            current, kept = _keep_objects(current, ranking[: keep_count(sparsity, parts.n_objects)])
-            weights = weights if kept is None else weights[kept]
-        current, used, weights = coarsen_parts(
-            current, layout, _RULES[gtype], directed=directed, aggregation=aggs, weights=weights
-        )
-        has_obj = current.vertex_object is not None
-        lvl = LevelMetadata(
-            level=i,
-            bin_ratio=ratio,
-            bin_shape=layout.bin_shape,
-            object_sparsity=sparsity,
-            sparsity_strategy=strategy if has_obj else None,
-            coarsening={
-                "method": "bin_mean",
-                "merge": _RULES[gtype].value,
-                "source_level": i - 1,
-                "aggregation": used,
-            },
-        )
-        done = write_level(
-            root.create_group(L.level_path(i)), current, layout, lvl, compressor=compressor
-        )
-        out.append(PyramidLevel(i, ratio, done.vertex_count, done.object_count, sparsity))
-        if progress is not None:
-            progress("pyramid", i, len(ratios))
-    write_multiscale_metadata(root)
-    return out
+    weights: npt.NDArray[np.float64],
+    plan: PyramidPlan,
+    level: int,
+    keep: npt.NDArray[np.bool_] | None,
+) -> tuple[GeometryParts, npt.NDArray[np.float64], dict[str, str]]:
+    """Derive level ``level`` from the level before it: drop objects, merge vertices.
+
+    Parameters
+    ----------
+    parts
+        The previous level, objects in traversal order (dense ids ``0..parts.n_objects-1``).
+    weights
+        (N,) level-0 vertices behind each vertex of ``parts``.
+    plan
+        The build.
+    level
+        Number of the level to derive (1 for the first coarse level).
+    keep
+        (parts.n_objects,) which objects the level keeps, or None to keep all.
+
+    Returns
+    -------
+    tuple
+        The coarse parts, their weights and the aggregation used per attribute.
+
+    Notes
+    -----
+    Metavertices never span objects, so coarsening a contiguous range of whole objects gives
+    exactly the corresponding metavertices of coarsening all objects.
+    """
+    if parts.vertex_object is not None and keep is not None:
+        parts, kept = _keep_objects(parts, keep)
+        weights = weights if kept is None else weights[kept]
+    coarse, used, weights = coarsen_parts(
+        parts,
+        plan.layout(level),
+        plan.rule,
+        directed=plan.directed,
+        aggregation=plan.aggregation,
+        weights=weights,
+    )
+    return coarse, weights, used

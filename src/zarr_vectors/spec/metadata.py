@@ -46,6 +46,10 @@ FORMAT_VERSION = "1.0"
 MULTISCALE_VERSION = "0.5"
 MULTISCALE_TYPE = "zarr_vectors_multiscale"
 _DIVISIBILITY_RTOL = 1e-6
+_MAX_INT = 2**63 - 1
+"""Integer fields must fit int64 (they become numpy integers)."""
+_MAX_EXACT_INT = 2**53
+"""Integer tuples pass through floats, exact up to 2**53."""
 
 JSON = Any
 """A JSON value as returned by ``json.loads``."""
@@ -99,7 +103,10 @@ def parse_float_tuple(
                 v = float(v)  # numpy scalars
             except (TypeError, ValueError):
                 raise _fail(field_name, f"element {i} is not a number: {v!r}") from None
-        f = float(v)
+        try:
+            f = float(v)
+        except OverflowError:  # an integer beyond the float range, e.g. 10**400 from JSON
+            raise _fail(field_name, f"element {i} is too large") from None
         if not math.isfinite(f):
             raise _fail(field_name, f"element {i} is not finite: {v!r}")
         if positive and f <= 0:
@@ -125,6 +132,8 @@ def parse_int_tuple(
     floats = parse_float_tuple(value, field_name, length=length)
     out = []
     for i, f in enumerate(floats):
+        if abs(f) > _MAX_EXACT_INT:
+            raise _fail(field_name, f"element {i} is too large: {f!r}")
         if f != int(f):
             raise _fail(field_name, f"element {i} must be an integer, got {f!r}")
         if minimum is not None and f < minimum:
@@ -141,10 +150,12 @@ def _parse_str(value: object, field_name: str) -> str:
 
 def _parse_int(value: object, field_name: str, *, minimum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value == int(value):
+        if isinstance(value, float) and math.isfinite(value) and value == int(value):
             value = int(value)
         else:
             raise _fail(field_name, f"expected an integer, got {value!r}")
+    if abs(value) > _MAX_INT:
+        raise _fail(field_name, "does not fit a 64-bit integer")
     if minimum is not None and value < minimum:
         raise _fail(field_name, f"must be >= {minimum}, got {value}")
     return value
@@ -153,10 +164,19 @@ def _parse_int(value: object, field_name: str, *, minimum: int | None = None) ->
 def _parse_fraction(value: object, field_name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _fail(field_name, f"expected a number in (0, 1], got {value!r}")
-    f = float(value)
+    try:
+        f = float(value)
+    except OverflowError:  # an integer beyond the float range
+        raise _fail(field_name, "must be in [0, 1], got a huge integer") from None
     if not (0.0 <= f <= 1.0):
         raise _fail(field_name, f"must be in [0, 1], got {f}")
     return f
+
+
+def _parse_object(doc: object, field_name: str) -> Mapping[str, JSON]:
+    if not isinstance(doc, Mapping):
+        raise _fail(field_name, f"expected an object, got {doc!r}")
+    return doc
 
 
 def _require(doc: Mapping[str, JSON], key: str, where: str) -> JSON:
@@ -194,6 +214,8 @@ def check_divides(
     """
     for axis, (c, b) in enumerate(zip(chunk_shape, bin_shape, strict=True)):
         ratio = c / b
+        if not math.isfinite(ratio):  # a tiny bin in a huge chunk: too many bins anyway
+            raise _fail(field_name, f"{b!r} is too small for chunk_shape {c!r} on axis {axis}")
         if abs(ratio - round(ratio)) * b > _DIVISIBILITY_RTOL * c or round(ratio) < 1:
             raise _fail(field_name, f"{b!r} does not divide chunk_shape {c!r} on axis {axis}")
 
@@ -234,6 +256,7 @@ class Axis:
     @classmethod
     def from_dict(cls, doc: Mapping[str, JSON]) -> Axis:
         """Build from the JSON form."""
+        doc = _parse_object(doc, "axes")
         unit = doc.get("unit")
         return cls(
             name=_parse_str(_require(doc, "name", "axes"), "axes.name"),
@@ -277,6 +300,7 @@ class BoundingBox:
     @classmethod
     def from_dict(cls, doc: Mapping[str, JSON]) -> BoundingBox:
         """Build from the JSON form."""
+        doc = _parse_object(doc, "bounding_box")
         return cls(
             min=_require(doc, "min", "bounding_box"), max=_require(doc, "max", "bounding_box")
         )
@@ -309,6 +333,7 @@ class ChunkGrid:
     @classmethod
     def from_dict(cls, doc: Mapping[str, JSON]) -> ChunkGrid:
         """Build from the JSON form."""
+        doc = _parse_object(doc, "chunk_grid")
         return cls(
             origin=_require(doc, "origin", "chunk_grid"), shape=_require(doc, "shape", "chunk_grid")
         )
@@ -375,6 +400,7 @@ class DatasetMetadata:
     def from_dict(cls, doc: Mapping[str, JSON]) -> DatasetMetadata:
         """Build from the JSON form; ``path`` must equal ``str(level)``."""
         where = "multiscales.datasets"
+        doc = _parse_object(doc, where)
         level = _parse_int(_require(doc, "level", where), f"{where}.level", minimum=0)
         path = doc.get("path", str(level))
         if path != str(level):
@@ -440,6 +466,7 @@ class MultiscaleMetadata:
     @classmethod
     def from_dict(cls, doc: Mapping[str, JSON]) -> MultiscaleMetadata:
         """Build from the JSON form."""
+        doc = _parse_object(doc, "multiscales")
         axes = _require(doc, "axes", "multiscales")
         datasets = _require(doc, "datasets", "multiscales")
         if not isinstance(axes, list) or not isinstance(datasets, list):
@@ -657,6 +684,7 @@ class RootMetadata:
     def from_dict(cls, doc: Mapping[str, JSON]) -> RootMetadata:
         """Build from root attributes; warns on an unknown ``zarr_vectors_version``."""
         where = "root attributes"
+        doc = _parse_object(doc, where)
         version = _parse_str(_require(doc, "zarr_vectors_version", where), "zarr_vectors_version")
         if version != FORMAT_VERSION:
             warnings.warn(
@@ -814,6 +842,7 @@ class LevelMetadata:
     def from_dict(cls, doc: Mapping[str, JSON]) -> LevelMetadata:
         """Build from level-group attributes."""
         where = "level attributes"
+        doc = _parse_object(doc, where)
         strategy = doc.get("sparsity_strategy")
         coarsening = doc.get("coarsening")
         if coarsening is not None and not isinstance(coarsening, Mapping):

@@ -22,7 +22,7 @@ from zarr_vectors.core.columns import Column
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import LevelReader, parse_bbox
 from zarr_vectors.core.writer import StoreOptions, store_options
-from zarr_vectors.errors import InvalidInputError, UnknownGeometryTypeError
+from zarr_vectors.errors import CorruptPayloadError, InvalidInputError, UnknownGeometryTypeError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import BoundingBox
@@ -196,7 +196,13 @@ def attribute_selection(
 
 def decode_columns(cols: Mapping[str, Column]) -> dict[str, npt.NDArray[Any]]:
     """Return plain arrays from columns, categorical codes resolved to strings."""
-    return {k: c.decoded() for k, c in cols.items()}
+    out = {}
+    for name, col in cols.items():
+        try:
+            out[name] = col.decoded()
+        except CorruptPayloadError as exc:
+            raise CorruptPayloadError(f"attribute {name!r}: {exc}") from exc
+    return out
 
 
 DenseIdMap = Callable[[npt.NDArray[Any], str], IntArray]

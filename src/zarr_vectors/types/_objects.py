@@ -65,6 +65,14 @@ def flatten_ragged(
         for i, a in enumerate(arrays):
             if a.ndim != 2:
                 raise InvalidInputError(f"{what}: object {i} has shape {a.shape}, expected (N, D)")
+        widths = np.array([a.shape[1] for a in arrays], dtype=np.int64)
+        odd = np.flatnonzero(widths != widths[0])
+        if odd.size:
+            i = int(odd[0])
+            raise InvalidInputError(
+                f"{what}: object {i} has {widths[i]} columns, object 0 has {widths[0]}; every "
+                "object needs the same number D of coordinates"
+            )
         counts = np.array([len(a) for a in arrays], dtype=np.int64)
         flat = np.concatenate(arrays, axis=0)
         off = np.zeros(len(arrays) + 1, dtype=np.int64)

@@ -38,7 +38,7 @@ from zarr_vectors.core.components import connected_components
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts
-from zarr_vectors.core.reader import BBoxLike, LevelReader, parse_bbox
+from zarr_vectors.core.reader import BBoxLike, LevelReader, RowBlock, parse_bbox
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
@@ -430,49 +430,92 @@ class GraphRows:
 
 @dataclass(frozen=True)
 class _KeySpace:
-    """Global vertex keys: ``key = base[chunk] + row`` numbers every stored vertex of a level."""
+    """Vertex keys ``key = base[slot[chunk]] + row`` for the rows of some chunks.
+
+    :meth:`of` numbers every stored vertex of a level (``slot`` is the identity);
+    :meth:`fetched` numbers only the rows of some chunks, by their concatenation (``RowBlock``
+    order), so keys are compact row indices and rows of other chunks have no key (-1).
+    """
 
     base: IntArray
+    """(n_slots + 1,) first key of each slot's rows, and the number of keys."""
     counts: IntArray
+    """Rows of every chunk of the level."""
+    slot: IntArray | None = None
+    """Slot of every chunk of the level, -1 outside the space; None: the chunk itself."""
 
     @classmethod
     def of(cls, reader: LevelReader) -> _KeySpace:
         counts = reader.vertex_counts
         return cls(offsets_from_counts(counts), counts)
 
+    @classmethod
+    def fetched(cls, reader: LevelReader, flats: IntArray) -> _KeySpace:
+        """Keys ``0..n-1`` for the rows of chunks ``flats`` (ascending), in concatenation order."""
+        counts = reader.vertex_counts
+        slot = np.full(len(counts), -1, dtype=np.int64)
+        slot[flats] = np.arange(len(flats), dtype=np.int64)
+        return cls(offsets_from_counts(counts[flats]), counts, slot)
+
+    @property
+    def size(self) -> int:
+        """Number of keys."""
+        return int(self.base[-1])
+
     def keys_of(self, flats: IntArray) -> IntArray:
-        """Keys of every row of ``flats``, in their concatenation order (ascending)."""
+        """Keys of every row of ``flats`` (level space), in their concatenation order."""
         return concat_ranges(self.base[flats], self.counts[flats])
 
     def flat_of(self, keys: IntArray) -> IntArray:
-        """Chunk (flat index) holding each key."""
+        """Chunk (flat index) holding each key (level space)."""
         return (np.searchsorted(self.base, keys, side="right") - 1).astype(np.int64)
 
-    def key(self, flat: IntArray, row: IntArray, where: str) -> IntArray:
-        """Keys of ``(chunk, row)`` pairs, checking each row exists."""
-        if ((row < 0) | (row >= self.counts[flat])).any():
-            raise CorruptPayloadError(f"{where}: a link names a row outside its chunk")
-        return self.base[flat] + row
+    def start(self, flats: IntArray) -> IntArray:
+        """First key of each chunk of ``flats``; -1 for chunks outside the space."""
+        if self.slot is None:
+            return self.base[flats]
+        s = self.slot[flats]
+        return np.where(s >= 0, self.base[s], -1)
 
+    def local_keys(self, flats: IntArray, block: RowBlock) -> IntArray:
+        """``links`` rows of chunks ``flats`` (inside the space) as keys, checking they exist."""
+        rows = block.values if block.values.dtype.kind == "i" else block.values.astype(np.int64)
+        if rows.shape[1] != 2:
+            raise CorruptPayloadError(f"{L.LINKS} rows have width {rows.shape[1]}, expected 2")
+        per_chunk = np.diff(block.offsets)
+        full = per_chunk > 0  # check the largest row of each chunk: no (L, 2) temporaries
+        top = np.maximum.reduceat(np.maximum(rows[:, 0], rows[:, 1]), block.offsets[:-1][full])
+        if (len(rows) and rows.min() < 0) or (top >= self.counts[flats][full]).any():
+            raise CorruptPayloadError(f"{L.LINKS}: a link names a row outside its chunk")
+        keys = rows.astype(np.int64)
+        keys += np.repeat(self.start(flats), per_chunk)[:, None]
+        return keys
 
-def _cross_keys(reader: LevelReader, ks: _KeySpace, cross: IntArray) -> IntArray:
-    d = reader.layout.ndim
-    if cross.shape[1] != 2 * (d + 1):
-        raise CorruptPayloadError(
-            f"{L.CROSS_CHUNK_LINKS} rows have width {cross.shape[1]}, "
-            f"expected {2 * (d + 1)} for edges"
-        )
-    out = np.empty((len(cross), 2), dtype=np.int64)
-    for j in range(2):
-        coords = cross[:, j * (d + 1) : j * (d + 1) + d]
-        idx = coords - np.asarray(reader.layout.grid.origin)
-        if ((idx < 0) | (idx >= np.asarray(reader.layout.grid.shape))).any():
+    def cross_keys(self, reader: LevelReader, cross: npt.NDArray[Any]) -> IntArray:
+        """``cross_chunk_links`` records as keys (-1: endpoint outside the space), checked."""
+        d = reader.layout.ndim
+        if cross.shape[1] != 2 * (d + 1):
             raise CorruptPayloadError(
-                f"{L.CROSS_CHUNK_LINKS}: an endpoint chunk is outside the chunk grid"
+                f"{L.CROSS_CHUNK_LINKS} rows have width {cross.shape[1]}, "
+                f"expected {2 * (d + 1)} for edges"
             )
-        flat = np.ravel_multi_index(tuple(idx.T), reader.layout.grid.shape).astype(np.int64)
-        out[:, j] = ks.key(flat, cross[:, j * (d + 1) + d], L.CROSS_CHUNK_LINKS)
-    return out
+        out = np.empty((len(cross), 2), dtype=np.int64)
+        origin, shape = np.asarray(reader.layout.grid.origin), reader.layout.grid.shape
+        for j in range(2):
+            idx = cross[:, j * (d + 1) : j * (d + 1) + d] - origin
+            if ((idx < 0) | (idx >= np.asarray(shape))).any():
+                raise CorruptPayloadError(
+                    f"{L.CROSS_CHUNK_LINKS}: an endpoint chunk is outside the chunk grid"
+                )
+            flat = np.ravel_multi_index(tuple(idx.T), shape).astype(np.int64)
+            row = cross[:, j * (d + 1) + d]
+            if ((row < 0) | (row >= self.counts[flat])).any():
+                raise CorruptPayloadError(
+                    f"{L.CROSS_CHUNK_LINKS}: a link names a row outside its chunk"
+                )
+            start = self.start(flat)
+            out[:, j] = np.where(start >= 0, start + row, -1)
+        return out
 
 
 def edge_keys(
@@ -483,16 +526,19 @@ def edge_keys(
     cols: dict[str, list[Column]] = {n: [] for n in names}
     if reader.has(L.LINKS):  # also with no chunks: empty columns keep their dtype
         block = reader.rows(L.LINKS, local)
-        owner = np.repeat(local, np.diff(block.offsets))
-        rows = block.values.astype(np.int64)
-        pieces.append(np.stack([ks.key(owner, rows[:, j], L.LINKS) for j in range(2)], axis=1))
+        pieces.append(ks.local_keys(local, block))
         for n in names:
-            cols[n].append(reader.column(f"{L.LINK_ATTRIBUTES}/{n}", local))
+            cols[n].append(reader.aligned_column(f"{L.LINK_ATTRIBUTES}/{n}", local, block))
     if reader.has(L.CROSS_CHUNK_LINKS):
-        pieces.append(_cross_keys(reader, ks, reader.rows(L.CROSS_CHUNK_LINKS, cross).values))
+        cross_block = reader.rows(L.CROSS_CHUNK_LINKS, cross)
+        pieces.append(ks.cross_keys(reader, cross_block.values))
         for n in names:
-            cols[n].append(reader.column(f"{L.CROSS_CHUNK_LINK_ATTRIBUTES}/{n}", cross))
-    keys = np.concatenate(pieces) if pieces else np.zeros((0, 2), dtype=np.int64)
+            path = f"{L.CROSS_CHUNK_LINK_ATTRIBUTES}/{n}"
+            cols[n].append(reader.aligned_column(path, cross, cross_block))
+    if len(pieces) == 1:  # no copy
+        keys = pieces[0]
+    else:
+        keys = np.concatenate(pieces) if pieces else np.zeros((0, 2), dtype=np.int64)
     attrs = {
         n: Column(np.concatenate([c.values for c in cs]), cs[0].categories)
         for n, cs in cols.items()
@@ -526,20 +572,40 @@ def _edges_between(
 ) -> tuple[IntArray, dict[str, Column]]:
     """Edges whose two ends are among ``vertex_keys``, as indices into it."""
     idx, hit = _locate(keys, vertex_keys)
-    keep = np.flatnonzero(hit.all(axis=1))
+    keep = np.flatnonzero(hit[:, 0] & hit[:, 1])  # ~5x faster than hit.all(axis=1)
     return idx[keep].reshape(-1, 2), {k: c.take(keep) for k, c in attrs.items()}
+
+
+def _edges_among(
+    keys: IntArray, attrs: dict[str, Column], vertex_keys: IntArray, n_keys: int
+) -> tuple[IntArray, dict[str, Column]]:
+    """As :func:`_edges_between` for compact keys ``-1..n_keys-1``: a direct lookup, no sort."""
+    table = np.full(n_keys + 1, -1, dtype=np.int64)  # the last entry answers key -1
+    table[vertex_keys] = np.arange(len(vertex_keys), dtype=np.int64)
+    if 2 * len(vertex_keys) >= n_keys:  # most rows wanted (full reads): one gather
+        idx = table[keys]
+        keep = np.flatnonzero((idx[:, 0] >= 0) & (idx[:, 1] >= 0))
+        edges = idx if len(keep) == len(keys) else idx[keep]
+        return edges, {k: c.take(keep) for k, c in attrs.items()}
+    first = table[keys[:, 0]]
+    some = np.flatnonzero(first >= 0)  # few rows wanted (one object): look up few ends
+    second = table[keys[some, 1]]
+    both = second >= 0
+    keep = some[both]
+    edges = np.empty((len(keep), 2), dtype=np.int64)
+    edges[:, 0], edges[:, 1] = first[keep], second[both]
+    return edges, {k: c.take(keep) for k, c in attrs.items()}
 
 
 def read_whole_objects(
     reader: LevelReader, dense: IntArray, names: Sequence[str], edge_names: Sequence[str]
 ) -> GraphRows:
     """Fetch objects ``dense`` whole (global order) and every edge between their vertices."""
-    ks = _KeySpace.of(reader)
     got = read_objects(reader, dense, names)
     flats = got.where.chunks
-    vkeys = ks.keys_of(flats)[got.where.rows]
+    ks = _KeySpace.fetched(reader, flats)  # keys are the rows of ``flats``, as got.where.rows
     keys, attrs = edge_keys(reader, ks, flats, flats, edge_names)
-    edges, eattrs = _edges_between(keys, attrs, vkeys)
+    edges, eattrs = _edges_among(keys, attrs, got.where.rows, ks.size)
     obj = np.repeat(dense, np.diff(got.offsets))
     return GraphRows(got.positions, obj, got.attributes, edges, eattrs, got.offsets)
 

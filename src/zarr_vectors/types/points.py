@@ -235,6 +235,10 @@ class PointCloudType(GeometryType):
         else:
             flats = reader.chunks(query.bbox)
             rows = None
+            if has_objects and query.bbox is None:
+                # a whole-level read costs O(refs) anyway; it must agree with what an
+                # object_ids= read would return, so the index it skips is checked here
+                reader.check_object_index()
         pos = reader.rows(L.VERTICES, flats).values
         obj = reader.vertex_object_ids(flats) if has_objects else None
         if rows is not None:

@@ -481,6 +481,8 @@ def _payload_info(
     draco = info.spec.kind is ArrayKind.VERTICES and attrs.get("encoding") == Encoding.DRACO
     if info.spec.kind is ArrayKind.VERTICES and not draco and width != ctx.spatial_dims:
         width = None  # L2.array.width reported it; rows of another width mean nothing
+    if info.spec.kind is ArrayKind.VERTEX_FRAGMENTS and width != L.FRAGMENT_WIDTH:
+        width = None  # likewise: fragments are [bin_flat, object_id, start, count] rows
     return PayloadInfo(
         rel,
         info.path,

@@ -1,0 +1,175 @@
+"""Row planning: the run-level planner equals a straightforward vertex-by-vertex planner."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
+from zarr_vectors.core.plan import GeometryParts, LevelPlan, plan_level
+from zarr_vectors.core.ragged import offsets_from_counts, run_starts
+
+IntArray = np.ndarray[Any, np.dtype[np.int64]]
+
+
+def _runs(n: int, *keys: IntArray, extra: np.ndarray[Any, Any] | None = None) -> IntArray:
+    return run_starts(*keys, extra=extra) if n else np.zeros(0, dtype=np.int64)
+
+
+def reference_plan(parts: GeometryParts, layout: ChunkLayout) -> dict[str, Any]:
+    """Every table of :class:`LevelPlan`, computed vertex by vertex (FORMAT.md §6, §7)."""
+    n = len(parts.positions)
+    flat, bins = layout.locate(parts.positions)
+    obj = parts.vertex_object
+    rank = np.arange(n) if parts.rank is None else parts.rank
+    if parts.rank is None and obj is not None:
+        rank = np.empty(n, dtype=np.int64)
+        rank[np.argsort(obj, kind="stable")] = np.arange(n)
+    # points by (chunk, bin); objects' rows of a chunk in traversal order
+    order = np.lexsort((bins, flat)) if obj is None else np.lexsort((rank, flat))
+    s_flat, s_bin, s_rank = flat[order], bins[order], rank[order]
+    s_obj = np.full(n, -1) if obj is None else obj[order]
+    starts = _runs(n, s_flat)
+    offsets = np.append(starts, n)
+    row = np.arange(n) - np.repeat(starts, np.diff(offsets))
+    gap = np.zeros(n, dtype=bool)
+    if obj is not None:
+        gap[1:] = s_rank[1:] != s_rank[:-1] + 1
+    f = _runs(n, s_flat, s_obj, s_bin, extra=gap)
+    out: dict[str, Any] = {
+        "order": order,
+        "chunks": s_flat[starts],
+        "chunk_offsets": offsets,
+        "fragments": np.stack([s_bin[f], s_obj[f], row[f], np.diff(np.append(f, n))], axis=1),
+        "fragment_chunk": s_flat[f],
+    }
+    counts = np.zeros(layout.n_chunks, dtype=np.int64)
+    counts[s_flat[starts]] = np.diff(offsets)
+    out["vertex_counts"] = counts.reshape(layout.grid.shape)
+    r = count = np.zeros(0, dtype=np.int64)
+    if obj is not None:  # refs by (object, rank of their first vertex)
+        r = _runs(n, s_flat, s_obj, extra=gap)
+        count = np.diff(np.append(r, n))
+        by_object = np.lexsort((s_rank[r], s_obj[r]))
+        r, count = r[by_object], count[by_object]
+    coords = layout.coords_of_flat(s_flat[r])
+    out["manifest"] = np.concatenate([coords, row[r, None], count[:, None]], axis=1)
+    out["ref_object"] = s_obj[r]
+    out["ref_first_row"] = r
+    out["object_offsets"] = offsets_from_counts(np.bincount(s_obj[r], minlength=parts.n_objects))
+    joins = []
+    if parts.sequential and obj is not None:
+        for j in np.flatnonzero(s_obj[r][1:] == s_obj[r][:-1]).tolist():
+            a, b = r[j] + count[j] - 1, r[j + 1]
+            joins.append((s_flat[a], [*coords[j], row[a], *coords[j + 1], row[b]]))
+    where = np.empty(n, dtype=np.int64)
+    where[order] = np.arange(n)
+    cross = []
+    local = []
+    links = np.zeros((0, 2), dtype=np.int64) if parts.links is None else parts.links
+    for i, link in enumerate(links.tolist()):
+        ends = where[link]
+        if np.all(s_flat[ends] == s_flat[ends[0]]):
+            local.append((s_flat[ends[0]], row[ends].tolist(), i))
+        else:
+            rec = [v for e in ends for v in (*layout.coords_of_flat(s_flat[[e]])[0], row[e])]
+            cross.append((s_flat[ends[0]], rec, i))
+    cross += [(c, rec, -1) for c, rec in joins]
+    local.sort(key=lambda t: t[0])  # stable: explicit links first, then joins
+    cross.sort(key=lambda t: t[0])
+    out["local"] = [(int(c), list(rows), i) for c, rows, i in local]
+    out["cross"] = [(int(c), [int(v) for v in rec], i) for c, rec, i in cross]
+    return out
+
+
+def assert_same_plan(plan: LevelPlan, ref: dict[str, Any]) -> None:
+    for f in fields(plan):
+        if f.name == "links":
+            continue
+        got = getattr(plan, f.name)
+        assert got.dtype == np.int64, f.name
+        np.testing.assert_array_equal(got, np.asarray(ref[f.name]).reshape(got.shape), f.name)
+    lp = plan.links
+    if lp is None:
+        assert ref["local"] == []
+        assert ref["cross"] == []
+        return
+    local = [
+        (int(c), r.tolist(), int(i))
+        for c, r, i in zip(lp.local_chunk, lp.local_rows, lp.local_source, strict=True)
+    ]
+    cross = [
+        (int(c), r.tolist(), int(i))
+        for c, r, i in zip(lp.cross_chunk, lp.cross_rows, lp.cross_source, strict=True)
+    ]
+    assert local == ref["local"]
+    assert cross == ref["cross"]
+    assert lp.local_rows.dtype == np.int32
+    assert lp.cross_rows.dtype == np.int64
+
+
+@st.composite
+def level_cases(draw: st.DrawFn) -> tuple[GeometryParts, ChunkLayout]:
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    d = draw(st.integers(1, 3))
+    n = draw(st.integers(0, 120))
+    chunk = tuple(draw(st.sampled_from([1.0, 2.0, 5.0])) for _ in range(d))
+    ratio = [draw(st.sampled_from([1, 1, 2, 5])) for _ in range(d)]
+    step = draw(st.sampled_from([0.3, 1.5, 6.0]))
+    pos = np.cumsum(rng.normal(0, step, (n, d)), axis=0) if n else np.zeros((0, d))
+    lo = pos.min(axis=0) if n else np.zeros(d)
+    hi = pos.max(axis=0) + draw(st.sampled_from([0.0, 7.0])) if n else np.zeros(d)
+    layout = ChunkLayout(
+        chunk,
+        tuple(c / r for c, r in zip(chunk, ratio, strict=True)),
+        grid_for_bounds(lo.tolist(), hi.tolist(), chunk),
+    )
+    mode = draw(st.sampled_from(["none", "contiguous", "interleaved", "ranks", "shuffled_ranks"]))
+    if mode == "none" or n == 0:
+        return GeometryParts(positions=pos, ordered=False), layout
+    k = draw(st.integers(1, max(1, n // 3)))
+    obj = rng.integers(0, k, n)
+    if mode not in ("interleaved", "shuffled_ranks"):
+        obj = np.sort(obj)
+    obj = np.unique(obj, return_inverse=True)[1].astype(np.int64)
+    kw: dict[str, Any] = {"vertex_object": obj, "n_objects": int(obj.max()) + 1}
+    if mode in ("ranks", "shuffled_ranks"):  # a batch of a bigger level: ranks with gaps
+        rank = np.empty(n, dtype=np.int64)
+        rank[np.argsort(obj, kind="stable")] = np.cumsum(rng.integers(1, 3, n)) - 1
+        kw["rank"] = rank
+    if draw(st.booleans()):
+        kw["sequential"] = True
+    elif draw(st.booleans()):
+        kw["links"] = rng.integers(0, n, (int(rng.integers(0, 2 * n)), int(rng.integers(2, 4))))
+    return GeometryParts(positions=pos, **kw), layout
+
+
+@settings(max_examples=300, deadline=None)
+@given(level_cases())
+def test_plan_equals_vertex_by_vertex_reference(case: tuple[GeometryParts, ChunkLayout]) -> None:
+    parts, layout = case
+    assert_same_plan(plan_level(parts, layout), reference_plan(parts, layout))
+
+
+@pytest.mark.parametrize("n_objects", [1, 40])
+def test_order_hook_sees_the_final_order(n_objects: int) -> None:
+    rng = np.random.default_rng(n_objects)
+    pos = np.cumsum(rng.normal(0, 1.0, (500, 2)), axis=0)
+    obj = np.sort(rng.integers(0, n_objects, 500))
+    layout = ChunkLayout((2.0, 2.0), (1.0, 1.0), grid_for_bounds(pos.min(0), pos.max(0), (2, 2)))
+    seen: list[tuple[IntArray, ...]] = []
+    for parts in (
+        GeometryParts(positions=pos, ordered=False),
+        GeometryParts(positions=pos, vertex_object=obj, n_objects=n_objects, sequential=True),
+    ):
+        seen.clear()
+        plan = plan_level(parts, layout, on_order=lambda *a: seen.append(a))
+        assert len(seen) == 1
+        for got, want in zip(seen[0], (plan.order, plan.chunks, plan.chunk_offsets), strict=True):
+            np.testing.assert_array_equal(got, want)

@@ -1,0 +1,102 @@
+"""Write pipeline internals: batched gathers, the column extent, early gathers."""
+
+from __future__ import annotations
+
+import json
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+import pytest
+from zarr.storage import MemoryStore
+
+import zarr_vectors as zv
+from zarr_vectors.core import writer
+from zarr_vectors.errors import InvalidInputError
+
+
+def _naive_payloads(rows: np.ndarray, order: np.ndarray | None, bounds: list[int]) -> list[bytes]:
+    data = rows if order is None else rows[order]
+    return [data[a:b].tobytes() for a, b in pairwise(bounds)]
+
+
+@pytest.mark.parametrize("batch", [1, 3, 1 << 18])
+@pytest.mark.parametrize("width", [1, 3])
+def test_chunk_payloads_gather_whole_chunks_in_batches(
+    monkeypatch: pytest.MonkeyPatch, batch: int, width: int
+) -> None:
+    monkeypatch.setattr(writer, "_GATHER_ROWS", batch)
+    rng = np.random.default_rng(width)
+    rows = rng.random((40, width)).astype(np.float32)
+    order = rng.permutation(40)
+    bounds = [0, 1, 2, 9, 10, 30, 40]
+    b = np.array(bounds, dtype=np.int64)
+    assert writer._chunk_payloads(rows, order, b) == _naive_payloads(rows, order, bounds)
+    assert writer._chunk_payloads(rows, None, b) == _naive_payloads(rows, None, bounds)
+    sizes = writer._chunk_payloads(rows, order, b, encode=lambda part: bytes([len(part)]))
+    assert sizes == [bytes([n]) for n in np.diff(bounds).tolist()]
+    assert writer._chunk_payloads(rows[:0], order[:0], np.zeros(1, dtype=np.int64)) == []
+
+
+@pytest.mark.parametrize("block", [2, 1 << 14])
+def test_column_extent_matches_numpy(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    monkeypatch.setattr(writer, "_EXTENT_BLOCK", block)
+    rng = np.random.default_rng(0)
+    pos = rng.normal(0, 10, (25, 4)).astype(np.float32)
+    pos[:, 1] = np.abs(pos[:, 1])
+    pos[[3, 11], 1] = [0.0, -0.0]  # a zero minimum: its sign is numpy's answer
+    pos[7, 2] = np.nan
+    extent = writer._column_extent(pos)
+    assert extent is not None
+    lo, hi = extent
+    expected_lo = [pos[:, i].min() for i in range(4)]
+    expected_hi = [pos[:, i].max() for i in range(4)]
+    assert lo.dtype == hi.dtype == np.float32
+    assert np.array_equal(lo, expected_lo, equal_nan=True)
+    assert np.array_equal(hi, expected_hi, equal_nan=True)
+    assert np.signbit(lo[1]) == np.signbit(expected_lo[1])
+    assert writer._column_extent(np.zeros((0, 3))) is None
+
+
+def test_chunk_range_check_names_the_row() -> None:
+    pos = np.zeros((5, 2))
+    pos[3, 1] = 3e17
+    extent = writer._column_extent(pos)
+    writer._check_chunk_range(pos, (1.0, 100.0), extent)  # 3e15 chunks: representable
+    with pytest.raises(InvalidInputError, match=r"coordinate 3e\+17 at row 3, column 1"):
+        writer._check_chunk_range(pos, (1.0, 1.0), extent)
+
+
+def _dump(store: MemoryStore) -> dict[str, bytes]:
+    out = {}
+    for key, buf in store._store_dict.items():
+        raw = buf.to_bytes()
+        if key.endswith("zarr.json"):
+            doc = json.loads(raw)
+            doc.get("attributes", doc).pop("creation_timestamp", None)
+            raw = json.dumps(doc, sort_keys=True).encode()
+        out[key] = raw
+    return out
+
+
+@pytest.mark.parametrize("kind", ["points", "streamlines"])
+def test_early_gathers_write_what_the_writer_gathers(
+    monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    rng = np.random.default_rng(5)
+    kw: dict[str, Any] = {"chunk_shape": (4, 4, 4), "bin_shape": (2, 2, 2)}
+    stores = []
+    for early in (True, False):
+        if not early:  # the level writer gathers the rows itself
+            monkeypatch.setattr(writer._Prefetch, "start", lambda *a: None)
+        store = MemoryStore()
+        if kind == "points":
+            pos = rng.uniform(0, 20, (3000, 3)).astype(np.float32)
+            zv.write_points(store, pos, attributes={"a": rng.random((3000, 2))}, **kw)
+        else:
+            pos = np.cumsum(rng.normal(0, 0.7, (3000, 3)), axis=0).astype(np.float32)
+            offsets = np.array([0, 1000, 1001, 2500, 3000])
+            zv.write_streamlines(store, pos, offsets=offsets, attributes={"fa": pos[:, 0]}, **kw)
+        stores.append(_dump(store))
+        rng = np.random.default_rng(5)
+    assert stores[0] == stores[1]
