@@ -14,7 +14,7 @@ from zarr.errors import UnstableSpecificationWarning
 from zarr.storage import LocalStore, MemoryStore, ZipStore
 
 import zarr_vectors as zv
-from zarr_vectors.core import io, writer
+from zarr_vectors.core import gather, io, writer
 from zarr_vectors.core.multiscale import write_multiscale_metadata
 from zarr_vectors.core.store import (
     create_store,
@@ -422,8 +422,8 @@ def inject(monkeypatch: pytest.MonkeyPatch, where: str, exc: BaseException) -> N
         monkeypatch.setattr(io.PayloadArray, "write", failing(io.PayloadArray.write, 1))
     elif where == "dense":  # every payload is written, vertex_counts fails (writer thread)
         monkeypatch.setattr(writer, "write_dense", failing(writer.write_dense, 0))
-    elif where == "attribute":  # vertices gathered, the first attribute column fails
-        monkeypatch.setattr(writer, "take_rows", failing(writer.take_rows, 1))
+    elif where == "attribute":  # a row gather (vertices or an attribute column) fails
+        monkeypatch.setattr(gather, "take_rows", failing(gather.take_rows, 1))
     else:
         raise ValueError(where)
 

@@ -11,7 +11,7 @@ import pytest
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from zarr_vectors.core import writer
+from zarr_vectors.core import gather, writer
 from zarr_vectors.errors import InvalidInputError
 
 
@@ -25,17 +25,17 @@ def _naive_payloads(rows: np.ndarray, order: np.ndarray | None, bounds: list[int
 def test_chunk_payloads_gather_whole_chunks_in_batches(
     monkeypatch: pytest.MonkeyPatch, batch: int, width: int
 ) -> None:
-    monkeypatch.setattr(writer, "_GATHER_ROWS", batch)
+    monkeypatch.setattr(gather, "GATHER_ROWS", batch)
     rng = np.random.default_rng(width)
     rows = rng.random((40, width)).astype(np.float32)
     order = rng.permutation(40)
     bounds = [0, 1, 2, 9, 10, 30, 40]
     b = np.array(bounds, dtype=np.int64)
-    assert writer._chunk_payloads(rows, order, b) == _naive_payloads(rows, order, bounds)
-    assert writer._chunk_payloads(rows, None, b) == _naive_payloads(rows, None, bounds)
-    sizes = writer._chunk_payloads(rows, order, b, encode=lambda part: bytes([len(part)]))
+    assert gather.chunk_payloads(rows, order, b) == _naive_payloads(rows, order, bounds)
+    assert gather.chunk_payloads(rows, None, b) == _naive_payloads(rows, None, bounds)
+    sizes = gather.chunk_payloads(rows, order, b, encode=lambda part: bytes([len(part)]))
     assert sizes == [bytes([n]) for n in np.diff(bounds).tolist()]
-    assert writer._chunk_payloads(rows[:0], order[:0], np.zeros(1, dtype=np.int64)) == []
+    assert gather.chunk_payloads(rows[:0], order[:0], np.zeros(1, dtype=np.int64)) == []
 
 
 @pytest.mark.parametrize("block", [2, 1 << 14])
@@ -88,7 +88,7 @@ def test_early_gathers_write_what_the_writer_gathers(
     stores = []
     for early in (True, False):
         if not early:  # the level writer gathers the rows itself
-            monkeypatch.setattr(writer._Prefetch, "start", lambda *a: None)
+            monkeypatch.setattr(gather.EarlyGather, "start", lambda *a: None)
         store = MemoryStore()
         if kind == "points":
             pos = rng.uniform(0, 20, (3000, 3)).astype(np.float32)

@@ -13,6 +13,7 @@ import zarr
 from nibabel.streamlines import ArraySequence, TckFile, Tractogram, TrkFile
 
 import zarr_vectors as zv
+from zarr_vectors.core.chunking import axis_bounds
 from zarr_vectors.core.io import quiet_vlen
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.formats import tractography
@@ -305,7 +306,7 @@ def test_trx_store_exports_to_trk_in_its_space(trx_file: Path, tmp_path: Path) -
 @pytest.mark.parametrize("n", [1, 5, 1023, 1024, 1025, 5000])
 def test_bounds_is_min_max(n: int) -> None:
     pos = np.random.default_rng(n).normal(0, 50, (n, 3)).astype(np.float32)
-    lo, hi = tractography._bounds(pos)
+    lo, hi = axis_bounds(pos)
     assert lo.tolist() == pos.min(axis=0).astype(np.float64).tolist()
     assert hi.tolist() == pos.max(axis=0).astype(np.float64).tolist()
 

@@ -18,7 +18,7 @@ import numpy.typing as npt
 from zarr_vectors.errors import InvalidInputError, OutOfBoundsError
 from zarr_vectors.spec.metadata import BoundingBox, ChunkGrid, check_divides
 
-__all__ = ["MAX_GRID_CHUNKS", "ChunkLayout", "grid_for_bounds"]
+__all__ = ["MAX_GRID_CHUNKS", "ChunkLayout", "axis_bounds", "grid_for_bounds"]
 
 MAX_GRID_CHUNKS = 1 << 30
 """Largest chunk grid a store may have: ``vertex_counts`` holds 8 bytes per slot."""
@@ -31,6 +31,24 @@ _LOCATE_PARALLEL_ROWS = 1 << 19
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.floating]
+
+_BOUNDS_ROWS = 1024
+
+
+def axis_bounds(pos: FloatArray) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Per-axis minimum and maximum of (N, D) positions (N > 0), as float64.
+
+    Reduces blocks of ``_BOUNDS_ROWS`` rows viewed as one wide row first: numpy's axis-0
+    reduction of a narrow (N, 3) array runs about 25 times slower than this one.
+    """
+    d = pos.shape[1]
+    n = len(pos) // _BOUNDS_ROWS * _BOUNDS_ROWS
+    lo, hi = pos[n:].min(axis=0, initial=np.inf), pos[n:].max(axis=0, initial=-np.inf)
+    if n:
+        wide = np.ascontiguousarray(pos[:n]).reshape(-1, _BOUNDS_ROWS * d)
+        lo = np.minimum(lo, wide.min(axis=0).reshape(-1, d).min(axis=0))
+        hi = np.maximum(hi, wide.max(axis=0).reshape(-1, d).max(axis=0))
+    return lo.astype(np.float64), hi.astype(np.float64)
 
 
 def grid_for_bounds(

@@ -148,6 +148,9 @@ FRAME_BYTES_ATTR = "zstd_frame_bytes"
 DEFAULT_FRAME_BYTES = 4096
 """Decoded bytes per zstd frame of object-type payloads (see docs/spec.md, BENCHMARKS.md)."""
 
+DENSE_FRAME_BYTES = 16384
+"""Decoded bytes per zstd frame of ``object_index`` chunks (seekable: few-row lookups)."""
+
 
 class _TailTooShort(Exception):
     """The bytes given to :func:`frame_table` end the payload but miss part of its table."""
@@ -1019,14 +1022,19 @@ def declare_dense_array(
     if data.dtype.byteorder == ">":
         data = data.astype(data.dtype.newbyteorder("<"))
     zarr_format = group.metadata.zarr_format
+    codecs = _compressors(compressor, zarr_format)
+    attrs = dict(attributes)
+    if path.startswith("object_index/") and _is_zstd(codecs):
+        # one-object reads look up a few index rows: seekable chunks decode only their frames
+        attrs[FRAME_BYTES_ATTR] = DENSE_FRAME_BYTES
     array = group.create_array(
         path,
         shape=data.shape,
         chunks=tuple(max(1, min(int(c), n)) for c, n in zip(chunks, data.shape, strict=True)),
         dtype=data.dtype,
         fill_value=0,
-        compressors=_compressors(compressor, zarr_format),
-        attributes=dict(attributes),
+        compressors=codecs,
+        attributes=attrs,
         overwrite=True,
     )
     return array, data
@@ -1052,6 +1060,8 @@ def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
         return
     rows, comp = fast
     full = (rows, *data.shape[1:])
+    frame = array.attrs.get(FRAME_BYTES_ATTR)
+    framed = isinstance(frame, int) and comp is not None and comp.codec_id == "zstd"
     blocks: list[tuple[int, npt.NDArray[Any]]] = []
     for c, start in enumerate(range(0, len(data), rows)):
         block = data[start : start + rows]
@@ -1065,7 +1075,11 @@ def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
             padded[: len(block)] = block
             block = padded
         raw = block.tobytes()
-        return raw if comp is None else bytes(comp.encode(raw))
+        if comp is None:
+            return raw
+        if framed and len(raw) > frame:  # seekable zstd (docs/spec.md §10)
+            return _encode_frames(raw, int(frame), comp)  # type: ignore[arg-type]
+        return bytes(comp.encode(raw))
 
     encoded = _map(encode, blocks, sum(b.nbytes for _, b in blocks))
     prefix = array.store_path.path

@@ -17,7 +17,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +28,7 @@ from zarr.storage import ZipStore
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
+from zarr_vectors.core.gather import EarlyGather, chunk_payloads, take_rows
 from zarr_vectors.core.io import (
     DEFAULT_FRAME_BYTES,
     Compressor,
@@ -252,62 +252,6 @@ def column_attrs(col: Column) -> dict[str, Any]:
     return extra
 
 
-def take_rows(values: npt.NDArray[Any], order: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
-    """Return ``values[order]`` for (N, K) rows, gathering whole rows as opaque records.
-
-    numpy's fancy indexing of a 2-D array is several times slower than of a 1-D one, so
-    contiguous rows are viewed as single void items for the gather.
-    """
-    arr = np.ascontiguousarray(values)
-    if arr.ndim < 2 or arr.shape[1] == 1 or len(arr) == 0:
-        return np.take(arr, order, axis=0)
-    rows = _records(arr.reshape(len(arr), -1))
-    return np.take(rows, order).view(arr.dtype).reshape((len(order), *arr.shape[1:]))
-
-
-def _records(rows: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """C-contiguous (n, K) rows as n opaque items (the values themselves when K == 1)."""
-    if rows.shape[1] == 1:
-        return rows.reshape(-1)
-    return rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
-
-
-def _chunk_payloads(
-    rows: npt.NDArray[Any],
-    order: npt.NDArray[np.int64] | None,
-    bounds: npt.NDArray[np.int64],
-    encode: Callable[[npt.NDArray[Any]], bytes] | None = None,
-) -> list[bytes]:
-    """Return the payload of each chunk: sorted (n, K) rows ``bounds[i]:bounds[i + 1]``.
-
-    The sorted rows are ``rows[order]``, or ``rows`` when ``order`` is None; they are
-    gathered a few whole chunks (about ``_GATHER_ROWS`` rows) at a time, so no sorted copy
-    of the whole array is made.  ``encode`` turns one chunk's rows into its payload (default:
-    the raw little-endian bytes).
-    """
-    data = np.ascontiguousarray(rows)
-    edges = bounds.tolist()
-    out: list[bytes] = []
-    first = 0
-    while first < len(edges) - 1:
-        last = first + 1  # the batch holds chunks first..last-1
-        while last < len(edges) - 1 and edges[last] - edges[first] < _GATHER_ROWS:
-            last += 1
-        base = edges[first]
-        block = data[base : edges[last]]
-        if order is not None:
-            block = take_rows(data, order[base : edges[last]])
-        for a, b in pairwise(edges[first : last + 1]):
-            part = block[a - base : b - base]
-            out.append(part.tobytes() if encode is None else encode(part))
-        first = last
-    return out
-
-
-_GATHER_ROWS = 1 << 18
-"""Rows gathered at once by :func:`_chunk_payloads` (whole chunks; a bound on temporaries)."""
-
-
 _WRITER_THREADS = 2
 """Writer threads of a :class:`LevelWriter` (jobs of different arrays run side by side)."""
 
@@ -323,53 +267,6 @@ def _write_chunks(
     arr: PayloadArray, chunks: npt.NDArray[np.int64], payloads: Callable[[], list[bytes]]
 ) -> None:
     arr.write(chunks, payloads())
-
-
-class _Prefetch:
-    """Gathers the sorted payloads of a level's vertices and vertex attributes early.
-
-    The gathers run on threads of their own while the rest of the level is planned and the
-    store is created.  Pass :meth:`start` as ``on_order`` to :func:`~zarr_vectors.core.plan.plan_level`; the
-    level writer then takes the ready payloads with :meth:`take`.
-    """
-
-    def __init__(self, parts: GeometryParts, *, vertices: bool = True) -> None:
-        self.parts = parts
-        self.vertices = vertices
-        """Gather the vertices too (False when a Draco encoder makes their payloads)."""
-        self._pool = ThreadPoolExecutor(max_workers=_WRITER_THREADS)
-        self._jobs: dict[str, Future[list[bytes]]] = {}
-
-    def start(
-        self, order: npt.NDArray[np.int64], _: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]
-    ) -> None:
-        """Queue the gathers of the level's row order (an :data:`OrderHook`)."""
-        if self.vertices:
-            self._gather(L.VERTICES, self.parts.positions, order, offsets)
-        for name, col in self.parts.vertex_attributes.items():
-            self._gather(L.attribute_path(L.ATTRIBUTES, name), col.rows, order, offsets)
-
-    def _gather(
-        self,
-        path: str,
-        values: npt.NDArray[Any],
-        order: npt.NDArray[np.int64],
-        offsets: npt.NDArray[np.int64],
-    ) -> None:
-        rows = values.reshape(len(values), -1) if values.ndim != 2 else values
-        self._jobs[path] = self._pool.submit(_chunk_payloads, rows, order, offsets)
-
-    def take(self, path: str) -> Future[list[bytes]] | None:
-        """Hand over the gather of ``path`` (None if there is none).
-
-        It is dropped here, so its payloads are freed once written.
-        """
-        return self._jobs.pop(path, None)
-
-    def close(self) -> None:
-        """Drop unused gathers (the running one finishes first)."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        self._jobs.clear()
 
 
 class LevelWriter:
@@ -522,7 +419,7 @@ class LevelWriter:
         if path == L.VERTICES and self.draco is not None:
             extra, encode = {**(extra or {}), **self.draco.array_attributes()}, self.draco.encode
         arr = self._array(path, kind, rows, extra)
-        payloads = partial(_chunk_payloads, rows, order, bounds, encode)
+        payloads = partial(chunk_payloads, rows, order, bounds, encode)
         self._submit(path, _write_chunks, arr, chunks, payloads)
 
     def _array(
@@ -619,7 +516,7 @@ def write_level(
 
 
 def _write_arrays(
-    w: LevelWriter, parts: GeometryParts, plan: LevelPlan, ready: _Prefetch | None = None
+    w: LevelWriter, parts: GeometryParts, plan: LevelPlan, ready: EarlyGather | None = None
 ) -> None:
     def sorted_rows(
         path: str, kind: ArrayKind, values: npt.NDArray[Any], extra: Mapping[str, Any] | None
@@ -804,7 +701,7 @@ def write_store(
     grid, data_box = _store_bounds(extent, opts, d)
     layout = ChunkLayout(*shapes, grid)
     # rows are gathered (in memory) while the rest is planned and the store is created
-    ready = _Prefetch(parts, vertices=opts.draco is None)
+    ready = EarlyGather(parts, vertices=opts.draco is None)
     try:
         # every input error surfaces before the store is touched
         plan = plan_level(parts, layout, on_order=ready.start)

@@ -46,6 +46,7 @@ from typing import Any, Protocol, Self
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.core.chunking import axis_bounds
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary
@@ -121,8 +122,7 @@ class Extent:
         if len(positions) == 0:
             zeros = (0.0,) * (positions.shape[1] if positions.ndim == 2 else 3)
             return cls(zeros, zeros, 0)
-        lo = np.min(positions, axis=0).astype(np.float64)
-        hi = np.max(positions, axis=0).astype(np.float64)
+        lo, hi = axis_bounds(positions)
         return cls(tuple(lo.tolist()), tuple(hi.tolist()), len(positions))
 
 
