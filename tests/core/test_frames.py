@@ -174,3 +174,21 @@ def test_one_object_read_decodes_a_fraction_of_each_chunk(tmp_path: Path) -> Non
         got = reader.read(object_ids=[1234], attributes=False)
     np.testing.assert_array_equal(got.positions, pos[offsets[1234] : offsets[1235]])
     assert 0 < read_bytes < stored / 10
+
+
+def test_object_index_chunks_are_seekable_and_plain_zarr(tmp_path: Path) -> None:
+    pos, offsets = _paths(2000, seed=5)
+    zv.write_streamlines(tmp_path / "s", pos, offsets=offsets, chunk_shape=(5, 5, 5))
+    manifest_dir = tmp_path / "s" / "0" / "object_index" / "manifest"
+    stored = [
+        p.read_bytes() for p in manifest_dir.rglob("*") if p.is_file() and p.name != "zarr.json"
+    ]
+    assert any(frame_table(b, "x") is not None for b in stored)
+    reader = zv.open(tmp_path / "s")
+    for i in [0, 999, 1999]:
+        got = reader.read(object_ids=[i])
+        np.testing.assert_array_equal(got.positions, pos[offsets[i] : offsets[i + 1]])
+    man = np.asarray(zarr.open_array(manifest_dir, mode="r")[...])  # plain zarr decodes it
+    off = np.asarray(zarr.open_array(manifest_dir.parent / "offsets", mode="r")[...])
+    assert off[-1] == len(man)
+    assert int(man[:, -1].sum()) == len(pos)

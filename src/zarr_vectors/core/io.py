@@ -1060,8 +1060,8 @@ def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
         return
     rows, comp = fast
     full = (rows, *data.shape[1:])
-    frame = array.attrs.get(FRAME_BYTES_ATTR)
-    framed = isinstance(frame, int) and comp is not None and comp.codec_id == "zstd"
+    attr = array.attrs.get(FRAME_BYTES_ATTR)
+    frame = attr if isinstance(attr, int) and comp is not None and comp.codec_id == "zstd" else 0
     blocks: list[tuple[int, npt.NDArray[Any]]] = []
     for c, start in enumerate(range(0, len(data), rows)):
         block = data[start : start + rows]
@@ -1077,8 +1077,8 @@ def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
         raw = block.tobytes()
         if comp is None:
             return raw
-        if framed and len(raw) > frame:  # seekable zstd (docs/spec.md §10)
-            return _encode_frames(raw, int(frame), comp)  # type: ignore[arg-type]
+        if frame and len(raw) > frame:  # seekable zstd (docs/spec.md §10)
+            return _encode_frames(raw, frame, comp)
         return bytes(comp.encode(raw))
 
     encoded = _map(encode, blocks, sum(b.nbytes for _, b in blocks))
