@@ -708,6 +708,8 @@ class PayloadArray:
         default_factory=dict, compare=False, repr=False
     )
     """Seek tables already read, by flat index, with the stored size (local arrays)."""
+    _paths: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
+    """File path of each chunk read in place (local arrays)."""
 
     @property
     def name(self) -> str:
@@ -867,7 +869,10 @@ class PayloadArray:
         codec = self._fast[0]
         where = f"{self.name} chunk {flat}"
         try:
-            fd = os.open(os.path.join(self.local_root, self._key(flat)), os.O_RDONLY)
+            path = self._paths.get(flat)
+            if path is None:
+                path = self._paths[flat] = os.path.join(self.local_root, self._key(flat))
+            fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
             if len(out):
                 raise CorruptPayloadError(f"{where}: missing, expected {len(out)} bytes") from None

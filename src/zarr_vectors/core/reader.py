@@ -316,15 +316,13 @@ class LevelReader:
         order = np.argsort(want.starts, kind="stable")
         starts, stops = want.starts[order], want.starts[order] + want.counts[order]
         chunk = np.searchsorted(offsets, starts, side="right") - 1
-        cut = np.searchsorted(chunk, np.arange(len(flats) + 1))
+        cut = np.searchsorted(chunk, np.arange(len(flats) + 1)).tolist()
+        byte_starts = (starts - offsets[chunk]) * row_bytes  # within each chunk's rows
+        byte_stops = (stops - offsets[chunk]) * row_bytes
+        bounds = (offsets * row_bytes).tolist()
         for i, flat in enumerate(flats.tolist()):
-            a, b = int(cut[i]), int(cut[i + 1])
-            base = int(offsets[i])
-            args = (
-                out[base * row_bytes : int(offsets[i + 1]) * row_bytes],
-                (starts[a:b] - base) * row_bytes,
-                (stops[a:b] - base) * row_bytes,
-            )
+            a, b = cut[i], cut[i + 1]
+            args = (out[bounds[i] : bounds[i + 1]], byte_starts[a:b], byte_stops[a:b])
             if stored is None:
                 arr.decode_rows_local(flat, *args)
             else:
