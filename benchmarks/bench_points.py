@@ -55,11 +55,12 @@ OPS = (
 
 
 def parse_configs(text: str) -> list[ZvConfig]:
-    """Parse ``"250/50,125/25"`` (chunk/bin; ``"250"`` = one bin per chunk)."""
+    """Parse ``"250/50,125/25:lz4"`` (chunk/bin[:compressor]; ``"250"`` = one bin per chunk)."""
     out = []
     for item in text.split(","):
-        chunk, _, b = item.strip().partition("/")
-        out.append(ZvConfig(float(chunk), float(b) if b else None))
+        shape, _, comp = item.strip().partition(":")
+        chunk, _, b = shape.partition("/")
+        out.append(ZvConfig(float(chunk), float(b) if b else None, comp or "default"))
     return out
 
 

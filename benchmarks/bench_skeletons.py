@@ -137,7 +137,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--graph-nodes", type=int, default=1_000_000, help="graph nodes (default %(default)s)"
     )
-    p.add_argument("--configs", default="250,125", help="chunk/bin list (default %(default)s)")
+    p.add_argument(
+        "--configs",
+        default="250,250:lz4,125:lz4",
+        help="chunk/bin[:compressor] list (default %(default)s)",
+    )
     p.add_argument("--ids", type=int, default=50, help="random ids for one-skeleton reads")
     p.add_argument("--undirected", action="store_true", help="store the graph undirected")
     p.add_argument("--no-swc", action="store_true", help="skip the SWC peer")
@@ -231,6 +235,7 @@ def bench_zv_skeletons(
             offsets=data.offsets,
             chunk_shape=config.chunk_shape,
             bin_shape=config.bin_shape,
+            compressor=config.compressor,
         )
 
     path, summary, timings, extra = write_stores(write, workdir, stem, repeat, keep_all)
@@ -299,6 +304,7 @@ def bench_zv_graph(
             directed=directed,
             chunk_shape=config.chunk_shape,
             bin_shape=config.bin_shape,
+            compressor=config.compressor,
         )
 
     path, summary, timings, extra = write_stores(write, workdir, stem, repeat, keep_all)

@@ -88,7 +88,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_args(p, n=100_000, repeat=3, upstream_repeat=1)
     p.add_argument("--vertices", type=int, default=100, help="mean vertices per streamline")
-    p.add_argument("--configs", default="20,40/20", help="chunk/bin list in mm (%(default)s)")
+    p.add_argument(
+        "--configs",
+        default="20,20:lz4,40:lz4",
+        help="chunk/bin[:compressor] list in mm (%(default)s)",
+    )
     p.add_argument("--boxes", type=int, default=30, help="random boxes (default 30)")
     p.add_argument("--ids", type=int, default=50, help="random ids for one-streamline reads")
     p.add_argument("--fraction", type=float, default=0.01, help="streamlines hit per box")

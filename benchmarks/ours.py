@@ -71,6 +71,8 @@ class ZvConfig:
 
     chunk: float
     bin: float | None = None
+    compressor: str = "default"
+    """``compressor=`` of the writers (``"default"`` zstd, ``"lz4"`` Blosc-LZ4 blocks)."""
 
     @property
     def chunk_shape(self) -> tuple[float, float, float]:
@@ -86,7 +88,8 @@ class ZvConfig:
     def label(self) -> str:
         """Short name used as the result's ``fmt``."""
         b = "" if self.bin is None else f"/b{self.bin:g}"
-        return f"zv c{self.chunk:g}{b}"
+        c = "" if self.compressor == "default" else f" {self.compressor}"
+        return f"zv c{self.chunk:g}{b}{c}"
 
 
 def zv_version() -> str:
@@ -410,6 +413,7 @@ def bench_zv_points(
             chunk_shape=config.chunk_shape,
             bin_shape=config.bin_shape,
             attributes=attrs,
+            compressor=config.compressor,
         )
 
     path, summary, timings, extra = write_stores(write, workdir, stem, write_repeat, keep_all)
@@ -536,6 +540,7 @@ def bench_zv_streamlines(
             chunk_shape=config.chunk_shape,
             bin_shape=config.bin_shape,
             attributes={"attr": data.attr},
+            compressor=config.compressor,
         )
 
     path, summary, timings, extra = write_stores(write, workdir, stem, write_repeat, keep_all)

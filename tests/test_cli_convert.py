@@ -370,3 +370,24 @@ def test_missing_library_names_the_extra(
     assert result.exit_code == 1
     assert "zarr-vectors[formats]" in result.stderr
     assert "'laspy'" in result.stderr
+
+
+@pytest.mark.parametrize("make", ["las", "trk"])
+def test_convert_with_lz4_compressor(tmp_path: Path, make: str) -> None:
+    source = tmp_path / f"in.{make}"
+    {"las": make_las, "trk": make_trk}[make](source)
+    plain, fast = tmp_path / "plain.zarrvectors", tmp_path / "fast.zarrvectors"
+    assert runner.invoke(app, ["convert", str(source), str(plain)]).exit_code == 0
+    result = runner.invoke(app, ["convert", str(source), str(fast), "--compressor", "LZ4"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((fast / "0" / "vertices" / "zarr.json").read_text())
+    assert doc["codecs"][1]["name"] == "blosc"
+    assert doc["codecs"][1]["configuration"]["cname"] == "lz4"
+    a, b = zv.open(str(plain)).read(), zv.open(str(fast)).read()
+    np.testing.assert_array_equal(a.positions, b.positions)
+    for name, col in a.attributes.items():
+        np.testing.assert_array_equal(col, b.attributes[name])
+    bad = runner.invoke(
+        app, ["convert", str(source), str(tmp_path / "x.zarrvectors"), "--compressor", "lzma"]
+    )
+    assert bad.exit_code == 2

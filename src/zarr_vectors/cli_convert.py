@@ -51,6 +51,7 @@ from zarr_vectors.formats.registry import (
     store_metadata,
 )
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid
+from zarr_vectors.spec.conventions import Compression
 from zarr_vectors.spec.metadata import RootMetadata
 
 __all__ = ["RichProgress", "parse_ratio", "parse_shape", "register"]
@@ -282,6 +283,15 @@ def convert_command(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace OUT if it exists.")
     ] = False,
+    compressor: Annotated[
+        Compression,
+        typer.Option(
+            "--compressor",
+            help="zstd (the default) or lz4: Blosc-LZ4 payload blocks, faster box and object "
+            "queries and usually smaller on coordinates.",
+            case_sensitive=False,
+        ),
+    ] = Compression.ZSTD,
 ) -> None:
     """Convert a point cloud, tractogram or graph file into a new ZVF store.
 
@@ -312,6 +322,7 @@ def convert_command(
                 streaming=stream,
                 batch_size=batch_size,
                 progress=report,
+                compressor=compressor.value,
                 **options,
             )
     except StoreExistsError as exc:

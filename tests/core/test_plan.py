@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from zarr_vectors.core import plan as plan_module
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
 from zarr_vectors.core.plan import GeometryParts, LevelPlan, plan_level
 from zarr_vectors.core.ragged import offsets_from_counts, run_starts
@@ -173,3 +174,21 @@ def test_order_hook_sees_the_final_order(n_objects: int) -> None:
         assert len(seen) == 1
         for got, want in zip(seen[0], (plan.order, plan.chunks, plan.chunk_offsets), strict=True):
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_links_split_block_by_block_equal_the_reference(
+    monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    monkeypatch.setattr(plan_module, "_LINK_BLOCK", 3)  # many blocks, a partial last one
+    rng = np.random.default_rng(seed)
+    n = 200
+    pos = np.cumsum(rng.normal(0, 1.5, (n, 3)), axis=0)
+    obj = np.sort(rng.integers(0, 6, n))
+    obj = np.unique(obj, return_inverse=True)[1].astype(np.int64)
+    links = rng.integers(0, n, (301, 2 + seed % 2))
+    layout = ChunkLayout((4.0,) * 3, (4.0,) * 3, grid_for_bounds(pos.min(0), pos.max(0), (4,) * 3))
+    parts = GeometryParts(
+        positions=pos, vertex_object=obj, n_objects=int(obj.max()) + 1, links=links
+    )
+    assert_same_plan(plan_level(parts, layout), reference_plan(parts, layout))

@@ -1,4 +1,4 @@
-"""Write pipeline internals: batched gathers, the column extent, early gathers."""
+"""Write pipeline internals: batched gathers, the column extent, early row writes."""
 
 from __future__ import annotations
 
@@ -6,12 +6,15 @@ import json
 from itertools import pairwise
 from typing import Any
 
+import numcodecs
 import numpy as np
 import pytest
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.core import gather, writer
+from zarr_vectors.core import io as zv_io
+from zarr_vectors.core.plan import plan_level
 from zarr_vectors.errors import InvalidInputError
 
 
@@ -80,15 +83,17 @@ def _dump(store: MemoryStore) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("kind", ["points", "streamlines"])
-def test_early_gathers_write_what_the_writer_gathers(
+def test_early_rows_write_what_the_writer_writes(
     monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     rng = np.random.default_rng(5)
     kw: dict[str, Any] = {"chunk_shape": (4, 4, 4), "bin_shape": (2, 2, 2)}
     stores = []
     for early in (True, False):
-        if not early:  # the level writer gathers the rows itself
-            monkeypatch.setattr(gather.EarlyGather, "start", lambda *a: None)
+        if not early:  # no row-order hook: the rows are queued after planning
+            monkeypatch.setattr(
+                writer, "plan_level", lambda parts, layout, on_order=None: plan_level(parts, layout)
+            )
         store = MemoryStore()
         if kind == "points":
             pos = rng.uniform(0, 20, (3000, 3)).astype(np.float32)
@@ -100,3 +105,23 @@ def test_early_gathers_write_what_the_writer_gathers(
         stores.append(_dump(store))
         rng = np.random.default_rng(5)
     assert stores[0] == stores[1]
+
+
+@pytest.mark.parametrize("frame", [64, 4096])
+def test_batched_frames_are_the_bytes_of_one_by_one_encoding(frame: int) -> None:
+    codec = zv_io._ElementCodec(numcodecs.Zstd(level=3), frame_bytes=frame)
+    rng = np.random.default_rng(frame)
+    sizes = [0, 1, frame - 9, frame - 8, frame - 7, frame, 3 * frame + 5, 40_000]
+    payloads: list[bytes | memoryview] = [
+        rng.integers(0, 50, n).astype(np.uint8).tobytes() for n in sizes
+    ]
+    payloads.append(memoryview(rng.random((700, 3)).astype(np.float32)).cast("B"))
+    assert codec.encode_many(payloads) == [codec.encode(p) for p in payloads]
+
+
+def test_chunk_payloads_are_views_and_written_whole(tmp_path: Any) -> None:
+    rows = np.arange(30, dtype=np.int32).reshape(10, 3)
+    out = gather.chunk_payloads(rows, None, np.array([0, 4, 10]))
+    assert all(isinstance(p, memoryview) for p in out)
+    zv_io._write_file((str(tmp_path / "f"), out[1]))
+    assert (tmp_path / "f").read_bytes() == rows[4:].tobytes()

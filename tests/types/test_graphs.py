@@ -25,7 +25,14 @@ from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.errors import GeometryError, InvalidInputError
 from zarr_vectors.testing.strategies import bboxes, graphs, object_id_arrays
 from zarr_vectors.types._base import Query, get_geometry_type
-from zarr_vectors.types.graphs import Graph, connected_components, read_graph, write_graph
+from zarr_vectors.types.graphs import (
+    Graph,
+    _sort_keys,
+    connected_components,
+    first_appearance,
+    read_graph,
+    write_graph,
+)
 
 AnyArray = npt.NDArray[Any]
 SETTINGS = settings(
@@ -66,6 +73,12 @@ def edge_set(edges: AnyArray, directed: bool) -> set[tuple[int, int]]:
 def result_edges(g: Graph) -> set[tuple[int, int]]:
     """Edges of a result in input vertex indices (via ``vid``)."""
     return edge_set(g.attributes["vid"][g.edges], g.directed)
+
+
+def assert_edges_sorted(g: Graph) -> None:
+    """Edges come back sorted by ``(source, target)``."""
+    e = np.asarray(g.edges).reshape(-1, 2)
+    assert (np.lexsort(e.T[::-1]) == np.arange(len(e))).all()
 
 
 def assert_edge_attributes_aligned(g: Graph, edges: AnyArray) -> None:
@@ -168,6 +181,71 @@ def test_global_order_interleaved_components() -> None:
     np.testing.assert_array_equal(g.positions, pos[[0, 2, 4, 1, 3]])
     assert g.edges.tolist() == [[0, 1], [0, 2], [3, 4]]
     assert g.object_ids.tolist() == [0, 0, 0, 1, 1]
+
+
+def test_many_edges_in_few_runs_sort_with_attributes() -> None:
+    # a path alternating between two chunks: its edges are cross-chunk links stored chunk by
+    # chunk, so they come back as two ascending runs (merged by the stable sort); eid follows
+    n = 5000
+    pos = np.stack([np.arange(n) % 2 + 0.5, np.full(n, 0.5)], axis=1)
+    edges = np.stack([np.arange(n - 1), np.arange(1, n)], axis=1)
+    store = MemoryStore()
+    write(store, pos, edges, directed=True)
+    g = read_graph(store)
+    assert g.edges.tolist() == edges.tolist()
+    assert g.edge_attributes["eid"].tolist() == list(range(n - 1))
+    undirected = MemoryStore()
+    write(undirected, pos, edges[::-1, ::-1])
+    g = read_graph(undirected)
+    assert g.edges.tolist() == edges.tolist()
+    assert g.edge_attributes["eid"].tolist() == list(range(n - 2, -1, -1))
+
+
+def sorted_unique_edges(e: AnyArray) -> AnyArray:
+    """Simple undirected edges from random pairs: no self-loops, no duplicates."""
+    e = np.sort(e[e[:, 0] != e[:, 1]], axis=1)
+    return np.unique(e, axis=0)
+
+
+def test_many_local_and_cross_links_full_and_object_reads() -> None:
+    rng = np.random.default_rng(9)
+    pos = rng.uniform(0, 3, (600, 2))  # 9 chunks
+    edges = sorted_unique_edges(rng.integers(0, 600, (1500, 2)))
+    edges = edges[rng.permutation(len(edges))]
+    store = MemoryStore()
+    write(store, pos, edges)
+    labels = components(len(pos), edges)
+    full = read_graph(store)
+    assert result_edges(full) == edge_set(edges, False)
+    assert_edge_attributes_aligned(full, edges)
+    assert_edges_sorted(full)
+    for obj in np.unique(labels)[:3].tolist():
+        one = read_graph(store, object_ids=[obj])
+        assert result_edges(one) == {e for e in edge_set(edges, False) if labels[e[0]] == obj}
+        assert_edge_attributes_aligned(one, edges)
+        assert_edges_sorted(one)
+
+
+@pytest.mark.parametrize("high", [1000, 2**40, 2**62])
+@pytest.mark.parametrize("runs", [1, 4, 3000])
+def test_sort_keys_values_and_permutation(high: int, runs: int) -> None:
+    rng = np.random.default_rng(runs)
+    key = np.concatenate([np.sort(p) for p in np.array_split(rng.integers(0, high, 6000), runs)])
+    n_runs = int(np.count_nonzero(key[1:] < key[:-1])) + 1
+    got, order = _sort_keys(key.copy(), False, n_runs)
+    assert order is None
+    np.testing.assert_array_equal(got, np.sort(key))
+    got, order = _sort_keys(key.copy(), True, n_runs)
+    assert order is not None
+    np.testing.assert_array_equal(got, np.sort(key))
+    np.testing.assert_array_equal(key[order], got)
+    assert sorted(order.tolist()) == list(range(len(key)))
+
+
+def test_first_appearance_sorted_unsorted_empty() -> None:
+    assert first_appearance(np.array([1, 1, 2, 5, 5])).tolist() == [1, 2, 5]
+    assert first_appearance(np.array([5, 1, 5, 2])).tolist() == [5, 1, 2]
+    assert first_appearance(np.zeros(0, np.int64)).tolist() == []
 
 
 def test_isolated_and_empty() -> None:
@@ -433,6 +511,8 @@ def test_property_round_trip_and_queries(case: Any, data: st.DataObject) -> None
     verts = set(np.flatnonzero(ins).tolist()) | {v for e in touching for v in e}
     assert sorted(bound.attributes["vid"].tolist()) == sorted(verts)
     assert result_edges(bound) == touching
+    for g in (full, box, bound):
+        assert_edges_sorted(g)
     for g in (box, bound):
         assert_edge_attributes_aligned(g, edges)
         np.testing.assert_array_equal(g.positions, pos[g.attributes["vid"]])

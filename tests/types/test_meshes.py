@@ -28,6 +28,7 @@ from zarr_vectors.core import io as zv_io
 from zarr_vectors.core.writer import StoreOptions
 from zarr_vectors.errors import GeometryError, InvalidInputError, MissingDependencyError
 from zarr_vectors.spec.conventions import WindingOrder
+from zarr_vectors.types import meshes as meshes_module
 from zarr_vectors.types._base import get_geometry_type
 from zarr_vectors.types.meshes import (
     Mesh,
@@ -606,3 +607,20 @@ def test_draco_codec_round_trip_and_corruption() -> None:
         zv_draco.decode_vertices(blob, 4, 2)
     with pytest.raises(zv.CorruptPayloadError, match="not a Draco"):
         zv_draco.decode_vertices(b"junk", 1, 2)
+
+
+def test_face_joining_objects_is_named_in_any_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(meshes_module, "_FACE_BLOCK", 2)
+    faces = [[0, 1, 2], [1, 2, 0], [0, 2, 1], [1, 2, 3], [0, 1, 2]]
+    with pytest.raises(GeometryError, match=r"face 3 = \[1, 2, 3\] joins vertices of objects"):
+        write_mesh(MemoryStore(), TRI, faces, object_ids=[5, 5, 5, 6], chunk_shape=(1, 1, 1))
+
+
+@pytest.mark.parametrize("ids", [[7, 7, 9, 9], [9, 9, 7, 7], [2**63, 2**63, 2**64 - 1, 2**64 - 1]])
+def test_sorted_and_unsorted_user_ids_give_the_same_objects(ids: list[int]) -> None:
+    store = MemoryStore()
+    arr = np.array(ids, dtype=np.uint64)
+    write_mesh(store, TRI, [[0, 1, 1], [2, 3, 3]], object_ids=arr, chunk_shape=(1, 1, 1))
+    m = read_mesh(store)
+    assert sorted(m.ids.tolist()) == sorted(set(arr.tolist()))
+    np.testing.assert_array_equal(m.object_ids, arr[np.argsort(arr, kind="stable")])

@@ -12,6 +12,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 import pytest
+import zarr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from zarr.abc.store import ByteRequest
@@ -19,8 +20,9 @@ from zarr.core.buffer import Buffer, BufferPrototype
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
+from zarr_vectors.core.io import PayloadArray, quiet_vlen
 from zarr_vectors.core.reader import LevelReader
-from zarr_vectors.errors import GeometryError, InvalidInputError
+from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
 from zarr_vectors.testing.strategies import bboxes, trees
 from zarr_vectors.types._base import Query, get_geometry_type
 from zarr_vectors.types.graphs import read_graph
@@ -269,6 +271,58 @@ def test_rejects_pairs_with_bad_local_parent() -> None:
         )
     with pytest.raises(InvalidInputError, match="pairs"):
         write_skeleton(MemoryStore(), [POS], chunk_shape=(1, 1, 1))
+
+
+def test_many_local_and_cross_links_full_and_object_reads() -> None:
+    rng = np.random.default_rng(5)
+    n_sk, n = 6, 400
+    pos = rng.uniform(0, 4, (n_sk * n, 3))  # 8 chunks: local and cross-chunk links
+    local = np.concatenate([[-1], rng.integers(0, np.arange(1, n))])
+    parents = np.concatenate([np.where(local >= 0, local + n * i, -1) for i in range(n_sk)])
+    store = MemoryStore()
+    offsets = np.arange(0, n * n_sk + 1, n)
+    write_skeleton(store, pos, parents, offsets=offsets, chunk_shape=(2, 2, 2))
+    full = read_skeleton(store)
+    assert full.parents.tolist() == parents.tolist()
+    np.testing.assert_array_equal(full.positions, pos)
+    for k in (0, 3, 5):
+        one = read_skeleton(store, object_ids=[k])
+        assert one[0].parents.tolist() == local.tolist()
+        np.testing.assert_array_equal(one.positions, pos[n * k : n * (k + 1)])
+
+
+def test_long_runs_full_and_object_reads() -> None:
+    # two paths side by side through three chunks: a few long manifest refs per skeleton
+    n = 600
+    path = np.stack([np.linspace(0.05, 2.95, n), np.full(n, 0.5), np.full(n, 0.5)], axis=1)
+    pos = np.concatenate([path, path[::-1] + np.array([0.0, 0.2, 0.0])])
+    chain = np.arange(-1, n - 1)
+    parents = np.concatenate([chain, np.where(chain >= 0, chain + n, -1)])
+    store = MemoryStore()
+    write_skeleton(store, pos, parents, offsets=[0, n, 2 * n], chunk_shape=(1, 1, 1))
+    full = read_skeleton(store)
+    assert full.parents.tolist() == parents.tolist()
+    np.testing.assert_array_equal(full.positions, pos)
+    for k in (0, 1):
+        one = read_skeleton(store, object_ids=[k])
+        assert one[0].parents.tolist() == chain.tolist()
+        np.testing.assert_array_equal(one.positions, pos[n * k : n * (k + 1)])
+
+
+def test_read_rejects_a_stored_node_with_two_parents() -> None:
+    store = MemoryStore()
+    pos = np.array([[0.1, 0.1, 0.1], [0.2, 0.2, 0.2], [0.3, 0.3, 0.3], [0.4, 0.4, 0.4]])
+    write_skeleton(store, pos, [-1, 0, 1, 2], chunk_shape=(1, 1, 1))
+    assert read_skeleton(store).parents.tolist() == [-1, 0, 1, 2]
+    with quiet_vlen():
+        links = PayloadArray(zarr.open_array(store, path="0/links", mode="r+"))
+    flat = np.zeros(1, dtype=np.int64)  # the one chunk
+    rows = np.frombuffer(links.read(flat)[0], dtype="<i4").reshape(-1, 2)
+    links.write(flat, [np.vstack([rows, [[3, 0]]]).astype("<i4").tobytes()])
+    with pytest.raises(CorruptPayloadError, match="two parents"):
+        read_skeleton(store)
+    with pytest.raises(CorruptPayloadError, match="two parents"):
+        read_skeleton(store, object_ids=[0])
 
 
 def test_helpers() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +23,7 @@ from zarr_vectors.core.ragged import (
     run_starts,
     sort_order,
 )
+from zarr_vectors.errors import InvalidInputError
 
 __all__ = ["GeometryParts", "LevelPlan", "OrderHook", "plan_level"]
 
@@ -174,7 +176,7 @@ def plan_level(
         object_offsets = offsets_from_counts(np.bincount(refs.obj, minlength=parts.n_objects))
     links = None
     if parts.links is not None or (parts.sequential and refs is not None):
-        links = _plan_links(parts, layout, flat, rows, manifest)
+        links = _plan_links(parts, layout, rows, manifest)
     return LevelPlan(
         order=rows.order,
         chunks=rows.chunks,
@@ -359,71 +361,163 @@ def _sort_unordered(
     return _Rows(order, chunks, chunk_offsets, fragments, s_flat[f_starts], refs)
 
 
+class _LocalLinks(NamedTuple):
+    """Chunk-local links in chunk order (see :class:`LinkPlan`)."""
+
+    chunk: IntArray
+    rows: npt.NDArray[np.int32]
+    source: IntArray
+
+    @classmethod
+    def empty(cls, k: int) -> _LocalLinks:
+        """Return no local links, of arity ``k`` (``k == 0``: no links at all)."""
+        z = np.zeros(0, dtype=np.int64)
+        return cls(z, np.zeros((0, k), dtype=np.int32), z)
+
+
+class _CrossLinks(NamedTuple):
+    """Cross-chunk links in chunk order (see :class:`LinkPlan`)."""
+
+    chunk: IntArray
+    rows: IntArray
+    source: IntArray
+
+
 def _plan_links(
-    parts: GeometryParts, layout: ChunkLayout, flat: IntArray, rows: _Rows, manifest: IntArray
+    parts: GeometryParts, layout: ChunkLayout, rows: _Rows, manifest: IntArray
 ) -> LinkPlan:
     """Split explicit links into chunk-local and cross-chunk links.
 
     Consecutive refs of a sequential object are joined by implicit cross-chunk links
     (``manifest`` holds the refs' chunk coordinates).
     """
-    pieces_chunk, pieces_rows, pieces_src = [], [], []
-    local_chunk = np.zeros(0, dtype=np.int64)
-    local_rows = np.zeros((0, 0), dtype=np.int32)
-    local_src = np.zeros(0, dtype=np.int64)
-    d = layout.ndim
-
+    pieces: list[_CrossLinks] = []
+    local = _LocalLinks.empty(0)
     if parts.links is not None and len(parts.links):
-        n = len(rows.order)
-        where = np.empty(n, dtype=np.int64)
-        where[rows.order] = np.arange(n, dtype=np.int64)  # input vertex -> sorted row
-        ends = where[parts.links]  # (L, k) sorted rows
-        e_flat = flat[parts.links]  # chunk of each endpoint
-        owner = e_flat[:, 0]
-        same = np.all(e_flat == owner[:, None], axis=1)
-        e_row = ends - rows.chunk_offsets[np.searchsorted(rows.chunks, e_flat)]
-        local_idx = np.flatnonzero(same)
-        local_idx = local_idx[sort_order([owner[local_idx]], [layout.n_chunks])]
-        local_chunk = owner[local_idx]
-        local_rows = e_row[local_idx].astype(np.int32)
-        local_src = local_idx
-        cross_idx = np.flatnonzero(~same)
-        cross = np.empty((len(cross_idx), ends.shape[1] * (d + 1)), dtype=np.int64)
-        for j in range(ends.shape[1]):
-            at = j * (d + 1)
-            cross[:, at : at + d] = layout.coords_of_flat(e_flat[cross_idx, j])
-            cross[:, at + d] = e_row[cross_idx, j]
-        pieces_chunk.append(owner[cross_idx])
-        pieces_rows.append(cross)
-        pieces_src.append(cross_idx)
+        local, explicit = _split_links(parts.links, layout, rows)
+        pieces.append(explicit)
     elif parts.links is not None:
-        k = parts.links.shape[1] if parts.links.ndim == 2 else 2
-        local_rows = np.zeros((0, k), dtype=np.int32)
+        local = _LocalLinks.empty(parts.links.shape[1] if parts.links.ndim == 2 else 2)
     refs = rows.refs
     if parts.sequential and refs is not None and len(refs.obj) > 1:
-        join = np.flatnonzero(refs.obj[1:] == refs.obj[:-1])  # ref j joins ref j+1
-        nxt = join + 1
-        joins = np.empty((len(join), 2 * d + 2), dtype=np.int64)  # built in ref order (reads
-        joins[:, :d] = manifest[join, :d]  # stream), then sorted by chunk in one gather
-        joins[:, d] = refs.row[join] + refs.count[join] - 1
-        joins[:, d + 1 : 2 * d + 1] = manifest[nxt, :d]
-        joins[:, 2 * d + 1] = refs.row[nxt]
-        owner = refs.chunk[join]
-        by_chunk = sort_order([owner], [layout.n_chunks])
-        pieces_chunk.append(owner[by_chunk])
-        pieces_rows.append(np.take(joins, by_chunk, axis=0))
-        pieces_src.append(np.full(len(join), -1, dtype=np.int64))
-    width = 0 if not pieces_rows else pieces_rows[0].shape[1]
-    if len(pieces_rows) == 1 and not (parts.links is not None and len(parts.links)):
-        cross_chunk, cross_rows, cross_src = pieces_chunk[0], pieces_rows[0], pieces_src[0]
-    elif pieces_rows:  # stable: a piece already in chunk order keeps its order within a chunk
-        cross_chunk = np.concatenate(pieces_chunk)
-        o = sort_order([cross_chunk], [layout.n_chunks])
-        cross_chunk = cross_chunk[o]
-        cross_rows = np.take(np.concatenate(pieces_rows), o, axis=0)
-        cross_src = np.concatenate(pieces_src)[o]
+        pieces.append(_join_links(refs, layout, manifest))
+    if len(pieces) == 1:  # every piece is in chunk order already
+        cross = pieces[0]
+    elif pieces:  # stable: a piece already in chunk order keeps its order within a chunk
+        chunk = np.concatenate([p.chunk for p in pieces])
+        o = sort_order([chunk], [layout.n_chunks])
+        cross = _CrossLinks(
+            chunk[o],
+            np.take(np.concatenate([p.rows for p in pieces]), o, axis=0),
+            np.concatenate([p.source for p in pieces])[o],
+        )
     else:
-        cross_chunk = np.zeros(0, dtype=np.int64)
-        cross_rows = np.zeros((0, width), dtype=np.int64)
-        cross_src = np.zeros(0, dtype=np.int64)
-    return LinkPlan(local_chunk, local_rows, local_src, cross_chunk, cross_rows, cross_src)
+        z = np.zeros(0, dtype=np.int64)
+        cross = _CrossLinks(z, np.zeros((0, 0), dtype=np.int64), z)
+    return LinkPlan(local.chunk, local.rows, local.source, cross.chunk, cross.rows, cross.source)
+
+
+_LINK_BLOCK = 1 << 16
+"""Links handled at once by :func:`_split_links` (its temporaries stay in cache)."""
+
+
+def _vertex_tables(rows: _Rows) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+    """Per input vertex: the position of its chunk in ``rows.chunks`` and its row there."""
+    n = len(rows.order)
+    starts = rows.chunk_offsets[:-1]
+    in_sorted = np.zeros(n, dtype=np.int32)  # chunk position of each sorted row
+    in_sorted[starts[1:]] = 1  # chunks are not empty: one step per chunk start
+    np.cumsum(in_sorted, out=in_sorted)
+    pos = np.empty(n, dtype=np.int32)
+    pos[rows.order] = in_sorted
+    in_chunk = np.arange(n, dtype=np.int32)
+    in_chunk -= starts.astype(np.int32)[in_sorted]
+    row = np.empty(n, dtype=np.int32)
+    row[rows.order] = in_chunk
+    return pos, row
+
+
+def _split_links(
+    links: IntArray, layout: ChunkLayout, rows: _Rows
+) -> tuple[_LocalLinks, _CrossLinks]:
+    """Explicit (L, k) links as chunk-local and cross-chunk links, each in chunk order.
+
+    A link is local when all its ends share a chunk; a cross link belongs to the chunk of its
+    first end.  Links keep input order within a chunk.  Links are classified, then gathered,
+    block by block: no (L, k) temporary.
+    """
+    if len(rows.order) >= 2**31:
+        raise InvalidInputError("links: more than 2**31 - 1 vertices in one level")
+    links = np.ascontiguousarray(links)
+    pos, row = _vertex_tables(rows)
+    nc = len(rows.chunks)
+    group, counts = _link_groups(links, pos, nc)
+    order = sort_order([group], [2 * nc])  # local links by chunk, then cross links by chunk
+    del group
+    n_local = int(counts[:nc].sum())
+    local_src, cross_src = order[:n_local], order[n_local:]
+    local_rows = np.empty((n_local, links.shape[1]), dtype=np.int32)
+    for a in range(0, n_local, _LINK_BLOCK):
+        ends = _take_records(links, local_src[a : a + _LINK_BLOCK])
+        # ends are valid indices (checked by _link_groups); "wrap" maps -1 like indexing does
+        np.take(row, ends, out=local_rows[a : a + _LINK_BLOCK], mode="wrap")
+    local = _LocalLinks(np.repeat(rows.chunks, counts[:nc]), local_rows, local_src)
+    ends = _take_records(links, cross_src)
+    c_pos, c_row = pos[ends], row[ends]
+    d = layout.ndim
+    cross = np.empty((len(cross_src), links.shape[1] * (d + 1)), dtype=np.int64)
+    for j in range(links.shape[1]):
+        at = j * (d + 1)
+        cross[:, at : at + d] = layout.coords_of_flat(rows.chunks[c_pos[:, j]])
+        cross[:, at + d] = c_row[:, j]
+    return local, _CrossLinks(np.repeat(rows.chunks, counts[nc:]), cross, cross_src)
+
+
+def _link_groups(
+    links: IntArray, pos: npt.NDArray[np.int32], nc: int
+) -> tuple[npt.NDArray[Any], IntArray]:
+    """Sort key of each link and the links per key.
+
+    The key is the link's first end's chunk position, plus ``nc`` for a cross link.
+
+    Raises
+    ------
+    IndexError
+        A link end that is not a vertex.
+    """
+    group = np.empty(len(links), dtype=np.uint16 if 2 * nc <= 2**16 else np.int64)
+    counts = np.zeros(2 * nc, dtype=np.int64)
+    for a in range(0, len(links), _LINK_BLOCK):
+        ends = pos[links[a : a + _LINK_BLOCK]]  # (B, k) chunk positions
+        owner = ends[:, 0]
+        is_cross = np.zeros(len(ends), dtype=bool)
+        for j in range(1, ends.shape[1]):
+            is_cross |= ends[:, j] != owner
+        key = owner + nc * is_cross
+        group[a : a + _LINK_BLOCK] = key
+        counts += np.bincount(key, minlength=2 * nc)
+    return group, counts
+
+
+def _take_records(values: IntArray, idx: IntArray) -> IntArray:
+    """Return ``values[idx]`` for C-contiguous (L, k) rows, each row gathered as one item."""
+    k = values.shape[1]
+    records = values.view(np.dtype((np.void, values.itemsize * k))).reshape(-1)
+    return np.take(records, idx).view(values.dtype).reshape(len(idx), k)
+
+
+def _join_links(refs: _Refs, layout: ChunkLayout, manifest: IntArray) -> _CrossLinks:
+    """Implicit links joining consecutive refs of one object, in chunk order (source -1)."""
+    d = layout.ndim
+    join = np.flatnonzero(refs.obj[1:] == refs.obj[:-1])  # ref j joins ref j+1
+    nxt = join + 1
+    joins = np.empty((len(join), 2 * d + 2), dtype=np.int64)  # built in ref order (reads
+    joins[:, :d] = manifest[join, :d]  # stream), then sorted by chunk in one gather
+    joins[:, d] = refs.row[join] + refs.count[join] - 1
+    joins[:, d + 1 : 2 * d + 1] = manifest[nxt, :d]
+    joins[:, 2 * d + 1] = refs.row[nxt]
+    owner = refs.chunk[join]
+    by_chunk = sort_order([owner], [layout.n_chunks])
+    return _CrossLinks(
+        owner[by_chunk], np.take(joins, by_chunk, axis=0), np.full(len(join), -1, dtype=np.int64)
+    )

@@ -151,6 +151,6 @@ def sort_order(keys: list[IntArray], sizes: list[int]) -> IntArray:
                 packed *= max(int(s), 1)
                 packed += k
         if total <= 2**16:  # numpy's stable sort is a radix sort for 16-bit keys
-            packed = packed.astype(np.uint16)
+            packed = packed.astype(np.uint16, copy=False)
         return np.argsort(packed, kind="stable").astype(np.int64, copy=False)
     return np.lexsort(tuple(reversed(keys))).astype(np.int64, copy=False)

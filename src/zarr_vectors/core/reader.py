@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,21 @@ def _categories(attrs: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
     if not isinstance(cats, list) or not all(isinstance(c, str) for c in cats):
         raise CorruptPayloadError(f"{name}: the categories attribute is not a list of strings")
     return tuple(cats)
+
+
+def _rank(values: IntArray, bound: int) -> tuple[IntArray, IntArray]:
+    """Distinct ``values`` (ascending, all in ``[0, bound)``) and each value's rank among them.
+
+    A presence table over ``[0, bound)`` when that is small next to ``values`` (no sort);
+    sort + binary search otherwise.
+    """
+    if values.size and bound <= 4 * values.size + 4096:
+        present = np.zeros(bound, dtype=bool)
+        present[values] = True
+        rank = np.cumsum(present, dtype=np.int64) - 1
+        return np.flatnonzero(present).astype(np.int64), rank[values]
+    distinct = unique_sorted(values)
+    return distinct, np.searchsorted(distinct, values)
 
 
 @dataclass(frozen=True)
@@ -245,17 +261,14 @@ class LevelReader:
         and the other rows of the block are left undefined.
         """
         arr = self.payload(path)
-        attrs = arr.attrs
-        try:
-            dtype = np.dtype(attrs["dtype"])
-            width = int(attrs["width"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CorruptPayloadError(f"{arr.name}: bad dtype/width attributes ({exc})") from exc
-        if dtype.kind not in "biufc" or dtype.itemsize == 0 or width < 1:
-            raise CorruptPayloadError(f"{arr.name}: bad dtype/width attributes ({dtype}, {width})")
-        encoding = attrs.get("encoding", Encoding.RAW.value)
-        if want is not None and encoding == Encoding.RAW.value:
-            block = self._some_rows(arr, path, flats, want, dtype, width)
+        dtype, width = self._dtype_width(arr)
+        encoding = arr.attrs.get("encoding", Encoding.RAW.value)
+        if encoding == Encoding.RAW.value:
+            block = None
+            if want is not None:
+                block = self._some_rows(arr, path, flats, want, dtype, width)
+            if block is None:
+                block = self._concat_rows(arr, path, flats, dtype, width)
             if block is not None:
                 return block
         payloads = self._payloads(path, flats)
@@ -265,18 +278,52 @@ class LevelReader:
             return RowBlock(values, offsets_from_counts(counts))
         if encoding != Encoding.RAW.value:
             raise CorruptPayloadError(f"{arr.name}: unknown encoding {encoding!r}")
+        data = np.frombuffer(b"".join(payloads), dtype=np.uint8)
+        return self._raw_block(
+            arr.name, path, flats, dtype, width, data, [len(p) for p in payloads]
+        )
+
+    def _concat_rows(
+        self, arr: PayloadArray, path: str, flats: IntArray, dtype: np.dtype[Any], width: int
+    ) -> RowBlock | None:
+        """Decode whole chunks straight into one array (Blosc payloads); else None."""
+        cache = self._cache
+        if cache is not None and any((path, f) in cache for f in flats.tolist()):
+            return None
+        joined = arr.read_concat(flats)
+        if joined is None:
+            return None
+        data, sizes = joined
+        if cache is not None:  # later phases of this query reuse the rows
+            ends = list(accumulate(sizes))
+            for f, a, b in zip(flats.tolist(), [0, *ends], ends, strict=False):
+                cache[(path, f)] = data[a:b].data
+        return self._raw_block(arr.name, path, flats, dtype, width, data, sizes)
+
+    def _raw_block(
+        self,
+        name: str,
+        path: str,
+        flats: IntArray,
+        dtype: np.dtype[Any],
+        width: int,
+        data: npt.NDArray[np.uint8],
+        sizes: Sequence[int],
+    ) -> RowBlock:
+        """Rows of raw payloads already concatenated (``sizes``: bytes per chunk)."""
         row_bytes = dtype.itemsize * width
-        counts = np.zeros(len(payloads), dtype=np.int64)
-        for i, p in enumerate(payloads):
-            if len(p) % row_bytes:
-                raise CorruptPayloadError(
-                    f"{arr.name} chunk {self.layout.coords_of_flat(flats[i : i + 1])[0].tolist()}: "
-                    f"{len(p)} bytes is not a whole number of {width}x{dtype} rows"
-                )
-            counts[i] = len(p) // row_bytes
+        counts = np.asarray(sizes, dtype=np.int64)
+        bad = np.flatnonzero(counts % row_bytes)
+        if bad.size:
+            i = int(bad[0])
+            raise CorruptPayloadError(
+                f"{name} chunk {self.layout.coords_of_flat(flats[i : i + 1])[0].tolist()}: "
+                f"{counts[i]} bytes is not a whole number of {width}x{dtype} rows"
+            )
+        counts //= row_bytes
         if path == L.VERTICES or path.startswith(L.ATTRIBUTES + "/"):
-            self._check_row_counts(arr.name, flats, counts)
-        values = np.frombuffer(b"".join(payloads), dtype=dtype).reshape(-1, width)
+            self._check_row_counts(name, flats, counts)
+        values = data.view(dtype).reshape(-1, width)
         return RowBlock(values, offsets_from_counts(counts))
 
     def _check_row_counts(self, name: str, flats: IntArray, counts: IntArray) -> None:
@@ -328,6 +375,90 @@ class LevelReader:
             else:
                 arr.decode_rows(flat, stored[i], *args)
         return RowBlock(out.view(dtype).reshape(-1, width), offsets)
+
+    def rows_at(
+        self, path: str, flats: IntArray, want: RowRanges, rows: IntArray
+    ) -> npt.NDArray[Any]:
+        """Return ``self.rows(path, flats).values[rows]`` decoding only the ``want`` ranges.
+
+        ``rows`` index the concatenated rows of ``flats`` and must lie inside ``want``
+        (vertex-aligned arrays only: ``vertices``, ``attributes/*``).  Seekable payloads
+        decode only the frames (blocks) holding the ranges, and the rows are gathered into
+        an array of just the wanted rows, never one spanning every row of the chunks.
+        """
+        arr = self.payload(path)
+        if arr.attrs.get("encoding", Encoding.RAW.value) == Encoding.RAW.value:
+            got = self._compact_rows(arr, path, flats, want)
+            if got is not None:
+                values, starts, first = got
+                k = np.searchsorted(starts, rows, side="right") - 1
+                return values[first[k] + (rows - starts[k])]
+        return self.rows(path, flats, want).values[rows]
+
+    def column_at(self, path: str, flats: IntArray, want: RowRanges, rows: IntArray) -> Column:
+        """Like :meth:`rows_at` for an attribute array, as a :class:`Column`."""
+        values = self.rows_at(path, flats, want, rows)
+        return self._as_column(values, self.payload(path).attrs, f"{self.group.path}/{path}")
+
+    def _compact_rows(
+        self, arr: PayloadArray, path: str, flats: IntArray, want: RowRanges
+    ) -> tuple[npt.NDArray[Any], IntArray, IntArray] | None:
+        """Decode the ``want`` ranges into one array of just those rows.
+
+        Returns the rows (ranges in ascending start order, concatenated), the sorted range
+        starts and each range's first row in the result; None when partial decoding does not
+        apply (then the caller decodes whole chunks).
+        """
+        cache = self._cache
+        if cache is not None and all((path, f) in cache for f in flats.tolist()):
+            return None  # decoded whole by an earlier phase of this query
+        counts = self.vertex_counts[flats]
+        if 2 * int(want.counts.sum()) > int(counts.sum()):
+            return None  # most rows wanted: whole chunks decode faster than frame by frame
+        local = arr.local_root is not None
+        stored = None if local else self._stored(arr, path, flats)
+        if stored is None and not local:
+            return None
+        dtype, width = self._dtype_width(arr)
+        row_bytes = dtype.itemsize * width
+        offsets = offsets_from_counts(counts)
+        order = np.argsort(want.starts, kind="stable")
+        starts, n = want.starts[order], want.counts[order]
+        first = offsets_from_counts(n)
+        chunk = np.searchsorted(offsets, starts, side="right") - 1
+        cut = np.searchsorted(chunk, np.arange(len(flats) + 1)).tolist()
+        local_starts = starts - offsets[chunk]
+        byte_starts = local_starts * row_bytes
+        byte_stops = byte_starts + n * row_bytes
+        row = np.dtype((np.void, row_bytes))
+        out = np.empty(int(first[-1]), dtype=row)
+        busy = [i for i in range(len(flats)) if cut[i + 1] > cut[i]]
+        scratch = np.empty(int(counts[busy].max()) * row_bytes if busy else 0, dtype=np.uint8)
+        flat_list, count_list, first_list = flats.tolist(), counts.tolist(), first.tolist()
+        src = concat_ranges(local_starts, n)  # rows within their chunk, range by range
+        for i in busy:
+            a, b = cut[i], cut[i + 1]
+            view = scratch[: count_list[i] * row_bytes]
+            lo, hi = byte_starts[a:b], byte_stops[a:b]
+            if stored is None:
+                arr.decode_rows_local(flat_list[i], view, lo, hi)
+            else:
+                arr.decode_rows(flat_list[i], stored[i], view, lo, hi)
+            out[first_list[a] : first_list[b]] = view.view(row)[src[first_list[a] : first_list[b]]]
+        values = out.view(dtype).reshape(-1, width)
+        return values, starts, first[:-1]
+
+    def _dtype_width(self, arr: PayloadArray) -> tuple[np.dtype[Any], int]:
+        """Row dtype and width of a payload array, from its attributes."""
+        attrs = arr.attrs
+        try:
+            dtype = np.dtype(attrs["dtype"])
+            width = int(attrs["width"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptPayloadError(f"{arr.name}: bad dtype/width attributes ({exc})") from exc
+        if dtype.kind not in "biufc" or dtype.itemsize == 0 or width < 1:
+            raise CorruptPayloadError(f"{arr.name}: bad dtype/width attributes ({dtype}, {width})")
+        return dtype, width
 
     def _stored(self, arr: PayloadArray, path: str, flats: IntArray) -> list[bytes | None] | None:
         """Return the stored (encoded) payloads of ``flats``, cached like decoded ones."""
@@ -420,10 +551,14 @@ class LevelReader:
         take = concat_ranges(starts, counts)
         if take.size == 0:
             return np.zeros((0, self.layout.ndim + 2), dtype=np.int64), counts
-        if len(self._dense_cache) > 256:  # bound the decoded-chunk cache (~40 MB)
-            self._dense_cache.clear()
-        refs = read_dense_rows(self.node(L.OBJECT_MANIFEST), take, self._dense_cache)
-        refs = refs.astype(np.int64)
+        manifest = self.node(L.OBJECT_MANIFEST)
+        if take.size == manifest.shape[0] and take[0] == 0 and (np.diff(take) == 1).all():
+            refs = read_dense_whole(manifest)  # every ref, in order: one whole read
+        else:
+            if len(self._dense_cache) > 256:  # bound the decoded-chunk cache (~40 MB)
+                self._dense_cache.clear()
+            refs = read_dense_rows(manifest, take, self._dense_cache)
+        refs = refs.astype(np.int64, copy=False)
         self._check_refs(refs, take)
         return refs, counts
 
@@ -476,10 +611,10 @@ class LevelReader:
         refs, per_object = self.object_refs(ids)
         d = self.layout.ndim
         ref_flat = self.layout.flat_index(refs[:, :d]) if len(refs) else np.zeros(0, np.int64)
-        chunks = unique_sorted(ref_flat)
+        chunks, slot = _rank(ref_flat, int(np.prod(self.layout.grid.shape, dtype=np.int64)))
         counts_in_chunk = self.vertex_counts[chunks]
         base = offsets_from_counts(counts_in_chunk)[:-1]
-        starts = base[np.searchsorted(chunks, ref_flat)] + refs[:, d]
+        starts = base[slot] + refs[:, d]
         bad = (refs[:, d] < 0) | (refs[:, d] + refs[:, d + 1] > self.vertex_counts[ref_flat])
         if bad.any():
             raise CorruptPayloadError(

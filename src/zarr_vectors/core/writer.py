@@ -28,7 +28,7 @@ from zarr.storage import ZipStore
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
-from zarr_vectors.core.gather import EarlyGather, chunk_payloads, take_rows
+from zarr_vectors.core.gather import Payload, chunk_payloads, take_rows
 from zarr_vectors.core.io import (
     DEFAULT_FRAME_BYTES,
     Compressor,
@@ -90,8 +90,9 @@ class StoreOptions:
     overwrite: bool = False
     """Replace existing data at the location."""
     compressor: CompressorSpec = "default"
-    """Compressor of every array (default zstd), or a mapping from array path (e.g.
-    ``"vertices"``, ``"attributes/intensity"``) to compressor, with ``"*"`` for the rest."""
+    """Compressor of every array (default zstd; ``"lz4"``: Blosc-LZ4 payload blocks), or a
+    mapping from array path (e.g. ``"vertices"``, ``"attributes/intensity"``) to compressor,
+    with ``"*"`` for the rest."""
     shards: tuple[int, ...] | None = None
     """Chunks per shard of payload arrays (Zarr v3 sharding), or None."""
     storage_options: Mapping[str, Any] | None = None
@@ -252,8 +253,10 @@ def column_attrs(col: Column) -> dict[str, Any]:
     return extra
 
 
-_WRITER_THREADS = 2
-"""Writer threads of a :class:`LevelWriter` (jobs of different arrays run side by side)."""
+_WRITER_THREADS = 4
+"""Writer threads of a :class:`LevelWriter`: jobs of different arrays run side by side, so a
+large array (a mesh's ``links``) does not wait behind small ones.  The threads mostly wait for
+zstd (which compresses on native threads of its own) and file writes."""
 
 
 def _after(previous: Future[None] | None, func: Callable[..., None], *args: Any) -> None:
@@ -264,7 +267,7 @@ def _after(previous: Future[None] | None, func: Callable[..., None], *args: Any)
 
 
 def _write_chunks(
-    arr: PayloadArray, chunks: npt.NDArray[np.int64], payloads: Callable[[], list[bytes]]
+    arr: PayloadArray, chunks: npt.NDArray[np.int64], payloads: Callable[[], list[Payload]]
 ) -> None:
     arr.write(chunks, payloads())
 
@@ -293,8 +296,8 @@ class LevelWriter:
         self.grid_shape = grid_shape
         self.compressor = compressor
         self.shards = shards
-        # gathers, encoding and file writes mostly release the GIL: two writer threads
-        # overlap them with each other and with the caller's next step
+        # gathers, encoding and file writes mostly release the GIL: writer threads overlap
+        # them with each other and with the caller's next step
         self._pool = ThreadPoolExecutor(max_workers=_WRITER_THREADS)
         self._pending: list[Future[None]] = []
         self._last: dict[str, Future[None]] = {}
@@ -365,26 +368,6 @@ class LevelWriter:
         starts = run_starts(chunk_of_row) if len(rows) else np.zeros(0, dtype=np.int64)
         bounds = np.append(starts, len(rows)).astype(np.int64, copy=False)
         self._queue(path, kind, rows, None, chunk_of_row[starts], bounds, extra)
-
-    def payload_ready(
-        self,
-        path: str,
-        kind: ArrayKind,
-        values: npt.NDArray[Any],
-        chunks: npt.NDArray[np.int64],
-        payloads: Future[list[bytes]],
-        extra: Mapping[str, Any] | None = None,
-    ) -> None:
-        """Queue payloads gathered elsewhere for the payload array ``path``.
-
-        ``payloads`` yields one payload per chunk of ``chunks``: raw rows of the dtype and
-        width of ``values``.
-        """
-        if path == L.VERTICES and self.draco is not None:
-            raise ValueError("Draco-encoded vertices are encoded by the level writer")
-        rows = values.reshape(len(values), -1) if values.ndim != 2 else values
-        arr = self._array(path, kind, rows, extra)
-        self._submit(path, _write_chunks, arr, chunks, payloads.result)
 
     def payload_rows(
         self,
@@ -516,23 +499,13 @@ def write_level(
 
 
 def _write_arrays(
-    w: LevelWriter, parts: GeometryParts, plan: LevelPlan, ready: EarlyGather | None = None
+    w: LevelWriter, parts: GeometryParts, plan: LevelPlan, *, rows_queued: bool = False
 ) -> None:
-    def sorted_rows(
-        path: str, kind: ArrayKind, values: npt.NDArray[Any], extra: Mapping[str, Any] | None
-    ) -> None:
-        job = None if ready is None else ready.take(path)
-        if job is None:
-            w.payload_rows(path, kind, values, plan.order, plan.chunks, plan.chunk_offsets, extra)
-        else:
-            w.payload_ready(path, kind, values, plan.chunks, job, extra)
-
-    sorted_rows(L.VERTICES, ArrayKind.VERTICES, parts.positions, None)
+    """Queue every array of a level (the vertex rows too unless ``rows_queued``)."""
+    if not rows_queued:
+        _write_rows(w, parts, plan.order, plan.chunks, plan.chunk_offsets)
+    _write_links(w, parts, plan)  # links first: a mesh's largest array
     w.payload(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, plan.fragments, plan.fragment_chunk)
-    for name, col in parts.vertex_attributes.items():
-        path = L.attribute_path(L.ATTRIBUTES, name)
-        sorted_rows(path, ArrayKind.ATTRIBUTE, col.rows, column_attrs(col))
-    _write_links(w, parts, plan)
     has_obj = parts.vertex_object is not None
     write_dense_arrays(
         w,
@@ -542,6 +515,22 @@ def _write_arrays(
         parts.object_attributes,
         parts.groups,
     )
+
+
+def _write_rows(
+    w: LevelWriter,
+    parts: GeometryParts,
+    order: npt.NDArray[np.int64],
+    chunks: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64],
+) -> None:
+    """Queue the sorted vertices and vertex attributes of a level (row order known)."""
+    w.payload_rows(L.VERTICES, ArrayKind.VERTICES, parts.positions, order, chunks, offsets)
+    for name, col in parts.vertex_attributes.items():
+        path = L.attribute_path(L.ATTRIBUTES, name)
+        w.payload_rows(
+            path, ArrayKind.ATTRIBUTE, col.rows, order, chunks, offsets, column_attrs(col)
+        )
 
 
 def write_dense_arrays(
@@ -699,21 +688,31 @@ def write_store(
     extent = _column_extent(parts.positions)
     _check_chunk_range(parts.positions, shapes[0], extent)
     grid, data_box = _store_bounds(extent, opts, d)
-    layout = ChunkLayout(*shapes, grid)
-    # rows are gathered (in memory) while the rest is planned and the store is created
-    ready = EarlyGather(parts, vertices=opts.draco is None)
-    try:
-        # every input error surfaces before the store is touched
-        plan = plan_level(parts, layout, on_order=ready.start)
+    # every input error surfaces above, before the store is touched: planning is pure
+    fill = partial(_plan_and_write, parts=parts)
+    return write_store_with(store, geometry_type, (grid, data_box, d), opts, fill)
 
-        def fill(w: LevelWriter, _: ChunkLayout) -> tuple[int, int, int]:
-            _write_arrays(w, parts, plan, ready)
-            objects = int(np.count_nonzero(np.diff(plan.object_offsets)))
-            return len(parts.positions), objects, len(plan.chunks)
 
-        return write_store_with(store, geometry_type, (grid, data_box, d), opts, fill)
-    finally:
-        ready.close()
+def _plan_and_write(
+    w: LevelWriter, layout: ChunkLayout, parts: GeometryParts
+) -> tuple[int, int, int]:
+    """Plan a level and queue its arrays (a :data:`LevelFiller`).
+
+    The vertex rows are queued as soon as their order is known: they are gathered, encoded and
+    written while the rest of the level is planned.
+    """
+    queued: list[bool] = []
+
+    def queue_rows(
+        order: npt.NDArray[np.int64], chunks: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]
+    ) -> None:
+        _write_rows(w, parts, order, chunks, offsets)
+        queued.append(True)
+
+    plan = plan_level(parts, layout, on_order=queue_rows)
+    _write_arrays(w, parts, plan, rows_queued=bool(queued))
+    objects = int(np.count_nonzero(np.diff(plan.object_offsets)))
+    return len(parts.positions), objects, len(plan.chunks)
 
 
 def _check_chunk_range(

@@ -157,6 +157,7 @@ class GraphmlSource(Source):
             chunk_shape=options.chunk_shape,
             bin_shape=options.bin_shape,
             overwrite=options.overwrite,
+            compressor=options.compressor,
             custom_metadata={KEY: self.settings},
             source_description=f"GraphML graph: {self.path.name}",
         )

@@ -305,6 +305,7 @@ class LasSource(Source):
             "chunk_shape": options.chunk_shape,
             "bin_shape": options.bin_shape,
             "overwrite": options.overwrite,
+            "compressor": options.compressor,
             "custom_metadata": {KEY: cast(dict[str, Any], meta)},
             "source_description": (
                 f"LAS {meta['version']} point format {meta['point_format']}: {self.path.name}"

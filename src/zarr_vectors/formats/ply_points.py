@@ -336,6 +336,7 @@ class PlySource(Source):
             chunk_shape=options.chunk_shape,
             bin_shape=options.bin_shape,
             overwrite=options.overwrite,
+            compressor=options.compressor,
             custom_metadata={KEY: cast(dict[str, Any], self.points.metadata)},
             source_description=f"PLY vertices: {self.path.name}",
         )

@@ -167,6 +167,8 @@ class WriteOptions:
     :data:`STREAMING_THRESHOLD` vertices."""
     batch_size: int = 1_000_000
     """Vertices per streamed batch (LAS points per ``chunk_iterator`` step)."""
+    compressor: str = "default"
+    """Compressor preset of the writers: ``"default"`` (zstd) or ``"lz4"`` (Blosc-LZ4)."""
 
     def stream(self, n_vertices: int) -> bool:
         """Whether a source of ``n_vertices`` is streamed."""
@@ -496,6 +498,7 @@ def convert(
     streaming: bool | None = None,
     batch_size: int = 1_000_000,
     progress: Progress | None = None,
+    compressor: str = "default",
     **options: Any,
 ) -> ConvertReport:
     """Convert a foreign file to a new store, choosing the format from the extension.
@@ -522,6 +525,9 @@ def convert(
         Vertices per streamed batch.
     progress
         Receiver of progress reports.
+    compressor
+        ``"default"`` (zstd) or ``"lz4"`` (Blosc-LZ4 payload blocks: faster queries, see
+        docs/performance.md).
     **options
         Format options (``columns=("x", "y", "z")`` for CSV and Parquet).
 
@@ -566,6 +572,7 @@ def convert(
             overwrite=overwrite,
             streaming=streaming,
             batch_size=batch_size,
+            compressor=compressor,
         )
         summary = src.write(store, opts, report)
     levels: list[PyramidLevel] = []

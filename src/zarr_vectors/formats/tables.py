@@ -211,6 +211,7 @@ class TableSource(Source):
             chunk_shape=options.chunk_shape,
             bin_shape=options.bin_shape,
             overwrite=options.overwrite,
+            compressor=options.compressor,
             custom_metadata={self.kind: cast(dict[str, Any], self.points.metadata)},
             source_description=f"{self.kind} table: {self.path.name}",
         )

@@ -202,6 +202,7 @@ class _StreamlineSource(Source):
             "chunk_shape": options.chunk_shape,
             "bin_shape": options.bin_shape,
             "overwrite": options.overwrite,
+            "compressor": options.compressor,
             "coordinate_system": "RAS",
             "axis_units": "millimeter",
             "custom_metadata": {self.format_name: self.metadata()},

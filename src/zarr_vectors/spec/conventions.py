@@ -14,6 +14,7 @@ from zarr_vectors.errors import InvalidInputError, UnknownGeometryTypeError
 __all__ = [
     "Aggregation",
     "ArrayKind",
+    "Compression",
     "Encoding",
     "GeometryTypeName",
     "ParamEnum",
@@ -92,6 +93,15 @@ class ArrayKind(StrEnum):
     GROUP_OFFSETS = "group_offsets"
     GROUP_MEMBERS = "group_members"
     GROUP_ATTRIBUTE = "group_attribute"
+
+
+class Compression(ParamEnum):
+    """Compressor presets of the writers' ``compressor=`` (besides a codec or None)."""
+
+    ZSTD = "zstd"
+    """zstd level 3 on every array; object payloads in seekable 4 KiB frames (the default)."""
+    LZ4 = "lz4"
+    """Blosc-LZ4 with byte shuffle in fixed blocks on payload arrays; dense arrays zstd."""
 
 
 class Encoding(ParamEnum):

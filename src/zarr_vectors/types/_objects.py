@@ -221,9 +221,9 @@ def read_objects(reader: LevelReader, ids: IntArray, names: Sequence[str]) -> Ob
     """Fetch objects ``ids`` whole, vertices in traversal order."""
     where = reader.gather_objects(ids)
     want = where.ranges  # seekable payloads decode only the frames holding these rows
-    pos = reader.rows(L.VERTICES, where.chunks, want).values[where.rows]
+    pos = reader.rows_at(L.VERTICES, where.chunks, want, where.rows)
     attrs = {
-        n: reader.column(f"{L.ATTRIBUTES}/{n}", where.chunks, want).take(where.rows) for n in names
+        n: reader.column_at(f"{L.ATTRIBUTES}/{n}", where.chunks, want, where.rows) for n in names
     }
     return ObjectVertices(pos, where.offsets, attrs, where)
 

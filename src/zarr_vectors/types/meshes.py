@@ -33,7 +33,7 @@ from zarr_vectors.core.components import connected_components
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.ragged import offsets_from_counts, sort_order
+from zarr_vectors.core.ragged import change_mask, offsets_from_counts, sort_order
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
@@ -197,9 +197,8 @@ def _check_faces(faces: Any, n_vertices: int, what: str) -> IntArray:
         raise GeometryError(f"{what}: face 0 has {got}; faces must be (F, 3) triangles")
     if arr.dtype.kind not in "iu":
         raise InvalidInputError(f"{what} must be integer vertex indices, got dtype {arr.dtype}")
-    bad = np.flatnonzero(np.any((arr < 0) | (arr >= n_vertices), axis=1))
-    if bad.size:
-        row = int(bad[0])
+    if arr.min() < 0 or arr.max() >= n_vertices:  # two reductions; rows only on failure
+        row = int(np.argmax(np.any((arr < 0) | (arr >= n_vertices), axis=1)))
         raise GeometryError(
             f"{what}: face {row} = {arr[row].tolist()} refers to a vertex outside "
             f"0..{n_vertices - 1}"
@@ -264,16 +263,53 @@ def _vertex_objects(object_ids: Any, faces: IntArray, n_vertices: int) -> _Objec
         raise InvalidInputError(
             f"object_ids must have one entry per vertex ({n_vertices}), got shape {arr.shape}"
         )
-    dense, distinct, identity = dense_object_ids(arr)
-    f_obj = dense[faces]
-    bad = np.flatnonzero((f_obj[:, 0] != f_obj[:, 1]) | (f_obj[:, 0] != f_obj[:, 2]))
-    if bad.size:
-        row = int(bad[0])
+    dense, distinct, identity = _dense_ids(arr)
+    _check_face_objects(faces, dense, arr)
+    return _Objects(dense, len(distinct), UserIdMap(None if identity else distinct))
+
+
+def _dense_ids(ids: npt.NDArray[Any]) -> tuple[IntArray, npt.NDArray[Any], bool]:
+    """:func:`~zarr_vectors.types._base.dense_object_ids`, in one pass when ids are sorted.
+
+    Vertices usually come object after object: then the dense id is a running count of id
+    changes (no sort).
+    """
+    if ids.ndim != 1 or ids.dtype.kind not in "iu" or not len(ids):
+        return dense_object_ids(ids)
+    if not bool(np.all(ids[1:] >= ids[:-1])):
+        return dense_object_ids(ids)
+    change = change_mask(ids)
+    distinct = ids[change]
+    dense = np.cumsum(change, dtype=np.int64)
+    dense -= 1
+    identity = bool(distinct[0] == 0 and distinct[-1] == distinct.size - 1)
+    return dense, distinct, identity
+
+
+_FACE_BLOCK = 1 << 16
+"""Faces checked at once by :func:`_check_face_objects` (the temporaries stay in cache)."""
+
+
+def _check_face_objects(faces: IntArray, dense: IntArray, user: npt.NDArray[Any]) -> None:
+    """Raise for the first face joining vertices of different objects.
+
+    ``faces`` index ``dense`` (checked by :func:`_check_faces`).
+    """
+    table = dense.astype(np.int32) if len(dense) < 2**31 else dense  # halves the gather
+    buf = np.empty((min(len(faces), _FACE_BLOCK), 3), dtype=table.dtype)
+    for a in range(0, len(faces), _FACE_BLOCK):
+        block = faces[a : a + _FACE_BLOCK]
+        f_obj = buf[: len(block)]
+        np.take(table, block, out=f_obj, mode="clip")  # indices are valid: no bounds check
+        joins = f_obj[:, 0] != f_obj[:, 1]
+        joins |= f_obj[:, 0] != f_obj[:, 2]
+        if not joins.any():
+            continue
+        row = a + int(np.argmax(joins))
         raise GeometryError(
             f"faces: face {row} = {faces[row].tolist()} joins vertices of "
-            f"objects {arr[faces[row]].tolist()}"
+            f"objects {user[faces[row]].tolist()}"
         )
-    return _Objects(dense, len(distinct), UserIdMap(None if identity else distinct))
 
 
 def _result_input(m: Meshes) -> dict[str, Any]:

@@ -169,7 +169,10 @@ def write_points(
     overwrite
         Replace existing data at ``store``; otherwise existing data raises.
     compressor
-        Compressor of every array (default zstd), or None.
+        ``"default"`` (zstd level 3 on every array), ``"lz4"`` (payload arrays Blosc-LZ4 with
+        byte shuffle in ``frame_bytes`` blocks: faster to decode, smaller on coordinates;
+        dense arrays zstd), one codec for every array, a mapping from array path (e.g.
+        ``"vertices"``, ``"attributes/intensity"``, ``"*"`` for the rest) to codec, or None.
     shards
         Chunks per shard for payload arrays (Zarr v3 sharding codec).
     frame_bytes

@@ -50,10 +50,12 @@ from zarr_vectors.types._objects import (
     select_objects,
 )
 from zarr_vectors.types.graphs import (
+    LinkPiece,
     check_edges,
     first_appearance,
+    gather_whole_objects,
     object_query,
-    read_whole_objects,
+    whole_object_links,
 )
 
 __all__ = ["Skeleton", "Skeletons", "read_skeleton", "write_skeleton"]
@@ -457,26 +459,34 @@ def write_skeleton(
 # -- reading --------------------------------------------------------------------------------
 
 
+def _parents(n: int, pieces: Sequence[LinkPiece], where: str) -> IntArray:
+    """Parent of each of ``n`` nodes from ``[child, parent]`` link pieces (-1: a root)."""
+    parents = np.full(n, -1, dtype=np.int64)
+    n_links = 0
+    for piece in pieces:
+        parents[piece.source] = piece.target
+        n_links += len(piece)
+    if np.count_nonzero(parents >= 0) != n_links:  # a child written twice
+        raise CorruptPayloadError(f"{where}: a skeleton node has two parents")
+    return parents
+
+
 def _read_skeletons(reader: LevelReader, query: Query) -> Skeletons:
     names = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
     with reader.caching():
         dense = first_appearance(select_objects(reader, query))
-        rows = read_whole_objects(reader, dense, names, ())
-    child, parent = rows.edges[:, 0], rows.edges[:, 1]
-    if len(child) and np.bincount(child).max() > 1:
-        raise CorruptPayloadError(f"{reader.group.path}: a skeleton node has two parents")
-    parents = np.full(len(rows.positions), -1, dtype=np.int64)
-    parents[child] = parent
-    assert rows.offsets is not None
+        got = gather_whole_objects(reader, dense, names)
+        pieces = whole_object_links(reader, got, ())
+    parents = _parents(len(got.positions), pieces, reader.group.path)
     obj_attrs = decode_columns(reader.object_attributes(dense))
     obj_attrs.pop("id", None)
     groups, group_attrs = group_members_out(reader, dense)
     return Skeletons(
-        rows.positions,
+        got.positions,
         parents,
-        rows.offsets,
+        got.offsets,
         output_ids(reader, dense),
-        decode_columns(rows.attributes),
+        decode_columns(got.attributes),
         obj_attrs,
         groups,
         group_attrs,

@@ -1,0 +1,317 @@
+"""The ``compressor="lz4"`` preset: Blosc-LZ4 payloads in fixed blocks, decoded block by block."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import numcodecs
+import numpy as np
+import pytest
+import zarr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numcodecs import blosc
+
+import zarr_vectors as zv
+from zarr_vectors.core import io as zv_io
+from zarr_vectors.core.blosc_blocks import (
+    blosc_table,
+    decode_blocks,
+    encode_lz4_blocks,
+    table_length,
+)
+from zarr_vectors.errors import CorruptPayloadError
+
+
+def _ranges(n: int, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    starts = np.array(sorted(min(a, n) for a, _ in pairs), dtype=np.int64)
+    stops = np.minimum(starts + np.array([c for _, c in pairs], dtype=np.int64), n)
+    return starts, stops
+
+
+def _check_partial(enc: bytes, raw: bytes, skip: int, pairs: list[tuple[int, int]]) -> None:
+    table = blosc_table(enc[: table_length(enc, "x")], "x", len(enc))
+    assert table.nbytes == len(raw)
+    body = np.frombuffer(raw, dtype=np.uint8)[skip:]
+    starts, stops = _ranges(len(body), pairs)
+    out = np.zeros(len(body), dtype=np.uint8)
+    decode_blocks(table, out, starts, stops, skip, "x", lambda o, n: enc[o : o + n])
+    for a, b in zip(starts.tolist(), stops.tolist(), strict=True):
+        np.testing.assert_array_equal(out[a:b], body[a:b])
+
+
+_DATA = st.one_of(
+    st.binary(max_size=5000),
+    st.lists(st.floats(-1e3, 1e3, width=32), max_size=1500).map(
+        lambda v: np.cumsum(np.asarray(v, dtype="<f4")).astype("<f4").tobytes()
+    ),
+)
+_PAIRS = st.lists(st.tuples(st.integers(0, 6000), st.integers(0, 700)), max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    raw=_DATA,
+    typesize=st.sampled_from([1, 2, 3, 4, 8, 12, 16, 32]),
+    blocksize=st.sampled_from([1, 64, 100, 1000, 4096]),
+    skip=st.sampled_from([0, 8]),
+    pairs=_PAIRS,
+)
+def test_lz4_blocks_are_plain_blosc_and_seekable(
+    raw: bytes, typesize: int, blocksize: int, skip: int, pairs: list[tuple[int, int]]
+) -> None:
+    enc = encode_lz4_blocks(raw, typesize, blocksize)
+    if not raw:  # c-blosc's own empty buffer is the same header (and numcodecs refuses it)
+        assert (
+            enc == bytes(numcodecs.Blosc(cname="lz4").encode(np.zeros(0, np.uint8)))[:3] + enc[3:]
+        )
+        return
+    assert bytes(blosc.decompress(enc)) == raw  # what zarr-python / numcodecs decode
+    if len(raw) > skip:
+        _check_partial(enc, raw, skip, pairs)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    raw=_DATA,
+    cname=st.sampled_from(["lz4", "lz4hc", "zstd", "blosclz", "zlib"]),
+    clevel=st.integers(0, 9),
+    shuffle=st.sampled_from([0, 1, 2]),
+    typesize=st.sampled_from([1, 4, 8]),
+    blocksize=st.sampled_from([0, 128, 256, 4096]),
+    pairs=_PAIRS,
+)
+def test_partial_decode_of_any_blosc_buffer(
+    raw: bytes,
+    cname: str,
+    clevel: int,
+    shuffle: int,
+    typesize: int,
+    blocksize: int,
+    pairs: list[tuple[int, int]],
+) -> None:
+    """Buffers written by c-blosc itself (split streams, bit shuffle, memcpyed) decode too."""
+    codec = numcodecs.Blosc(
+        cname=cname, clevel=clevel, shuffle=shuffle, blocksize=blocksize, typesize=typesize
+    )
+    enc = bytes(codec.encode(np.frombuffer(raw, dtype=np.uint8)))
+    if raw:
+        _check_partial(enc, raw, 8 if len(raw) > 8 else 0, pairs)
+
+
+def test_blocks_have_the_requested_size() -> None:
+    raw = np.arange(100_000, dtype="<f4").tobytes()
+    enc = encode_lz4_blocks(raw, 4, 4096)
+    table = blosc_table(enc, "x")
+    assert table.blocksize == 4096
+    assert table.n_blocks == -(-len(raw) // 4096)
+    assert len(enc) < len(raw) / 2  # shuffled, the exponent bytes compress
+
+
+def test_incompressible_data_is_stored_plain() -> None:
+    raw = np.random.default_rng(0).bytes(10_000)
+    enc = encode_lz4_blocks(raw, 1, 1000)
+    assert blosc_table(enc, "x").memcpyed
+    assert bytes(blosc.decompress(enc)) == raw
+    _check_partial(enc, raw, 8, [(100, 50), (5000, 3000)])
+
+
+def test_damaged_blosc_buffers_are_corrupt_payloads() -> None:
+    enc = bytearray(encode_lz4_blocks(np.arange(5000, dtype="<f4").tobytes(), 4, 1024))
+    with pytest.raises(CorruptPayloadError, match="Blosc header says"):
+        blosc_table(bytes(enc[:-1]), "vertices chunk 2")
+    bad = bytearray(enc)
+    bad[0] = 9  # unknown format version
+    with pytest.raises(CorruptPayloadError, match="malformed Blosc header"):
+        blosc_table(bytes(bad), "x")
+    bad = bytearray(enc)
+    struct.pack_into("<i", bad, 16, 10**6)  # first block starts beyond the buffer
+    with pytest.raises(CorruptPayloadError, match="out of order"):
+        blosc_table(bytes(bad), "x")
+    bad = bytearray(enc)
+    first = blosc_table(bytes(enc), "x").table_bytes()
+    bad[first + 4 : first + 24] = b"\xff" * 20  # garbage inside the first block
+    table = blosc_table(bytes(bad), "x")
+    out = np.zeros(table.nbytes, dtype=np.uint8)
+    with pytest.raises(CorruptPayloadError, match=r"cannot decode Blosc blocks|decode to"):
+        decode_blocks(
+            table, out, np.array([0]), np.array([10]), 0, "x", lambda o, n: bad[o : o + n]
+        )
+
+
+def test_bad_encoder_arguments() -> None:
+    with pytest.raises(ValueError, match="typesize"):
+        encode_lz4_blocks(b"abc", 0, 10)
+    with pytest.raises(ValueError, match="block size"):
+        encode_lz4_blocks(b"abc", 1, 0)
+
+
+# -- stores ----------------------------------------------------------------------------------
+
+
+def _paths(n: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 60, n)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    steps = rng.normal(0, 0.4, (int(offsets[-1]), 3))
+    steps[offsets[:-1]] = rng.uniform(0, 10, (n, 3))
+    pos = np.cumsum(steps, axis=0)
+    pos -= np.repeat(np.cumsum(steps, axis=0)[offsets[:-1]] - steps[offsets[:-1]], lengths, axis=0)
+    return pos.astype(np.float32), offsets
+
+
+def _codecs(path: Path) -> list[dict[str, Any]]:
+    doc = json.loads((path / "zarr.json").read_text())
+    return list(doc["codecs"])
+
+
+@pytest.mark.parametrize("kind", ["local", "memory", "zip", "v2", "sharded"])
+def test_lz4_store_round_trips_and_answers_queries(tmp_path: Path, kind: str) -> None:
+    pos, offsets = _paths()
+    fa = np.arange(len(pos), dtype=np.float64)
+    target: Any = {
+        "memory": zarr.storage.MemoryStore(),
+        "zip": tmp_path / "s.zip",
+    }.get(kind, tmp_path / "s.zarrvectors")
+    extra: dict[str, Any] = {}
+    if kind == "v2":
+        extra["zarr_format"] = 2
+    if kind == "sharded":
+        extra["shards"] = (2, 2, 2)
+    zv.write_streamlines(
+        target,
+        pos,
+        offsets=offsets,
+        chunk_shape=(4, 4, 4),
+        attributes={"fa": fa},
+        compressor="lz4",
+        frame_bytes=256,
+        **extra,
+    )
+    reader = zv.open(target)
+    for i in [0, 17, 150, 299]:
+        got = reader.read(object_ids=[i])
+        np.testing.assert_array_equal(got.positions, pos[offsets[i] : offsets[i + 1]])
+        np.testing.assert_array_equal(got.attributes["fa"], fa[offsets[i] : offsets[i + 1]])
+    every = zv.read_streamlines(target)
+    np.testing.assert_array_equal(every.positions, pos)
+    np.testing.assert_array_equal(every.offsets, offsets)
+    np.testing.assert_array_equal(every.attributes["fa"], fa)
+    owner = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    for lo, hi in [([2, 2, 2], [5, 5, 5]), ([0, 0, 0], [1.5, 9, 9]), ([-9, -9, -9], [20, 20, 20])]:
+        hit = reader.read(bbox=(lo, hi))
+        inside = np.all((pos >= lo) & (pos < np.asarray(hi)), axis=1)
+        expect = np.unique(owner[inside])
+        np.testing.assert_array_equal(np.asarray(hit.object_ids), expect)
+        want = np.concatenate([pos[offsets[i] : offsets[i + 1]] for i in expect])
+        np.testing.assert_array_equal(hit.positions, want)
+    assert not zv.validate(target, level=3).errors
+
+
+def test_lz4_preset_metadata_and_plain_zarr(tmp_path: Path) -> None:
+    """Payload arrays say Blosc LZ4 + shuffle with the frame size as block size; dense
+    arrays stay zstd; plain zarr-python decodes every payload."""
+    pos, offsets = _paths(80, seed=2)
+    zv.write_streamlines(
+        tmp_path / "s", pos, offsets=offsets, chunk_shape=(50, 50, 50), compressor="lz4"
+    )
+    level = tmp_path / "s" / "0"
+    blosc_cfg = _codecs(level / "vertices")[1]
+    assert blosc_cfg["name"] == "blosc"
+    assert blosc_cfg["configuration"] == {
+        "typesize": 4,
+        "cname": "lz4",
+        "clevel": zv_io.LZ4_LEVEL,
+        "shuffle": "shuffle",
+        "blocksize": 4096,
+    }
+    assert _codecs(level / "vertex_fragments")[1]["configuration"]["typesize"] == 8
+    assert _codecs(level / "object_index" / "manifest")[1]["name"] == "zstd"
+    arr = zarr.open_array(level / "vertices", mode="r")
+    counts = np.asarray(zarr.open_array(level / "vertex_counts")).ravel()
+    rows = np.concatenate(
+        [
+            np.frombuffer(arr[np.unravel_index(flat, arr.shape)], dtype="<f4").reshape(-1, 3)
+            for flat in np.flatnonzero(counts)
+        ]
+    )
+    assert sorted(map(tuple, rows.tolist())) == sorted(map(tuple, pos.tolist()))
+
+
+def test_unknown_compressor_name_is_refused(tmp_path: Path) -> None:
+    pos, offsets = _paths(5)
+    with pytest.raises((ValueError, zv.InvalidInputError), match="unknown name 'lzma'"):
+        zv.write_streamlines(
+            tmp_path / "s", pos, offsets=offsets, chunk_shape=(5, 5, 5), compressor="lzma"
+        )
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda p: zv.write_points(
+            p,
+            np.random.default_rng(0).uniform(0, 10, (3000, 3)),
+            chunk_shape=(3, 3, 3),
+            attributes={"a": np.arange(3000, dtype=np.int16)},
+            compressor="lz4",
+        ),
+        lambda p: zv.write_skeleton(
+            p,
+            np.random.default_rng(1).uniform(0, 10, (500, 3)),
+            np.concatenate([[-1], np.arange(499)]),
+            chunk_shape=(3, 3, 3),
+            attributes={"radius": np.ones(500, np.float32)},
+            compressor="lz4",
+        ),
+        lambda p: zv.write_mesh(
+            p,
+            np.random.default_rng(2).uniform(0, 10, (300, 3)),
+            np.random.default_rng(3).integers(0, 300, (400, 3)),
+            chunk_shape=(3, 3, 3),
+            compressor="lz4",
+        ),
+    ],
+    ids=["points", "skeleton", "mesh"],
+)
+def test_every_type_round_trips_with_lz4(tmp_path: Path, write: Any) -> None:
+    plain, fast = tmp_path / "plain", tmp_path / "fast"
+    write(fast)
+    assert not zv.validate(fast, level=3).errors
+    reader = zv.open(fast)
+    result = reader.read()
+    # the same data written with the default compressor reads back identically
+    with mock.patch.object(zv_io, "_lz4_blosc", lambda fmt, t, b: zv_io._default_compressor(fmt)):
+        write(plain)
+    expected = zv.open(plain).read()
+    for name in ("positions", "vertices", "edges", "faces", "parents", "object_ids"):
+        if hasattr(result, name):
+            np.testing.assert_array_equal(getattr(result, name), getattr(expected, name))
+    for name, col in expected.attributes.items():
+        np.testing.assert_array_equal(result.attributes[name], col)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "header", "length"])
+def test_damaged_lz4_payload_on_disk_is_reported(tmp_path: Path, damage: str) -> None:
+    pos, offsets = _paths(200, seed=4)
+    store = tmp_path / "s.zarrvectors"
+    zv.write_streamlines(store, pos, offsets=offsets, chunk_shape=(4, 4, 4), compressor="lz4")
+    files = sorted(p for p in (store / "0" / "vertices" / "c").rglob("*") if p.is_file())
+    victim = max(files, key=lambda p: p.stat().st_size)
+    data = bytearray(victim.read_bytes())
+    if damage == "truncate":
+        data = data[: len(data) // 2]
+    elif damage == "garbage":
+        first = blosc_table(bytes(data), "x").table_bytes()
+        data[first + 4 : first + 64] = b"\xff" * 60
+    elif damage == "header":
+        data[0] = 7
+    else:  # the decoded element claims another length than its rows
+        struct.pack_into("<I", data, 4, struct.unpack_from("<I", data, 4)[0] - 4)
+    victim.write_bytes(bytes(data))
+    with pytest.raises(CorruptPayloadError):
+        zv.read_streamlines(store)
