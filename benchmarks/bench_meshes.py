@@ -118,7 +118,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_args(p, n=1_000_000, repeat=3, upstream_repeat=1)
-    p.add_argument("--configs", default="250,100", help="chunk/bin list (default %(default)s)")
+    p.add_argument(
+        "--configs",
+        default="250,250:lz4,100:lz4",
+        help="chunk/bin[:compressor] list (default %(default)s)",
+    )
     p.add_argument("--ids", type=int, default=50, help="random ids for one-mesh reads")
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args(argv)
@@ -209,6 +213,7 @@ def bench_zv_meshes(
             object_ids=obj,
             chunk_shape=config.chunk_shape,
             bin_shape=config.bin_shape,
+            compressor=config.compressor,
         )
 
     path, summary, timings, extra = write_stores(write, workdir, stem, repeat, keep_all)

@@ -213,8 +213,8 @@ def test_lz4_store_round_trips_and_answers_queries(tmp_path: Path, kind: str) ->
 
 
 def test_lz4_preset_metadata_and_plain_zarr(tmp_path: Path) -> None:
-    """Payload arrays say Blosc LZ4 + shuffle with the frame size as block size; dense
-    arrays stay zstd; plain zarr-python decodes every payload."""
+    """Payload arrays say Blosc LZ4 + shuffle with the frame size as block size, the object
+    index too (16 KiB blocks); other dense arrays stay zstd; plain zarr-python decodes all."""
     pos, offsets = _paths(80, seed=2)
     zv.write_streamlines(
         tmp_path / "s", pos, offsets=offsets, chunk_shape=(50, 50, 50), compressor="lz4"
@@ -230,7 +230,12 @@ def test_lz4_preset_metadata_and_plain_zarr(tmp_path: Path) -> None:
         "blocksize": 4096,
     }
     assert _codecs(level / "vertex_fragments")[1]["configuration"]["typesize"] == 8
-    assert _codecs(level / "object_index" / "manifest")[1]["name"] == "zstd"
+    index = _codecs(level / "object_index" / "manifest")[1]
+    assert index["name"] == "blosc"
+    assert index["configuration"]["blocksize"] == zv_io.DENSE_FRAME_BYTES
+    assert _codecs(level / "vertex_counts")[1]["name"] == "zstd"
+    man = np.asarray(zarr.open_array(level / "object_index" / "manifest", mode="r")[...])
+    assert int(man[:, -1].sum()) == len(pos)  # plain zarr decodes the index too
     arr = zarr.open_array(level / "vertices", mode="r")
     counts = np.asarray(zarr.open_array(level / "vertex_counts")).ravel()
     rows = np.concatenate(
@@ -315,3 +320,36 @@ def test_damaged_lz4_payload_on_disk_is_reported(tmp_path: Path, damage: str) ->
     victim.write_bytes(bytes(data))
     with pytest.raises(CorruptPayloadError):
         zv.read_streamlines(store)
+
+
+@pytest.mark.parametrize("compressor", ["default", "lz4"])
+def test_damaged_index_block_fails_every_time(tmp_path: Path, compressor: str) -> None:
+    """A block that fails to decode is not remembered as decoded by an open Reader."""
+    pos, offsets = _paths(3000, seed=6)
+    store = tmp_path / "s.zarrvectors"
+    zv.write_streamlines(store, pos, offsets=offsets, chunk_shape=(4, 4, 4), compressor=compressor)
+    chunk = next(
+        p
+        for p in (store / "0" / "object_index" / "manifest").rglob("*")
+        if p.is_file() and p.name != "zarr.json"
+    )
+    data = bytearray(chunk.read_bytes())
+    mid = len(data) // 3
+    data[mid : mid + 2048] = bytes(2048)  # undecodable: the frame (block) fails to decode
+    chunk.write_bytes(bytes(data))
+    reader = zv.open(store)
+    passes: list[list[tuple[int, str]]] = []
+    for _ in range(2):
+        outcome = []
+        for first in range(0, 3000, 100):
+            ids = np.arange(first, first + 100)
+            try:
+                got = reader.read(object_ids=ids)
+            except CorruptPayloadError:
+                outcome.append((first, "error"))
+                continue
+            want = pos[offsets[first] : offsets[first + 100]]
+            outcome.append((first, "ok" if np.array_equal(got.positions, want) else "wrong"))
+        passes.append(outcome)
+    assert any(kind == "error" for _, kind in passes[0])
+    assert passes[1] == passes[0]  # what failed to decode still fails, never turns to garbage

@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -63,18 +64,16 @@ class BloscTable:
     """Decoded bytes per block (the last block holds the remainder)."""
     cbytes: int
     """Stored length in bytes."""
-    starts: npt.NDArray[np.int64]
-    """(n_blocks + 1,) offsets of the blocks in the stored bytes (last: ``cbytes``); for an
+    offsets: tuple[int, ...]
+    """(n_blocks + 1) offsets of the blocks in the stored bytes (last: ``cbytes``); for an
     uncompressed ("memcpyed") buffer, one pseudo-block per ``blocksize`` decoded bytes."""
     memcpyed: bool
     """Whether the bytes follow the header uncompressed."""
-    offsets: list[int]
-    """``starts`` as Python integers (block arithmetic runs in plain Python)."""
 
     @property
     def n_blocks(self) -> int:
         """Number of blocks."""
-        return len(self.starts) - 1
+        return len(self.offsets) - 1
 
     def table_bytes(self) -> int:
         """Bytes from the start of the buffer to the end of the block table."""
@@ -115,18 +114,15 @@ def blosc_table(data: bytes | memoryview, where: str, size: int | None = None) -
     if flags & _MEMCPYED:
         if cbytes != BLOSC_HEADER_BYTES + nbytes:
             raise CorruptPayloadError(f"{where}: uncompressed Blosc buffer of wrong length")
-        starts = BLOSC_HEADER_BYTES + np.minimum(np.arange(n + 1) * blocksize, nbytes)
-        starts = starts.astype(np.int64)
-        return BloscTable(header, nbytes, blocksize, cbytes, starts, True, starts.tolist())
+        starts = [BLOSC_HEADER_BYTES + min(i * blocksize, nbytes) for i in range(n + 1)]
+        return BloscTable(header, nbytes, blocksize, cbytes, tuple(starts), True)
     end = BLOSC_HEADER_BYTES + 4 * n
     if len(data) < end:
         raise CorruptPayloadError(f"{where}: truncated Blosc block table")
-    starts = np.empty(n + 1, dtype=np.int64)
-    starts[:n] = np.frombuffer(data, dtype="<i4", count=n, offset=BLOSC_HEADER_BYTES)
-    starts[n] = cbytes
-    if n and (starts[0] < end or (np.diff(starts) < 0).any()):
+    offsets = (*struct.unpack_from(f"<{n}i", data, BLOSC_HEADER_BYTES), cbytes)
+    if n and (offsets[0] < end or any(a > b for a, b in pairwise(offsets))):
         raise CorruptPayloadError(f"{where}: Blosc block table out of order")
-    return BloscTable(header, nbytes, blocksize, cbytes, starts, False, starts.tolist())
+    return BloscTable(header, nbytes, blocksize, cbytes, offsets, False)
 
 
 _MERGE_GAP = 8
@@ -182,6 +178,7 @@ def decode_blocks(
     skip: int,
     where: str,
     read: Callable[[int, int], bytes | memoryview],
+    done: set[int] | None = None,
 ) -> None:
     """Decode the blocks holding the decoded byte ranges ``[starts, stops)`` into ``out``.
 
@@ -189,12 +186,15 @@ def decode_blocks(
 
     ``out`` is the decoded buffer without its first ``skip`` bytes (range coordinates);
     ``read(offset, n)`` returns ``n`` stored bytes from ``offset``.  Other bytes of ``out``
-    are left as they are.
+    are left as they are.  Blocks in ``done`` are already in ``out`` and are skipped;
+    decoded blocks are added to it.
     """
     # Python ints: numpy scalar arithmetic is slower
     runs = _runs(starts.tolist(), stops.tolist(), skip, table.blocksize)
     if runs and runs[-1][1] >= table.n_blocks:
         raise CorruptPayloadError(f"{where}: rows beyond the Blosc buffer")
+    if done is not None:
+        runs = _not_done(runs, done)
     bs = table.blocksize
     offsets = table.offsets
     for a, b in runs:
@@ -216,6 +216,25 @@ def decode_blocks(
             raise CorruptPayloadError(f"{where}: Blosc blocks decode to {len(raw)} bytes")
         head = max(skip - begin, 0)  # the first block starts with the element header
         out[begin + head - skip : end - skip] = np.frombuffer(raw, dtype=np.uint8, offset=head)
+        if done is not None:  # only once decoded: a failed run stays to be decoded again
+            done.update(range(a, b + 1))
+
+
+def _not_done(runs: list[tuple[int, int]], done: set[int]) -> list[tuple[int, int]]:
+    """Split ``runs`` around the blocks in ``done``."""
+    out: list[tuple[int, int]] = []
+    for a, b in runs:
+        first = None
+        for k in range(a, b + 1):
+            if k in done:
+                if first is not None:
+                    out.append((first, k - 1))
+                    first = None
+            elif first is None:
+                first = k
+        if first is not None:
+            out.append((first, b))
+    return out
 
 
 def _shuffle(data: npt.NDArray[np.uint8], typesize: int) -> npt.NDArray[np.uint8]:
@@ -225,6 +244,24 @@ def _shuffle(data: npt.NDArray[np.uint8], typesize: int) -> npt.NDArray[np.uint8
         return data
     planes = data[:whole].reshape(-1, typesize).T.reshape(-1)
     return np.concatenate([planes, data[whole:]]) if whole < len(data) else planes
+
+
+def _shuffled_blocks(
+    data: npt.NDArray[np.uint8], typesize: int, blocksize: int
+) -> list[memoryview]:
+    """Return the byte-shuffled blocks of ``data``; whole blocks are shuffled in one numpy pass."""
+    nbytes = len(data)
+    full = nbytes // blocksize
+    out: list[memoryview] = []
+    if full and typesize > 1 and blocksize % typesize == 0:
+        planes = data[: full * blocksize].reshape(full, blocksize // typesize, typesize)
+        whole = np.ascontiguousarray(planes.transpose(0, 2, 1)).reshape(-1).data
+        out = [whole[i * blocksize : (i + 1) * blocksize] for i in range(full)]
+    else:
+        full = 0
+    for start in range(full * blocksize, nbytes, blocksize):
+        out.append(memoryview(_shuffle(data[start : start + blocksize], typesize).tobytes()))
+    return out
 
 
 def encode_lz4_blocks(raw: bytes | memoryview, typesize: int, blocksize: int) -> bytes:
@@ -254,13 +291,11 @@ def encode_lz4_blocks(raw: bytes | memoryview, typesize: int, blocksize: int) ->
     flags = _SHUFFLE | _DONT_SPLIT | _LZ4_FORMAT
     blocksize = min(blocksize, max(nbytes, 1))  # decoders refuse blocks longer than the data
     n = -(-nbytes // blocksize)
-    parts: list[bytes] = []
+    parts: list[bytes | memoryview] = []
     offsets = np.empty(n, dtype="<i4")
     at = BLOSC_HEADER_BYTES + 4 * n
-    for i in range(n):
-        block = data[i * blocksize : (i + 1) * blocksize]
-        shuffled = _shuffle(block, typesize).tobytes()
-        packed = lz4_block.compress(shuffled, store_size=False)
+    for i, shuffled in enumerate(_shuffled_blocks(data, typesize, blocksize)):
+        packed: bytes | memoryview = lz4_block.compress(shuffled, store_size=False)
         if len(packed) >= len(shuffled):  # incompressible block: stored as is
             packed = shuffled
         offsets[i] = at

@@ -111,7 +111,6 @@ CompressorSpec: TypeAlias = Compressor | str | Mapping[str, Compressor | str]
 _HEADER = struct.Struct("<II")
 _PARALLEL_BYTES = 4 << 20  # below this, a thread pool costs more than it saves
 _MAX_IN_FLIGHT = 64
-_MAX_TABLES = 8192  # seek tables kept per payload array (a few KiB each)
 
 
 @contextmanager
@@ -139,8 +138,8 @@ LZ4_LEVEL = 5
 
 COMPRESSOR_NAMES = ("default", *(c.value for c in Compression))
 """Names accepted by ``compressor=``: ``"default"``/``"zstd"`` (zstd level 3 everywhere) and
-``"lz4"`` (payload arrays Blosc-LZ4 with byte shuffle in ``frame_bytes`` blocks, dense
-arrays zstd)."""
+``"lz4"`` (payload arrays Blosc-LZ4 with byte shuffle in ``frame_bytes`` blocks, the
+object index in 16 KiB blocks, other dense arrays zstd)."""
 
 
 def _lz4_blosc(zarr_format: int, typesize: int, blocksize: int | None) -> Any:
@@ -404,7 +403,6 @@ def decode_frames(
         frames = unique_sorted(concat_ranges(first[keep], span)).tolist()
     if done is not None:
         frames = [f for f in frames if f not in done]
-        done.update(frames)
     if not frames:
         return
     dctx = _dctx()
@@ -423,6 +421,8 @@ def decode_frames(
             raise CorruptPayloadError(f"{where}: frame {f} decodes to {len(chunk)} bytes")
         head = max(skip - a, 0)  # the first frame may start with a header
         out[a + head - skip : b - skip] = np.frombuffer(chunk, dtype=np.uint8, offset=head)
+        if done is not None:  # only once decoded: a failed frame stays to be decoded again
+            done.add(f)
 
 
 def _copy_ranges(
@@ -607,15 +607,23 @@ def _fast_codec(array: zarr.Array[Any]) -> tuple[_ElementCodec, ShardFormat | No
     return codec, fmt
 
 
-def _lz4_blocks_of(array: zarr.Array[Any], codec: _ElementCodec) -> tuple[int, int] | None:
-    """``(typesize, blocksize)`` when elements are Blosc LZ4 + byte shuffle in fixed blocks."""
-    comp = codec.compressor
-    if comp is None or comp.codec_id != "blosc":
+def _lz4_layout(comp: NumcodecsCodec, typesize: int) -> tuple[int, int] | None:
+    """``(typesize, blocksize)`` when ``comp`` is Blosc LZ4 + byte shuffle in fixed blocks."""
+    if comp.codec_id != "blosc":
         return None
     cfg = comp.get_config()
     blocksize = cfg.get("blocksize")
     if cfg.get("cname") != "lz4" or cfg.get("shuffle") != 1 or not blocksize:
         return None
+    return int(typesize), int(blocksize)
+
+
+def _lz4_blocks_of(array: zarr.Array[Any], codec: _ElementCodec) -> tuple[int, int] | None:
+    """``(typesize, blocksize)`` when elements are Blosc LZ4 + byte shuffle in fixed blocks."""
+    comp = codec.compressor
+    if comp is None or _lz4_layout(comp, 1) is None:
+        return None
+    blocksize = int(comp.get_config()["blocksize"])
     typesize = None
     meta = array.metadata
     if isinstance(meta, ArrayV3Metadata):
@@ -925,16 +933,20 @@ def read_dense_whole(array: zarr.Array[Any]) -> npt.NDArray[Any]:
 # payload arrays
 
 
+_SEEK_TABLES: dict[str, tuple[tuple[int, int], FrameTable | BloscTable | None]] = {}
+"""Seek tables (zstd frames, Blosc blocks) of local payload files read in this process, by
+path, with the file's (size, mtime) when read: a later read of the unchanged file, from any
+Reader, skips re-reading its table."""
+
+_MAX_TABLES = 16384  # a table is a few hundred bytes to a few KiB
+
+
 @dataclass(frozen=True)
 class PayloadArray:
     """A per-chunk payload array: one variable-length element per spatial chunk."""
 
     array: zarr.Array[Any]
     """The underlying Zarr array (shape = chunk grid shape)."""
-    _tables: dict[int, tuple[int, FrameTable | BloscTable | None]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
-    """Seek tables already read, by flat index, with the stored size (local arrays)."""
     _paths: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
     """File path of each chunk read in place (local arrays)."""
 
@@ -1159,15 +1171,17 @@ class PayloadArray:
                 raise CorruptPayloadError(f"{where}: missing, expected {len(out)} bytes") from None
             return
         try:
-            size = os.fstat(fd).st_size
-            known = self._tables.get(flat)
-            if known is not None and known[0] == size:
+            stat = os.fstat(fd)
+            size = stat.st_size
+            stamp = (size, stat.st_mtime_ns)
+            known = _SEEK_TABLES.get(path)
+            if known is not None and known[0] == stamp:
                 table = known[1]
             else:
                 table = self._read_table(fd, size, where)
-                if len(self._tables) >= _MAX_TABLES:
-                    self._tables.clear()
-                self._tables[flat] = (size, table)
+                if len(_SEEK_TABLES) >= _MAX_TABLES:
+                    _SEEK_TABLES.clear()
+                _SEEK_TABLES[path] = (stamp, table)
             if table is None:
                 codec.decode_rows(os.pread(fd, size, 0), where, out, starts, stops)
                 return
@@ -1342,9 +1356,15 @@ def declare_dense_array(
     if data.dtype.byteorder == ">":
         data = data.astype(data.dtype.newbyteorder("<"))
     zarr_format = group.metadata.zarr_format
-    codecs = _compressors(compressor, zarr_format)
+    index = path.startswith("object_index/")
+    codecs = _compressors(
+        compressor,
+        zarr_format,
+        typesize=data.dtype.itemsize if index else None,
+        blocksize=DENSE_FRAME_BYTES,
+    )
     attrs = dict(attributes)
-    if path.startswith("object_index/") and _is_zstd(codecs):
+    if index and _is_zstd(codecs):
         # one-object reads look up a few index rows: seekable chunks decode only their frames
         attrs[FRAME_BYTES_ATTR] = DENSE_FRAME_BYTES
     array = group.create_array(
@@ -1382,6 +1402,7 @@ def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
     full = (rows, *data.shape[1:])
     attr = array.attrs.get(FRAME_BYTES_ATTR)
     frame = attr if isinstance(attr, int) and comp is not None and comp.codec_id == "zstd" else 0
+    lz4 = None if comp is None else _lz4_layout(comp, data.dtype.itemsize)
     blocks: list[tuple[int, npt.NDArray[Any]]] = []
     for c, start in enumerate(range(0, len(data), rows)):
         block = data[start : start + rows]
@@ -1399,6 +1420,8 @@ def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
             return raw
         if frame and len(raw) > frame:  # seekable zstd (docs/spec.md §10)
             return _encode_frames(raw, frame, comp)
+        if lz4 is not None:  # Blosc-LZ4 in blocks of exactly the configured size
+            return encode_lz4_blocks(raw, *lz4)
         return bytes(comp.encode(raw))
 
     encoded = _map(encode, blocks, sum(b.nbytes for _, b in blocks))
@@ -1427,16 +1450,21 @@ def _dense_codec(array: zarr.Array[Any]) -> tuple[int, NumcodecsCodec | None] | 
         rest = codecs[1:]
         comp = None
         if rest:
-            zstd = rest[0]
-            if len(rest) != 1 or not isinstance(zstd, ZstdCodec):
+            only = rest[0]
+            if len(rest) != 1:
                 return None
-            comp = numcodecs.Zstd(level=zstd.level, checksum=zstd.checksum)
+            if isinstance(only, ZstdCodec):
+                comp = numcodecs.Zstd(level=only.level, checksum=only.checksum)
+            elif isinstance(only, BloscCodec):
+                comp = only._blosc_codec
+            else:
+                return None
     else:
         chunks = tuple(meta.chunks)
         if meta.filters or meta.order != "C":
             return None
         comp = meta.compressor
-        if comp is not None and comp.codec_id != "zstd":
+        if comp is not None and comp.codec_id not in ("zstd", "blosc"):
             return None
     if tuple(chunks[1:]) != shape[1:]:
         return None
@@ -1453,6 +1481,16 @@ class _FramedChunk:
     done: set[int] = field(default_factory=set)
 
 
+@dataclass(frozen=True)
+class _BlockChunk:
+    """A dense chunk stored as Blosc, decoded block by block as rows are asked for."""
+
+    data: bytes
+    table: BloscTable
+    decoded: npt.NDArray[np.uint8]
+    done: set[int] = field(default_factory=set)
+
+
 def read_dense_rows(
     array: zarr.Array[Any],
     rows: npt.NDArray[np.int64],
@@ -1460,9 +1498,10 @@ def read_dense_rows(
 ) -> npt.NDArray[Any]:
     """Return ``array[rows]`` for a dense array chunked along axis 0, in one batched read.
 
-    Plain chains (bytes [+ zstd]) are decoded here, skipping zarr-python's per-call overhead;
-    chunks stored as seekable zstd decode only the frames holding ``rows``.  Fetched chunks
-    go to ``cache`` when given.  Other arrays use zarr's own selection.
+    Plain chains (bytes [+ zstd or Blosc]) are decoded here, skipping zarr-python's per-call
+    overhead; chunks stored as seekable zstd or as Blosc decode only the frames (blocks)
+    holding ``rows``.  Fetched chunks go to ``cache`` when given.  Other arrays use zarr's
+    own selection.
     """
     cache = {} if cache is None else cache
     fast = cache.get((array.path, -1))  # the codec, found once per array
@@ -1483,40 +1522,75 @@ def read_dense_rows(
         keys.append(f"{prefix}/{key}" if prefix else key)
     for c, raw in zip(missing, _get_many(array.store_path.store, keys), strict=True):
         where = f"{array.path} chunk {c}"
-        block: Any
         if raw is None:
-            block = np.full((chunk_rows, *inner), array.fill_value, dtype=dtype)
+            cache[(array.path, c)] = np.full((chunk_rows, *inner), array.fill_value, dtype=dtype)
         else:
-            table = None if comp is None or comp.codec_id != "zstd" else frame_table(raw, where)
-            if table is not None and table.decoded[-1] == chunk_rows * row_bytes:
-                block = _FramedChunk(raw, table, np.empty(chunk_rows * row_bytes, np.uint8))
-            else:
-                try:
-                    data = raw if comp is None else bytes(comp.decode(raw))
-                    block = np.frombuffer(data, dtype=dtype).reshape(chunk_rows, *inner)
-                except (RuntimeError, ValueError, TypeError) as exc:
-                    raise CorruptPayloadError(f"{where}: cannot decode ({exc})") from exc
-        cache[(array.path, c)] = block
+            cache[(array.path, c)] = _dense_chunk(raw, comp, chunk_rows * row_bytes, where)
     out = np.empty((len(rows), *inner), dtype=dtype)
     chunk_of = rows // chunk_rows
     for c in wanted.tolist():
         sel = np.flatnonzero(chunk_of == c)
         local = rows[sel] - c * chunk_rows
-        got = cache[(array.path, c)]
-        if isinstance(got, _FramedChunk):
-            decode_frames(
-                got.data,
-                got.table,
-                got.decoded,
-                local * row_bytes,
-                (local + 1) * row_bytes,
-                0,
-                f"{array.path} chunk {c}",
-                done=got.done,
-            )
-            got = got.decoded.view(dtype).reshape(chunk_rows, *inner)
-        out[sel] = got[local]
+        got = _dense_rows_of(cache[(array.path, c)], local, row_bytes, f"{array.path} chunk {c}")
+        out[sel] = got.view(dtype).reshape(-1, *inner)[local]
     return out
+
+
+def _dense_chunk(
+    raw: bytes, comp: NumcodecsCodec | None, nbytes: int, where: str
+) -> _FramedChunk | _BlockChunk | npt.NDArray[np.uint8]:
+    """Prepare a stored dense chunk for row lookups: seekable when it can be, else decoded."""
+    if comp is not None and comp.codec_id == "zstd":
+        table = frame_table(raw, where)
+        if table is not None and table.decoded[-1] == nbytes:
+            return _FramedChunk(raw, table, np.empty(nbytes, np.uint8))
+    if comp is not None and comp.codec_id == "blosc" and len(raw) >= BLOSC_HEADER_BYTES:
+        blocks = blosc_table(raw, where)
+        if blocks.nbytes == nbytes:
+            return _BlockChunk(raw, blocks, np.empty(nbytes, np.uint8))
+    try:
+        data = raw if comp is None else bytes(comp.decode(raw))
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise CorruptPayloadError(f"{where}: cannot decode ({exc})") from exc
+    if len(data) != nbytes:
+        raise CorruptPayloadError(f"{where}: {len(data)} bytes, expected {nbytes}")
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def _dense_rows_of(
+    got: _FramedChunk | _BlockChunk | npt.NDArray[Any],
+    local: npt.NDArray[np.int64],
+    row_bytes: int,
+    where: str,
+) -> npt.NDArray[Any]:
+    """Return the chunk's bytes with at least rows ``local`` decoded."""
+    if isinstance(got, _FramedChunk):
+        decode_frames(
+            got.data,
+            got.table,
+            got.decoded,
+            local * row_bytes,
+            (local + 1) * row_bytes,
+            0,
+            where,
+            done=got.done,
+        )
+        return got.decoded
+    if isinstance(got, _BlockChunk):
+        order = np.sort(local)
+        stored = got.data
+        decode_blocks(
+            got.table,
+            got.decoded,
+            order * row_bytes,
+            (order + 1) * row_bytes,
+            0,
+            where,
+            lambda o, n: stored[o : o + n],
+            done=got.done,
+        )
+        return got.decoded
+    return got.reshape(-1).view(np.uint8) if got.dtype != np.uint8 else got
 
 
 def read_dense(group: zarr.Group, path: str, selection: Any = Ellipsis) -> npt.NDArray[Any]:

@@ -101,7 +101,7 @@ class Compression(ParamEnum):
     ZSTD = "zstd"
     """zstd level 3 on every array; object payloads in seekable 4 KiB frames (the default)."""
     LZ4 = "lz4"
-    """Blosc-LZ4 with byte shuffle in fixed blocks on payload arrays; dense arrays zstd."""
+    """Blosc-LZ4 with byte shuffle in fixed blocks on payload arrays and the object index."""
 
 
 class Encoding(ParamEnum):

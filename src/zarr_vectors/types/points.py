@@ -171,8 +171,9 @@ def write_points(
     compressor
         ``"default"`` (zstd level 3 on every array), ``"lz4"`` (payload arrays Blosc-LZ4 with
         byte shuffle in ``frame_bytes`` blocks: faster to decode, smaller on coordinates;
-        dense arrays zstd), one codec for every array, a mapping from array path (e.g.
-        ``"vertices"``, ``"attributes/intensity"``, ``"*"`` for the rest) to codec, or None.
+        object index likewise, other dense arrays zstd), one codec for every array, a
+        mapping from array path (e.g. ``"vertices"``, ``"attributes/intensity"``, ``"*"``
+        for the rest) to codec, or None.
     shards
         Chunks per shard for payload arrays (Zarr v3 sharding codec).
     frame_bytes
