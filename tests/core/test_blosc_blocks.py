@@ -25,6 +25,7 @@ from zarr_vectors.core.blosc_blocks import (
     table_length,
 )
 from zarr_vectors.errors import CorruptPayloadError
+from zarr_vectors.testing.examples import random_walk_paths
 
 
 def _ranges(n: int, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -154,14 +155,7 @@ def test_bad_encoder_arguments() -> None:
 
 
 def _paths(n: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(1, 60, n)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    steps = rng.normal(0, 0.4, (int(offsets[-1]), 3))
-    steps[offsets[:-1]] = rng.uniform(0, 10, (n, 3))
-    pos = np.cumsum(steps, axis=0)
-    pos -= np.repeat(np.cumsum(steps, axis=0)[offsets[:-1]] - steps[offsets[:-1]], lengths, axis=0)
-    return pos.astype(np.float32), offsets
+    return random_walk_paths(n, seed, min_length=1)
 
 
 def _codecs(path: Path) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ import zarr_vectors as zv
 from zarr_vectors.core import io as zv_io
 from zarr_vectors.core.io import FRAME_BYTES_ATTR, _ElementCodec, _encode_frames, frame_table
 from zarr_vectors.errors import CorruptPayloadError, InvalidInputError
+from zarr_vectors.testing.examples import random_walk_paths
 
 ZSTD = numcodecs.Zstd(level=3)
 
@@ -88,14 +89,7 @@ def test_partial_decode_equals_whole(
 
 
 def _paths(n: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(2, 60, n)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    steps = rng.normal(0, 0.4, (int(offsets[-1]), 3))
-    steps[offsets[:-1]] = rng.uniform(0, 10, (n, 3))
-    pos = np.cumsum(steps, axis=0)
-    pos -= np.repeat(np.cumsum(steps, axis=0)[offsets[:-1]] - steps[offsets[:-1]], lengths, axis=0)
-    return pos.astype(np.float32), offsets
+    return random_walk_paths(n, seed, min_length=2)
 
 
 @pytest.mark.parametrize("kind", ["local", "memory", "zip"])

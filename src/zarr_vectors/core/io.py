@@ -1185,37 +1185,16 @@ class PayloadArray:
             if table is None:
                 codec.decode_rows(os.pread(fd, size, 0), where, out, starts, stops)
                 return
-            if isinstance(table, BloscTable):
-                if table.nbytes != _HEADER.size + len(out):
-                    raise CorruptPayloadError(
-                        f"{where}: decodes to {table.nbytes - _HEADER.size} bytes, "
-                        f"expected {len(out)}"
-                    )
-                decode_blocks(
-                    table,
-                    out,
-                    starts,
-                    stops,
-                    _HEADER.size,
-                    where,
-                    lambda offset, n: os.pread(fd, n, offset),
-                )
-                return
-            if table.decoded[-1] != _HEADER.size + len(out):
+            decoded = table.nbytes if isinstance(table, BloscTable) else table.decoded[-1]
+            if decoded != _HEADER.size + len(out):
                 raise CorruptPayloadError(
-                    f"{where}: decodes to {table.decoded[-1] - _HEADER.size} bytes, "
-                    f"expected {len(out)}"
+                    f"{where}: decodes to {decoded - _HEADER.size} bytes, expected {len(out)}"
                 )
-            decode_frames(
-                b"",
-                table,
-                out,
-                starts,
-                stops,
-                _HEADER.size,
-                where,
-                read=lambda offset, n: os.pread(fd, n, offset),
-            )
+            read = lambda offset, n: os.pread(fd, n, offset)
+            if isinstance(table, BloscTable):
+                decode_blocks(table, out, starts, stops, _HEADER.size, where, read)
+            else:
+                decode_frames(b"", table, out, starts, stops, _HEADER.size, where, read=read)
         finally:
             os.close(fd)
 
@@ -1472,21 +1451,11 @@ def _dense_codec(array: zarr.Array[Any]) -> tuple[int, NumcodecsCodec | None] | 
 
 
 @dataclass(frozen=True)
-class _FramedChunk:
-    """A dense chunk stored as seekable zstd, decoded frame by frame as rows are asked for."""
+class _SeekableChunk:
+    """A seekable zstd or Blosc dense chunk, decoded frame by frame as rows are asked for."""
 
     data: bytes
-    table: FrameTable
-    decoded: npt.NDArray[np.uint8]
-    done: set[int] = field(default_factory=set)
-
-
-@dataclass(frozen=True)
-class _BlockChunk:
-    """A dense chunk stored as Blosc, decoded block by block as rows are asked for."""
-
-    data: bytes
-    table: BloscTable
+    table: FrameTable | BloscTable
     decoded: npt.NDArray[np.uint8]
     done: set[int] = field(default_factory=set)
 
@@ -1538,16 +1507,16 @@ def read_dense_rows(
 
 def _dense_chunk(
     raw: bytes, comp: NumcodecsCodec | None, nbytes: int, where: str
-) -> _FramedChunk | _BlockChunk | npt.NDArray[np.uint8]:
+) -> _SeekableChunk | npt.NDArray[np.uint8]:
     """Prepare a stored dense chunk for row lookups: seekable when it can be, else decoded."""
     if comp is not None and comp.codec_id == "zstd":
         table = frame_table(raw, where)
         if table is not None and table.decoded[-1] == nbytes:
-            return _FramedChunk(raw, table, np.empty(nbytes, np.uint8))
+            return _SeekableChunk(raw, table, np.empty(nbytes, np.uint8))
     if comp is not None and comp.codec_id == "blosc" and len(raw) >= BLOSC_HEADER_BYTES:
         blocks = blosc_table(raw, where)
         if blocks.nbytes == nbytes:
-            return _BlockChunk(raw, blocks, np.empty(nbytes, np.uint8))
+            return _SeekableChunk(raw, blocks, np.empty(nbytes, np.uint8))
     try:
         data = raw if comp is None else bytes(comp.decode(raw))
     except (RuntimeError, ValueError, TypeError) as exc:
@@ -1558,39 +1527,31 @@ def _dense_chunk(
 
 
 def _dense_rows_of(
-    got: _FramedChunk | _BlockChunk | npt.NDArray[Any],
+    got: _SeekableChunk | npt.NDArray[Any],
     local: npt.NDArray[np.int64],
     row_bytes: int,
     where: str,
 ) -> npt.NDArray[Any]:
     """Return the chunk's bytes with at least rows ``local`` decoded."""
-    if isinstance(got, _FramedChunk):
-        decode_frames(
-            got.data,
-            got.table,
-            got.decoded,
-            local * row_bytes,
-            (local + 1) * row_bytes,
-            0,
-            where,
-            done=got.done,
-        )
-        return got.decoded
-    if isinstance(got, _BlockChunk):
-        order = np.sort(local)
+    if not isinstance(got, _SeekableChunk):
+        return got.reshape(-1).view(np.uint8) if got.dtype != np.uint8 else got
+    order = np.sort(local)
+    starts, stops = order * row_bytes, (order + 1) * row_bytes
+    if isinstance(got.table, BloscTable):
         stored = got.data
         decode_blocks(
             got.table,
             got.decoded,
-            order * row_bytes,
-            (order + 1) * row_bytes,
+            starts,
+            stops,
             0,
             where,
             lambda o, n: stored[o : o + n],
             done=got.done,
         )
-        return got.decoded
-    return got.reshape(-1).view(np.uint8) if got.dtype != np.uint8 else got
+    else:
+        decode_frames(got.data, got.table, got.decoded, starts, stops, 0, where, done=got.done)
+    return got.decoded
 
 
 def read_dense(group: zarr.Group, path: str, selection: Any = Ellipsis) -> npt.NDArray[Any]:

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from zarr_vectors.types.points import Points
 
-__all__ = ["POINT_CLOUD_EXAMPLES", "PointCloudExample", "point_cloud_example"]
+__all__ = ["POINT_CLOUD_EXAMPLES", "PointCloudExample", "point_cloud_example", "random_walk_paths"]
 
 AnyArray = npt.NDArray[Any]
 
@@ -143,3 +143,34 @@ def point_cloud_example(name: str) -> PointCloudExample:
         if ex.name == name:
             return ex
     raise KeyError(f"no example {name!r}; examples: {[e.name for e in POINT_CLOUD_EXAMPLES]}")
+
+
+def random_walk_paths(
+    n: int = 300, seed: int = 0, min_length: int = 1, max_length: int = 60
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+    """Random-walk paths (steps of ~0.4 units) starting uniformly in ``[0, 10)^3``.
+
+    Parameters
+    ----------
+    n : int
+        Number of paths.
+    seed : int
+        Random seed.
+    min_length, max_length : int
+        Vertices per path, drawn from ``[min_length, max_length)``.
+
+    Returns
+    -------
+    positions : ndarray of float32, shape (N, 3)
+        All vertices, path by path.
+    offsets : ndarray of int64, shape (n + 1,)
+        CSR offsets of the paths.
+    """
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(min_length, max_length, n)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    steps = rng.normal(0, 0.4, (int(offsets[-1]), 3))
+    steps[offsets[:-1]] = rng.uniform(0, 10, (n, 3))
+    pos = np.cumsum(steps, axis=0)
+    pos -= np.repeat(np.cumsum(steps, axis=0)[offsets[:-1]] - steps[offsets[:-1]], lengths, axis=0)
+    return pos.astype(np.float32), offsets
