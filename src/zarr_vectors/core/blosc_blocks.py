@@ -197,10 +197,14 @@ def decode_blocks(
         runs = _not_done(runs, done)
     bs = table.blocksize
     offsets = table.offsets
+    span = _one_read(table, runs, read, where)
     for a, b in runs:
         whole = not table.memcpyed and a == 0 and b == table.n_blocks - 1
         lo, hi = (0, table.cbytes) if whole else (offsets[a], offsets[b + 1])
-        body = bytes(read(lo, hi - lo))
+        if span is not None and lo >= span[0] and hi <= span[0] + len(span[1]):
+            body = span[1][lo - span[0] : hi - span[0]]
+        else:
+            body = bytes(read(lo, hi - lo))
         if len(body) != hi - lo:
             raise CorruptPayloadError(f"{where}: Blosc buffer truncated")
         if table.memcpyed:
@@ -218,6 +222,34 @@ def decode_blocks(
         out[begin + head - skip : end - skip] = np.frombuffer(raw, dtype=np.uint8, offset=head)
         if done is not None:  # only once decoded: a failed run stays to be decoded again
             done.update(range(a, b + 1))
+
+
+_SPAN_SLACK = 65536
+"""Several runs are fetched with one read when the bytes between them are at most this
+many more than the runs themselves (one larger read beats several small ones, above all on
+a cold disk or object storage)."""
+
+
+def _one_read(
+    table: BloscTable,
+    runs: list[tuple[int, int]],
+    read: Callable[[int, int], bytes | memoryview],
+    where: str,
+) -> tuple[int, bytes] | None:
+    """Fetch the stored bytes of all ``runs`` at once, if they lie close together."""
+    if len(runs) < 2:
+        return None
+    offsets = table.offsets
+    lo, hi = offsets[runs[0][0]], offsets[runs[-1][1] + 1]
+    if runs[0][0] == 0 and not table.memcpyed:
+        lo = 0  # the first run may be the whole buffer, header included
+    needed = sum(offsets[b + 1] - offsets[a] for a, b in runs)
+    if hi - lo > needed + _SPAN_SLACK:
+        return None
+    data = bytes(read(lo, hi - lo))
+    if len(data) != hi - lo:
+        raise CorruptPayloadError(f"{where}: Blosc buffer truncated")
+    return lo, data
 
 
 def _not_done(runs: list[tuple[int, int]], done: set[int]) -> list[tuple[int, int]]:
