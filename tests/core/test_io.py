@@ -119,3 +119,37 @@ def test_payload_not_a_whole_number_of_rows(tmp_path: Path) -> None:
     arr.write(np.array([0]), [b"\x00" * 12])  # 12 bytes is not a (2 x float64) row
     with pytest.raises(CorruptPayloadError, match=r"not a whole number of 2x.*rows"):
         zv.read_points(str(path))
+
+
+def test_quiet_vlen_holds_until_the_last_thread_leaves() -> None:
+    """Warning filters are process-wide: one thread leaving must not unsilence another."""
+    import threading
+    import warnings
+
+    from zarr.errors import UnstableSpecificationWarning
+
+    from zarr_vectors.core import io as zv_io
+
+    inside, release = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with zv_io.quiet_vlen():
+            inside.set()
+            release.wait(10)
+
+    first = zv_io.quiet_vlen()
+    first.__enter__()  # this thread enters first ...
+    worker = threading.Thread(target=other)
+    worker.start()
+    assert inside.wait(10)
+    first.__exit__(None, None, None)  # ... and leaves while the worker is still inside
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.warn("vlen", UnstableSpecificationWarning, stacklevel=1)
+    assert not caught  # still silenced for the worker
+    release.set()
+    worker.join(10)
+    assert zv_io._QUIET == []  # the last one out removed the filter
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.warn("vlen", UnstableSpecificationWarning, stacklevel=1)
+    assert len(caught) == 1

@@ -113,12 +113,35 @@ _PARALLEL_BYTES = 4 << 20  # below this, a thread pool costs more than it saves
 _MAX_IN_FLIGHT = 64
 
 
+_QUIET_LOCK = threading.Lock()
+_QUIET: list[Any] = []  # [the active catch_warnings, how many callers are inside]
+
+
 @contextmanager
 def quiet_vlen() -> Iterator[None]:
-    """Silence zarr-python's warning that variable-length bytes lack a final v3 spec."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=UnstableSpecificationWarning)
+    """Silence zarr-python's warning that variable-length bytes lack a final v3 spec.
+
+    Safe across threads: warning filters are process-wide, so the filter is installed by the
+    first caller to enter and removed when the last one (in any thread) leaves; a plain
+    ``catch_warnings`` per call would let one thread's exit unsilence another thread that is
+    still creating arrays (dask workers with threads do this).
+    """
+    with _QUIET_LOCK:
+        if not _QUIET:
+            saved = warnings.catch_warnings()
+            saved.__enter__()
+            warnings.filterwarnings("ignore", category=UnstableSpecificationWarning)
+            _QUIET[:] = [saved, 0]
+        _QUIET[1] += 1
+    try:
         yield
+    finally:
+        with _QUIET_LOCK:
+            _QUIET[1] -= 1
+            if _QUIET[1] == 0:
+                saved = _QUIET[0]
+                _QUIET.clear()
+                saved.__exit__(None, None, None)
 
 
 def _default_compressor(zarr_format: int) -> Any:
