@@ -125,7 +125,7 @@ def blosc_table(data: bytes | memoryview, where: str, size: int | None = None) -
     return BloscTable(header, nbytes, blocksize, cbytes, offsets, False)
 
 
-_MERGE_GAP = 8
+_MERGE_GAP = 4
 """Runs of needed blocks at most this many blocks apart are decoded as one run: decoding a
 few unneeded 4 KiB blocks (~2 µs each with LZ4) costs less than one more Python round trip."""
 
