@@ -253,22 +253,16 @@ class LevelReader:
             cache[(path, f)] = p
         return [cache[(path, f)] for f in flats.tolist()]
 
-    def rows(self, path: str, flats: IntArray, want: RowRanges | None = None) -> RowBlock:
+    def rows(self, path: str, flats: IntArray) -> RowBlock:
         """Fetch and decode the rows of ``path`` for the chunks ``flats``.
 
-        With ``want`` (vertex-aligned arrays only: ``vertices``, ``attributes/*``), only those
-        rows are guaranteed decoded: seekable payloads decode just the frames holding them,
-        and the other rows of the block are left undefined.
+        To decode only some rows of vertex-aligned arrays, use :meth:`rows_at`.
         """
         arr = self.payload(path)
         dtype, width = self._dtype_width(arr)
         encoding = arr.attrs.get("encoding", Encoding.RAW.value)
         if encoding == Encoding.RAW.value:
-            block = None
-            if want is not None:
-                block = self._some_rows(arr, path, flats, want, dtype, width)
-            if block is None:
-                block = self._concat_rows(arr, path, flats, dtype, width)
+            block = self._concat_rows(arr, path, flats, dtype, width)
             if block is not None:
                 return block
         payloads = self._payloads(path, flats)
@@ -337,45 +331,6 @@ class LevelReader:
                 f"{counts[i]} rows, vertex_counts says {expected[i]}"
             )
 
-    def _some_rows(
-        self,
-        arr: PayloadArray,
-        path: str,
-        flats: IntArray,
-        want: RowRanges,
-        dtype: np.dtype[Any],
-        width: int,
-    ) -> RowBlock | None:
-        """Decode only the ``want`` rows of vertex-aligned ``path`` (None: decode whole)."""
-        cache = self._cache
-        if cache is not None and all((path, f) in cache for f in flats.tolist()):
-            return None  # decoded whole by an earlier phase of this query
-        if 2 * int(want.counts.sum()) > int(self.vertex_counts[flats].sum()):
-            return None  # most rows wanted: whole chunks decode faster than frame by frame
-        local = arr.local_root is not None
-        stored = None if local else self._stored(arr, path, flats)
-        if stored is None and not local:
-            return None
-        row_bytes = dtype.itemsize * width
-        counts = self.vertex_counts[flats]
-        offsets = offsets_from_counts(counts)
-        out = np.empty(int(offsets[-1]) * row_bytes, dtype=np.uint8)
-        order = np.argsort(want.starts, kind="stable")
-        starts, stops = want.starts[order], want.starts[order] + want.counts[order]
-        chunk = np.searchsorted(offsets, starts, side="right") - 1
-        cut = np.searchsorted(chunk, np.arange(len(flats) + 1)).tolist()
-        byte_starts = (starts - offsets[chunk]) * row_bytes  # within each chunk's rows
-        byte_stops = (stops - offsets[chunk]) * row_bytes
-        bounds = (offsets * row_bytes).tolist()
-        for i, flat in enumerate(flats.tolist()):
-            a, b = cut[i], cut[i + 1]
-            args = (out[bounds[i] : bounds[i + 1]], byte_starts[a:b], byte_stops[a:b])
-            if stored is None:
-                arr.decode_rows_local(flat, *args)
-            else:
-                arr.decode_rows(flat, stored[i], *args)
-        return RowBlock(out.view(dtype).reshape(-1, width), offsets)
-
     def rows_at(
         self, path: str, flats: IntArray, want: RowRanges, rows: IntArray
     ) -> npt.NDArray[Any]:
@@ -392,8 +347,8 @@ class LevelReader:
             if got is not None:
                 values, starts, first = got
                 k = np.searchsorted(starts, rows, side="right") - 1
-                return values[first[k] + (rows - starts[k])]
-        return self.rows(path, flats, want).values[rows]
+                return np.take(values, first[k] + (rows - starts[k]), axis=0)
+        return np.take(self.rows(path, flats).values, rows, axis=0)  # np.take: ~6x fancy index
 
     def column_at(self, path: str, flats: IntArray, want: RowRanges, rows: IntArray) -> Column:
         """Like :meth:`rows_at` for an attribute array, as a :class:`Column`."""
@@ -473,9 +428,9 @@ class LevelReader:
             cache[(path, f)] = data
         return [cache[(path, f)] for f in flats.tolist()]
 
-    def column(self, path: str, flats: IntArray, want: RowRanges | None = None) -> Column:
+    def column(self, path: str, flats: IntArray) -> Column:
         """Fetch an attribute payload as a :class:`Column` (shape and categories restored)."""
-        block = self.rows(path, flats, want)
+        block = self.rows(path, flats)
         return self._as_column(block.values, self.payload(path).attrs, f"{self.group.path}/{path}")
 
     @staticmethod

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from zarr_vectors.core.columns import Column
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts
-from zarr_vectors.core.reader import LevelReader, RowRanges
+from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.spill import BatchSummary, spill_batch
 from zarr_vectors.errors import CorruptPayloadError
 from zarr_vectors.multiscale.partition import Partition, PartitionKind
@@ -65,25 +65,25 @@ def read_partition(
     chunks); object ids are local (``0..stop-start-1``).  Links, object attributes and groups
     are not read.
     """
-    want: RowRanges | None = None
-    take: IntArray | None = None
     obj: IntArray | None = None
+    names = reader.names(L.ATTRIBUTES) if attributes else []
+    attrs: dict[str, Column] = {}
     if part.kind is PartitionKind.OBJECTS:
         ids = np.arange(part.start, part.stop, dtype=np.int64)
         where = reader.gather_objects(ids)
-        flats, want, take = where.chunks, where.ranges, where.rows
+        pos = reader.rows_at(L.VERTICES, where.chunks, where.ranges, where.rows)
+        attrs = {
+            n: reader.column_at(f"{L.ATTRIBUTES}/{n}", where.chunks, where.ranges, where.rows)
+            for n in names
+        }
         obj = np.repeat(np.arange(len(ids), dtype=np.int64), np.diff(where.offsets))
     else:
         counts = reader.vertex_counts[part.start : part.stop]
         flats = (np.flatnonzero(counts) + part.start).astype(np.int64)
-    pos = reader.rows(L.VERTICES, flats, want).values
-    attrs = {}
-    if attributes:
-        for name in reader.names(L.ATTRIBUTES):
-            col = reader.column(f"{L.ATTRIBUTES}/{name}", flats, want)
-            attrs[name] = col if take is None else col.take(take)
+        pos = reader.rows(L.VERTICES, flats).values
+        attrs = {n: reader.column(f"{L.ATTRIBUTES}/{n}", flats) for n in names}
     return GeometryParts(
-        positions=np.ascontiguousarray(pos if take is None else pos[take]),
+        positions=np.ascontiguousarray(pos),
         vertex_object=obj,
         n_objects=0 if obj is None else part.stop - part.start,
         ordered=obj is not None,

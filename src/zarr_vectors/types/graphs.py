@@ -61,6 +61,7 @@ from zarr_vectors.types._objects import (
     groups_table,
     in_box,
     output_ids,
+    read_objects,
     select_objects,
 )
 
@@ -626,15 +627,10 @@ def gather_whole_objects(
     reader: LevelReader, dense: IntArray, names: Sequence[str]
 ) -> WholeObjects:
     """Fetch objects ``dense`` whole: vertices in global order plus the row -> output map."""
-    where = reader.gather_objects(dense)
-    want = where.ranges  # seekable payloads decode only the frames holding these rows
-    positions = take_rows(reader.rows(L.VERTICES, where.chunks, want).values, where.rows)
-    attrs = {
-        n: take_column(reader.column(f"{L.ATTRIBUTES}/{n}", where.chunks, want), where.rows)
-        for n in names
-    }
+    got = read_objects(reader, dense, names)
+    where = got.where
     index = _row_index(where, int(reader.vertex_counts[where.chunks].sum()))
-    return WholeObjects(positions, attrs, where.offsets, where.chunks, index)
+    return WholeObjects(got.positions, got.attributes, where.offsets, where.chunks, index)
 
 
 def _row_index(where: ObjectRows, size: int) -> IntArray:
