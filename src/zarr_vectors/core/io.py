@@ -630,23 +630,22 @@ def _fast_codec(array: zarr.Array[Any]) -> tuple[_ElementCodec, ShardFormat | No
     return codec, fmt
 
 
-def _lz4_layout(comp: NumcodecsCodec, typesize: int) -> tuple[int, int] | None:
-    """``(typesize, blocksize)`` when ``comp`` is Blosc LZ4 + byte shuffle in fixed blocks."""
-    if comp.codec_id != "blosc":
+def _lz4_blocksize(comp: NumcodecsCodec | None) -> int | None:
+    """Block size when ``comp`` is Blosc LZ4 + byte shuffle with a fixed block size."""
+    if comp is None or comp.codec_id != "blosc":
         return None
     cfg = comp.get_config()
     blocksize = cfg.get("blocksize")
     if cfg.get("cname") != "lz4" or cfg.get("shuffle") != 1 or not blocksize:
         return None
-    return int(typesize), int(blocksize)
+    return int(blocksize)
 
 
 def _lz4_blocks_of(array: zarr.Array[Any], codec: _ElementCodec) -> tuple[int, int] | None:
     """``(typesize, blocksize)`` when elements are Blosc LZ4 + byte shuffle in fixed blocks."""
-    comp = codec.compressor
-    if comp is None or _lz4_layout(comp, 1) is None:
+    blocksize = _lz4_blocksize(codec.compressor)
+    if blocksize is None:
         return None
-    blocksize = int(comp.get_config()["blocksize"])
     typesize = None
     meta = array.metadata
     if isinstance(meta, ArrayV3Metadata):
@@ -654,7 +653,7 @@ def _lz4_blocks_of(array: zarr.Array[Any], codec: _ElementCodec) -> tuple[int, i
         if len(chain) == 1 and isinstance(chain[0], ShardingCodec):
             chain = list(chain[0].codecs)
         typesize = next((c.typesize for c in chain if isinstance(c, BloscCodec)), None)
-    return int(typesize or _payload_typesize(array.attrs)), int(blocksize)
+    return int(typesize or _payload_typesize(array.attrs)), blocksize
 
 
 def _plain_codec(array: zarr.Array[Any]) -> tuple[_ElementCodec, ShardFormat | None] | None:
@@ -927,11 +926,7 @@ def read_dense_whole(array: zarr.Array[Any]) -> npt.NDArray[Any]:
     n = int(shape[0])
     row_bytes = dtype.itemsize * int(np.prod(inner, dtype=np.int64))
     n_chunks = -(-n // chunk_rows) if n else 0
-    prefix = array.store_path.path
-    keys = []
-    for c in range(n_chunks):
-        key = array.metadata.encode_chunk_key((c,) + (0,) * len(inner))
-        keys.append(f"{prefix}/{key}" if prefix else key)
+    keys = _dense_keys(array, range(n_chunks))
     out = np.empty(shape, dtype=dtype)
     for c, raw in enumerate(_get_many(array.store_path.store, keys)):
         lo, hi = c * chunk_rows, min(n, (c + 1) * chunk_rows)
@@ -1049,11 +1044,8 @@ class PayloadArray:
         fast = self._fast
         if fast is None:
             return self._read_generic(flats)
-        codec, fmt = fast
-        if fmt is None:
-            raw = _get_many(self.array.store_path.store, [self._key(i) for i in flats])
-        else:
-            raw = self._read_sharded(flats, fmt)
+        codec = fast[0]
+        raw = self._fetch(flats, fast[1])
         nbytes = sum(len(r) for r in raw if r is not None)
         if codec.compressor is not None and codec.compressor.codec_id == "blosc":
             nbytes //= 8  # LZ4 decodes ~5x faster than zstd: threads pay off only later
@@ -1080,11 +1072,7 @@ class PayloadArray:
         if fast is None or fast[0].compressor is None or fast[0].compressor.codec_id != "blosc":
             return None
         flats = [int(i) for i in flat_indices]
-        fmt = fast[1]
-        if fmt is None:
-            raw = _get_many(self.array.store_path.store, [self._key(i) for i in flats])
-        else:
-            raw = self._read_sharded(flats, fmt)
+        raw = self._fetch(flats, fast[1])
         sizes = []
         for flat, data in zip(flats, raw, strict=True):
             if data is None:
@@ -1126,13 +1114,13 @@ class PayloadArray:
         if fast is None:
             return None
         flats = [int(i) for i in flat_indices]
-        if not flats:
-            return []
-        if fast[1] is None:
-            store = self.array.store_path.store
-            keys = [self._key(i) for i in flats]
-            return _get_many(store, keys)
-        return self._read_sharded(flats, fast[1])
+        return self._fetch(flats, fast[1]) if flats else []
+
+    def _fetch(self, flats: list[int], fmt: ShardFormat | None) -> list[bytes | None]:
+        """Fetch the stored bytes of the elements ``flats`` (None where absent) in one batch."""
+        if fmt is None:
+            return _get_many(self.array.store_path.store, [self._key(i) for i in flats])
+        return self._read_sharded(flats, fmt)
 
     def decode_rows(
         self,
@@ -1404,7 +1392,8 @@ def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
     full = (rows, *data.shape[1:])
     attr = array.attrs.get(FRAME_BYTES_ATTR)
     frame = attr if isinstance(attr, int) and comp is not None and comp.codec_id == "zstd" else 0
-    lz4 = None if comp is None else _lz4_layout(comp, data.dtype.itemsize)
+    blocksize = _lz4_blocksize(comp)
+    lz4 = None if blocksize is None else (data.dtype.itemsize, blocksize)
     blocks: list[tuple[int, npt.NDArray[Any]]] = []
     for c, start in enumerate(range(0, len(data), rows)):
         block = data[start : start + rows]
@@ -1427,13 +1416,16 @@ def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
         return bytes(comp.encode(raw))
 
     encoded = _map(encode, blocks, sum(b.nbytes for _, b in blocks))
+    keys = _dense_keys(array, [c for c, _ in blocks])
+    _set_many(array.store_path.store, list(zip(keys, encoded, strict=True)))
+
+
+def _dense_keys(array: zarr.Array[Any], chunks: Sequence[int]) -> list[str]:
+    """Store keys of the chunks ``chunks`` (along axis 0) of a dense array."""
     prefix = array.store_path.path
-    inner = (0,) * (data.ndim - 1)
-    keys = [array.metadata.encode_chunk_key((c, *inner)) for c, _ in blocks]
-    _set_many(
-        array.store_path.store,
-        [(f"{prefix}/{k}" if prefix else k, e) for k, e in zip(keys, encoded, strict=True)],
-    )
+    inner = (0,) * (len(array.shape) - 1)
+    keys = [array.metadata.encode_chunk_key((c, *inner)) for c in chunks]
+    return [f"{prefix}/{k}" if prefix else k for k in keys]
 
 
 def _dense_codec(array: zarr.Array[Any]) -> tuple[int, NumcodecsCodec | None] | None:
@@ -1507,11 +1499,7 @@ def read_dense_rows(
     row_bytes = dtype.itemsize * int(np.prod(inner, dtype=np.int64))
     wanted = unique_sorted(rows // chunk_rows)
     missing = [int(c) for c in wanted if (array.path, int(c)) not in cache]
-    prefix = array.store_path.path
-    keys = []
-    for c in missing:
-        key = array.metadata.encode_chunk_key((c,) + (0,) * len(inner))
-        keys.append(f"{prefix}/{key}" if prefix else key)
+    keys = _dense_keys(array, missing)
     for c, raw in zip(missing, _get_many(array.store_path.store, keys), strict=True):
         where = f"{array.path} chunk {c}"
         if raw is None:
