@@ -240,9 +240,7 @@ def _one_read(
     if len(runs) < 2:
         return None
     offsets = table.offsets
-    lo, hi = offsets[runs[0][0]], offsets[runs[-1][1] + 1]
-    if runs[0][0] == 0 and not table.memcpyed:
-        lo = 0  # the first run may be the whole buffer, header included
+    lo, hi = offsets[runs[0][0]], offsets[runs[-1][1] + 1]  # (two runs: never the whole buffer)
     needed = sum(offsets[b + 1] - offsets[a] for a, b in runs)
     if hi - lo > needed + _SPAN_SLACK:
         return None
