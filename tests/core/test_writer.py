@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import numcodecs
@@ -125,3 +126,30 @@ def test_chunk_payloads_are_views_and_written_whole(tmp_path: Any) -> None:
     assert all(isinstance(p, memoryview) for p in out)
     zv_io._write_file((str(tmp_path / "f"), out[1]))
     assert (tmp_path / "f").read_bytes() == rows[4:].tobytes()
+
+
+def test_failed_new_local_write_leaves_nothing(tmp_path: Path) -> None:
+    """A write that fails after the store was started (here: inside planning) removes the
+    new store, keeps a directory that was empty empty, and never touches an existing store."""
+    from unittest import mock
+
+    paths = [np.arange(30, dtype=np.float32).reshape(10, 3)]
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("planning failed")
+
+    new = tmp_path / "new.zarrvectors"
+    empty = tmp_path / "empty.zarrvectors"
+    empty.mkdir()
+    for target in (new, empty):
+        with mock.patch.object(writer, "plan_level", boom), pytest.raises(RuntimeError):
+            zv.write_polylines(target, paths, chunk_shape=(4, 4, 4))
+    assert not new.exists()
+    assert empty.is_dir()
+    assert not any(empty.iterdir())
+    zv.write_polylines(new, paths, chunk_shape=(4, 4, 4))  # nothing left in the way
+    before = sorted(p.relative_to(new) for p in new.rglob("*"))
+    with pytest.raises(zv.StoreExistsError):
+        zv.write_polylines(new, paths, chunk_shape=(4, 4, 4))
+    assert sorted(p.relative_to(new) for p in new.rglob("*")) == before
+    assert zv.validate(new).ok

@@ -779,6 +779,14 @@ def write_store_with(
     target, handle = _write_target(store, opts)
     final_dir = target.local_path
     zip_target = target.zip_path is not None or isinstance(target.store, ZipStore)
+    # a new local store is built in place: a failed write must not leave half of it behind
+    # (and must never touch a directory that already held something)
+    existed = final_dir is not None and final_dir.exists()
+    fresh = (
+        handle.local_path is not None
+        and handle.local_path == final_dir
+        and not (existed and any(final_dir.iterdir()))
+    )
     try:
         root = init_root(
             handle, zarr_format=opts.zarr_format, overwrite=opts.overwrite, where=str(store)
@@ -810,8 +818,10 @@ def write_store_with(
         group.attrs.put(level.to_dict())
         root.attrs.put(root_meta.to_dict())
     except BaseException:
-        if handle.local_path is not None and handle.local_path != final_dir:
+        if handle.local_path is not None and (handle.local_path != final_dir or fresh):
             _remove_staging(handle.local_path)
+            if fresh and existed:  # it was an empty directory before: leave it as it was
+                handle.local_path.mkdir(exist_ok=True)
         raise
     finally:
         handle.close()
