@@ -8,7 +8,8 @@ order and in one process:
 * ``nibabel load``: ``nibabel.streamlines.load(path)`` (eager: every streamline in memory);
 * ``convert``: :func:`zarr_vectors.formats.registry.convert` with the CLI defaults (chunk shape
   chosen from the extent, bins = chunk / 4, in-memory write below 20M vertices) into a fresh
-  store; its two phases are timed separately on the side (``read``: opening, indexing and
+  store (``--compressors`` picks the presets; every repeat writes a new store, and stores are
+  deleted only after all timings); its two phases are timed separately on the side (``read``: opening, indexing and
   gathering the file with our reader; ``write``: the store write);
 * optionally (``--cli``) the same conversion as a ``zarr-vectors convert`` subprocess.
 
@@ -19,6 +20,7 @@ Usage::
 
     python -m benchmarks.bench_convert                    # 100k x 100, repeat 3
     python -m benchmarks.bench_convert --n 2000 --repeat 1 --formats trk
+    python -m benchmarks.bench_convert --formats trk --compressors default,lz4 --cli
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +58,7 @@ class Timings:
 
     fmt: str
     vertices: int
+    compressor: str = "default"
     nibabel_load: list[float] = field(default_factory=list)
     convert: list[float] = field(default_factory=list)
     read: list[float] = field(default_factory=list)
@@ -98,43 +102,69 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - t0, result
 
 
-def _phases(path: Path, store: Path, t: Timings) -> None:
+def _phases(path: Path, store: Path, t: Timings, compressor: str) -> None:
     """Time reading and writing separately, with the shapes convert chose."""
-    shutil.rmtree(store, ignore_errors=True)
     t0 = time.perf_counter()
     with OPENERS[t.fmt](path) as src:
         src.everything()
         t.read.append(time.perf_counter() - t0)
         opts = WriteOptions(
-            chunk_shape=t.chunk_shape, bin_shape=default_bin_shape(t.chunk_shape), overwrite=True
+            chunk_shape=t.chunk_shape,
+            bin_shape=default_bin_shape(t.chunk_shape),
+            compressor=compressor,
         )
         seconds, _ = _timed(lambda: src.write(str(store), opts))
         t.write.append(seconds)
 
 
-def bench_format(path: Path, workdir: Path, repeat: int, cli: bool) -> Timings:
+class _FreshStores:
+    """New store names in ``workdir``; the stores are deleted only by :meth:`clean`.
+
+    Nothing is deleted between timed runs: on ext4 without a journal (this benchmark's
+    machine), creating files within a minute of deleting many is several times slower, which
+    would charge the previous repeat's cleanup to the next conversion.
+    """
+
+    def __init__(self, workdir: Path, stem: str) -> None:
+        self.workdir, self.stem, self.made = workdir, stem, []
+
+    def __call__(self) -> Path:
+        path = self.workdir / f"{self.stem}-{len(self.made)}.zarrvectors"
+        self.made.append(path)
+        return path
+
+    def clean(self) -> None:
+        for p in self.made:
+            shutil.rmtree(p, ignore_errors=True)
+        self.made.clear()
+
+
+def bench_format(
+    path: Path, workdir: Path, repeat: int, cli: bool, compressor: str = "default"
+) -> Timings:
     fmt = path.suffix[1:]
-    store = workdir / f"{fmt}.zarrvectors"
-    t = Timings(fmt, 0)
+    fresh = _FreshStores(workdir, f"{fmt}-{compressor}")
+    t = Timings(fmt, 0, compressor=compressor)
     for _ in range(repeat):
         seconds, tractogram = _timed(lambda: nib.streamlines.load(str(path)))
         t.nibabel_load.append(seconds)
         reference = np.asarray(tractogram.streamlines.get_data(), np.float32)
         del tractogram
-        shutil.rmtree(store, ignore_errors=True)
-        seconds, report = _timed(lambda: convert(path, str(store), overwrite=True))
+        store = fresh()
+        seconds, report = _timed(partial(convert, path, str(store), compressor=compressor))
         t.convert.append(seconds)
         t.chunk_shape, t.chunks = report.chunk_shape, report.summary.chunk_count
         t.vertices = report.summary.vertex_count
         t.correct = bool(np.array_equal(read_streamlines(str(store)).positions, reference))
         del reference
-        _phases(path, store, t)
+        _phases(path, fresh(), t, compressor)
         if cli:
-            shutil.rmtree(store, ignore_errors=True)
-            cmd = [sys.executable, "-m", "zarr_vectors.cli", "convert", str(path), str(store)]
+            cmd = [sys.executable, "-m", "zarr_vectors.cli", "convert", str(path), str(fresh())]
+            cmd += ["--compressor", "zstd" if compressor == "default" else compressor]
             t0 = time.perf_counter()
             subprocess.run(cmd, check=True, capture_output=True)
             t.cli.append(time.perf_counter() - t0)
+    fresh.clean()
     return t
 
 
@@ -147,16 +177,16 @@ def _fmt(values: Sequence[float]) -> str:
 def render(results: Sequence[Timings]) -> str:
     lines = [
         (
-            "| format | vertices | nibabel load | convert | read / write phases | CLI | "
+            "| format | compressor | vertices | nibabel load | convert | read / write phases | CLI | "
             "convert / load | chunk shape (chunks) | coordinates equal |"
         ),
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for t in results:
         ratio = statistics.median(t.convert) / statistics.median(t.nibabel_load)
         phases = f"{_fmt(t.read)} / {_fmt(t.write)}"
         lines.append(
-            f"| {t.fmt} | {t.vertices:,} | {_fmt(t.nibabel_load)} | {_fmt(t.convert)} | {phases} "
+            f"| {t.fmt} | {t.compressor} | {t.vertices:,} | {_fmt(t.nibabel_load)} | {_fmt(t.convert)} | {phases} "
             f"| {_fmt(t.cli)} | {ratio:.2f} | {list(t.chunk_shape)} ({t.chunks}) "
             f"| {'yes' if t.correct else 'NO'} |"
         )
@@ -171,7 +201,8 @@ def targets(results: Sequence[Timings]) -> list[Target]:
         conv, load = statistics.median(t.convert), statistics.median(t.nibabel_load)
         out.append(
             Target(
-                f"TRK {t.vertices:,} vertices converted faster than nibabel loads it",
+                f"TRK {t.vertices:,} vertices converted ({t.compressor}) faster than nibabel "
+                "loads it",
                 conv < load,
                 f"convert {conv:.2f} s vs nibabel load {load:.2f} s (medians)",
             )
@@ -185,6 +216,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--vertices", type=int, default=100, help="vertices per streamline")
     parser.add_argument("--repeat", type=int, default=3, help="timing repeats (median)")
     parser.add_argument("--formats", default="trk,tck", help="comma-separated: trk, tck")
+    parser.add_argument(
+        "--compressors",
+        default="default",
+        help="comma-separated compressor presets to convert with (default, lz4)",
+    )
     parser.add_argument("--cli", action="store_true", help="also time the CLI in a subprocess")
     parser.add_argument("--workdir", type=Path, default=None, help="scratch directory")
     parser.add_argument("--json", type=Path, default=None, help="write results as JSON")
@@ -199,7 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup = time.perf_counter() - t0
     print(f"wrote {', '.join(str(p) for p in paths.values())} with nibabel in {setup:.1f} s")
     del data
-    results = [bench_format(paths[f], workdir, args.repeat, args.cli) for f in formats]
+    presets = [c.strip() for c in args.compressors.split(",") if c.strip()]
+    results = [
+        bench_format(paths[f], workdir, args.repeat, args.cli, c) for f in formats for c in presets
+    ]
     found = targets(results)
     print(render(results))
     print()

@@ -153,3 +153,51 @@ def test_quiet_vlen_holds_until_the_last_thread_leaves() -> None:
         warnings.simplefilter("always")
         warnings.warn("vlen", UnstableSpecificationWarning, stacklevel=1)
     assert len(caught) == 1
+
+
+@pytest.mark.parametrize("compressor", ["default", "lz4", None, GzipCodec(level=2)])
+@pytest.mark.parametrize("path", ["p", "attributes/fa", "object_index/a/b"])
+def test_direct_metadata_documents_equal_zarr_python(
+    tmp_path: Path, compressor: Any, path: str
+) -> None:
+    """New local v3 arrays get their ``zarr.json`` written directly: zarr-python's bytes."""
+    from zarr_vectors.core.io import declare_dense_array, write_dense
+
+    docs = {}
+    for name, store in [("direct", LocalStore(tmp_path / "d")), ("zarr", MemoryStore())]:
+        root = zarr.open_group(store, mode="w", zarr_format=3)
+        group = root.create_group("0")
+        create_payload_array(group, path, GRID, attributes={"dtype": "<f4", "width": 3},
+                             compressor=compressor, frame_bytes=4096)  # fmt: skip
+        dense, values = declare_dense_array(
+            group, f"{path}_dense", np.arange(10, dtype="<i8").reshape(5, 2),
+            attributes={"k": [1, 2]}, chunks=(4, 2), compressor=compressor)  # fmt: skip
+        write_dense(dense, values)
+        raw = {}
+        for key in sorted(store_keys(store)):
+            if key.endswith("zarr.json"):
+                raw[key] = store_bytes(store, key)
+        docs[name] = raw
+    assert docs["direct"] == docs["zarr"]
+    assert any(k.endswith(f"{path}/zarr.json") for k in docs["direct"])
+    # and zarr-python opens what was written directly
+    again = zarr.open_group(LocalStore(tmp_path / "d"), mode="r")
+    assert again[f"0/{path}_dense"][...].tolist() == np.arange(10).reshape(5, 2).tolist()
+
+
+def store_keys(store: Any) -> list[str]:
+    from zarr.core.sync import sync
+
+    async def keys() -> list[str]:
+        return [k async for k in store.list()]
+
+    return sync(keys())
+
+
+def store_bytes(store: Any, key: str) -> bytes:
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+
+    buf = sync(store.get(key, prototype=default_buffer_prototype()))
+    assert buf is not None
+    return bytes(buf.to_bytes())

@@ -58,7 +58,7 @@ from zarr.codecs import (
 from zarr.core.array import AsyncArray
 from zarr.core.array_spec import ArrayConfig, ArraySpec
 from zarr.core.buffer import Buffer, default_buffer_prototype
-from zarr.core.dtype import VariableLengthBytes
+from zarr.core.dtype import VariableLengthBytes, parse_dtype
 from zarr.core.group import AsyncGroup, GroupMetadata
 from zarr.core.metadata import ArrayV3Metadata
 from zarr.core.sync import sync
@@ -1277,7 +1277,8 @@ def create_payload_array(
     if frame_bytes is not None and _is_zstd(codecs):
         attrs[FRAME_BYTES_ATTR] = int(frame_bytes)
     with quiet_vlen():
-        array = group.create_array(
+        array = _new_array(
+            group,
             path,
             shape=tuple(grid_shape),
             chunks=(1,) * len(grid_shape),
@@ -1286,9 +1287,75 @@ def create_payload_array(
             fill_value=b"",
             compressors=codecs,
             attributes=attrs,
-            overwrite=True,
         )
     return PayloadArray(array)
+
+
+def _new_array(
+    group: zarr.Group,
+    path: str,
+    *,
+    shape: tuple[int, ...],
+    chunks: tuple[int, ...],
+    dtype: Any,
+    fill_value: Any,
+    compressors: Any,
+    attributes: dict[str, Any],
+    shards: tuple[int, ...] | None = None,
+) -> zarr.Array[Any]:
+    """Create the array ``path`` of ``group``, replacing any node there (``overwrite=True``).
+
+    A new unsharded Zarr v3 array in a local directory gets its ``zarr.json`` written here:
+    the document zarr-python builds (same metadata class, same codecs), without its ~1.5 ms
+    of event-loop round trips and existence checks per array.  Anything else goes through
+    ``group.create_array``.
+    """
+    root = _local_root(group.store_path.store)
+    full = f"{group.store_path.path}/{path}" if group.store_path.path else path
+    if (
+        root is None
+        or shards is not None
+        or group.metadata.zarr_format != 3
+        or os.path.lexists(os.path.join(str(root), full))
+    ):
+        return group.create_array(
+            path,
+            shape=shape,
+            chunks=chunks,
+            shards=shards,
+            dtype=dtype,
+            fill_value=fill_value,
+            compressors=compressors,
+            attributes=attributes,
+            overwrite=True,
+        )
+    zdtype = parse_dtype(dtype, zarr_format=3)
+    serializer = VLenBytesCodec() if isinstance(zdtype, VariableLengthBytes) else BytesCodec()
+    extra = () if compressors is None else (compressors,)
+    meta = ArrayV3Metadata(
+        shape=shape,
+        data_type=zdtype,
+        chunk_grid={"name": "regular", "configuration": {"chunk_shape": list(chunks)}},
+        chunk_key_encoding={"name": "default", "configuration": {"separator": "/"}},
+        fill_value=fill_value,
+        codecs=(serializer, *extra),
+        attributes=attributes,
+        dimension_names=None,
+    )
+    proto = default_buffer_prototype()
+    parts = path.split("/")
+    for depth in range(1, len(parts)):  # implicit parent groups get a group document
+        parent = os.path.join(str(root), group.store_path.path, *parts[:depth])
+        if not os.path.exists(os.path.join(parent, "zarr.json")):
+            os.makedirs(parent, exist_ok=True)
+            doc = GroupMetadata(zarr_format=3).to_buffer_dict(proto)["zarr.json"]
+            _write_file((os.path.join(parent, "zarr.json"), doc.to_bytes()))
+    target = os.path.join(str(root), full)
+    os.makedirs(target, exist_ok=True)
+    _write_file(
+        (os.path.join(target, "zarr.json"), meta.to_buffer_dict(proto)["zarr.json"].to_bytes())
+    )
+    return zarr.Array(AsyncArray(metadata=meta, store_path=StorePath(group.store_path.store, full)))
 
 
 def _payload_typesize(attributes: Mapping[str, Any]) -> int:
@@ -1357,7 +1424,8 @@ def declare_dense_array(
     if index and _is_zstd(codecs):
         # one-object reads look up a few index rows: seekable chunks decode only their frames
         attrs[FRAME_BYTES_ATTR] = DENSE_FRAME_BYTES
-    array = group.create_array(
+    array = _new_array(
+        group,
         path,
         shape=data.shape,
         chunks=tuple(max(1, min(int(c), n)) for c, n in zip(chunks, data.shape, strict=True)),
@@ -1365,7 +1433,6 @@ def declare_dense_array(
         fill_value=0,
         compressors=codecs,
         attributes=attrs,
-        overwrite=True,
     )
     return array, data
 
