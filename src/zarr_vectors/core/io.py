@@ -835,6 +835,24 @@ def _parsed(path: str, raw: bytes) -> Any:
     return meta
 
 
+_ARRAYS: dict[tuple[str, bool], tuple[Any, zarr.Array[Any]]] = {}
+"""Arrays opened by :func:`local_members`, by metadata file and read-only flag, reused while
+their metadata object is the same (the document's bytes did not change)."""
+
+
+def _local_array(store: Store, meta_path: str, path: str, meta: Any) -> zarr.Array[Any]:
+    """Return a ``zarr.Array`` over ``meta``, reusing the one built for the same object."""
+    key = (meta_path, store.read_only)
+    hit = _ARRAYS.get(key)
+    if hit is not None and hit[0] is meta:
+        return hit[1]
+    array = zarr.Array(AsyncArray(metadata=meta, store_path=StorePath(store, path)))
+    if len(_ARRAYS) >= _MAX_META:
+        _ARRAYS.clear()
+    _ARRAYS[key] = (meta, array)
+    return array
+
+
 def local_members(group: zarr.Group) -> dict[str, zarr.Array[Any] | zarr.Group] | None:
     """Every node below a Zarr v3 group in a local directory, as ``group.members()`` gives.
 
@@ -872,9 +890,7 @@ def local_members(group: zarr.Group) -> dict[str, zarr.Array[Any] | zarr.Group] 
             meta = _parsed(meta_path, raw)
             path = f"{base}/{child}" if base else child
             if isinstance(meta, ArrayV3Metadata):
-                out[child] = zarr.Array(
-                    AsyncArray(metadata=meta, store_path=StorePath(store, path))
-                )
+                out[child] = _local_array(store, meta_path, path, meta)
             else:
                 out[child] = zarr.Group(
                     AsyncGroup(metadata=meta, store_path=StorePath(store, path))
@@ -959,6 +975,10 @@ Reader, skips re-reading its table."""
 _MAX_TABLES = 16384  # a table is a few hundred bytes to a few KiB
 
 
+_FAST: dict[int, tuple[Any, tuple[_ElementCodec, ShardFormat | None] | None]] = {}
+"""Fast codec of each array metadata object (kept alive here, so its id stays its own)."""
+
+
 @dataclass(frozen=True)
 class PayloadArray:
     """A per-chunk payload array: one variable-length element per spatial chunk."""
@@ -980,7 +1000,15 @@ class PayloadArray:
 
     @cached_property
     def _fast(self) -> tuple[_ElementCodec, ShardFormat | None] | None:
-        return _fast_codec(self.array)
+        meta = self.array.metadata
+        hit = _FAST.get(id(meta))
+        if hit is not None and hit[0] is meta:
+            return hit[1]
+        fast = _fast_codec(self.array)
+        if len(_FAST) >= _MAX_META:
+            _FAST.clear()
+        _FAST[id(meta)] = (meta, fast)
+        return fast
 
     def _key(self, flat: int) -> str:
         key = self.array.metadata.encode_chunk_key(_unravel(flat, self.array.shape))

@@ -206,9 +206,22 @@ def _zarr_mode(handle: StoreHandle, mode: OpenMode) -> Literal["r", "r+"]:
     return "r" if store.read_only or can_copy else "r+"
 
 
+_ROOTS: dict[int, tuple[Any, RootMetadata]] = {}
+"""Parsed root metadata of each group metadata object (kept alive here, so that its id stays
+its own); local stores reopen to the same object while ``zarr.json`` is unchanged."""
+
+
 def read_root_metadata(root: zarr.Group) -> RootMetadata:
     """Parse and validate the root attributes of an open store."""
-    return RootMetadata.from_dict(root.attrs.asdict())
+    meta = root.metadata
+    hit = _ROOTS.get(id(meta))
+    if hit is not None and hit[0] is meta:
+        return hit[1]
+    parsed = RootMetadata.from_dict(root.attrs.asdict())
+    if len(_ROOTS) >= 256:
+        _ROOTS.clear()
+    _ROOTS[id(meta)] = (meta, parsed)
+    return parsed
 
 
 def create_store(
