@@ -125,6 +125,20 @@ class _Refs:
 
 
 @dataclass(frozen=True)
+class _Runs:
+    """Runs of a level (see :func:`_sort_runs`), in traversal order."""
+
+    start: IntArray
+    """Traversal index of each run's first vertex (ascending, first is 0)."""
+    chunk: IntArray
+    """Flat chunk index of each run."""
+    row: IntArray
+    """Row in its chunk of each run's first vertex."""
+    by_rank: IntArray | None
+    """Input vertex at each traversal index, or None when input order is traversal order."""
+
+
+@dataclass(frozen=True)
 class _Rows:
     """Sorted rows of a level: the order, its chunks, fragments and object refs."""
 
@@ -134,6 +148,7 @@ class _Rows:
     fragments: IntArray
     fragment_chunk: IntArray
     refs: _Refs | None
+    runs: _Runs | None = None
 
 
 def _is_identity(rank: IntArray) -> bool:
@@ -176,7 +191,7 @@ def plan_level(
         object_offsets = offsets_from_counts(np.bincount(refs.obj, minlength=parts.n_objects))
     links = None
     if parts.links is not None or (parts.sequential and refs is not None):
-        links = _plan_links(parts, layout, rows, manifest)
+        links = _plan_links(parts, layout, rows)
     return LevelPlan(
         order=rows.order,
         chunks=rows.chunks,
@@ -313,7 +328,8 @@ def _sort_runs(
     else:
         o = sort_order([run_obj], [max(parts.n_objects, 1)])
         refs = _Refs(run_obj[o], run_flat[o], first[o], row[o], run_len[o])
-    return _Rows(order, chunks, chunk_offsets, fragments, fragment_chunk, refs)
+    runs = _Runs(run, run_flat, row, by_rank)
+    return _Rows(order, chunks, chunk_offsets, fragments, fragment_chunk, refs, runs)
 
 
 def _sort_unordered(
@@ -383,13 +399,10 @@ class _CrossLinks(NamedTuple):
     source: IntArray
 
 
-def _plan_links(
-    parts: GeometryParts, layout: ChunkLayout, rows: _Rows, manifest: IntArray
-) -> LinkPlan:
+def _plan_links(parts: GeometryParts, layout: ChunkLayout, rows: _Rows) -> LinkPlan:
     """Split explicit links into chunk-local and cross-chunk links.
 
-    Consecutive refs of a sequential object are joined by implicit cross-chunk links
-    (``manifest`` holds the refs' chunk coordinates).
+    Consecutive refs of a sequential object are joined by implicit cross-chunk links.
     """
     pieces: list[_CrossLinks] = []
     local = _LocalLinks.empty(0)
@@ -400,7 +413,7 @@ def _plan_links(
         local = _LocalLinks.empty(parts.links.shape[1] if parts.links.ndim == 2 else 2)
     refs = rows.refs
     if parts.sequential and refs is not None and len(refs.obj) > 1:
-        pieces.append(_join_links(refs, layout, manifest))
+        pieces.append(_join_links(refs, layout, rows.chunks))
     if len(pieces) == 1:  # every piece is in chunk order already
         cross = pieces[0]
     elif pieces:  # stable: a piece already in chunk order keeps its order within a chunk
@@ -421,19 +434,55 @@ _LINK_BLOCK = 1 << 16
 """Links handled at once by :func:`_split_links` (its temporaries stay in cache)."""
 
 
-def _vertex_tables(rows: _Rows) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
-    """Per input vertex: the position of its chunk in ``rows.chunks`` and its row there."""
+def _small_uint(n: int) -> type[np.integer[Any]]:
+    """Return the narrowest of uint8, uint16 and int64 that holds ``0 .. n - 1``."""
+    return np.uint8 if n <= 2**8 else np.uint16 if n <= 2**16 else np.int64
+
+
+def _chunk_positions(chunks: IntArray, flat: IntArray) -> IntArray:
+    """Position in ``chunks`` (ascending, non-empty) of each flat chunk index in ``flat``.
+
+    A lookup table over the flat indices when it is not larger than ``flat``, else a binary
+    search.
+    """
+    top = int(chunks[-1]) + 1
+    if top > flat.size:
+        return np.searchsorted(chunks, flat)
+    table = np.zeros(top, dtype=np.int64)
+    table[chunks] = np.arange(len(chunks), dtype=np.int64)
+    return table[flat]
+
+
+def _vertex_tables(rows: _Rows) -> tuple[npt.NDArray[Any], npt.NDArray[np.int32]]:
+    """Per input vertex: the position of its chunk in ``rows.chunks`` and its row there.
+
+    Positions use the narrowest unsigned type that holds them.  With long runs (and fewer
+    than 2**30 vertices) both tables are built run by run, without a scatter: along a run
+    the row counts up by one.
+    """
     n = len(rows.order)
-    starts = rows.chunk_offsets[:-1]
-    in_sorted = np.zeros(n, dtype=np.int32)  # chunk position of each sorted row
-    in_sorted[starts[1:]] = 1  # chunks are not empty: one step per chunk start
-    np.cumsum(in_sorted, out=in_sorted)
-    pos = np.empty(n, dtype=np.int32)
-    pos[rows.order] = in_sorted
-    in_chunk = np.arange(n, dtype=np.int32)
-    in_chunk -= starts.astype(np.int32)[in_sorted]
-    row = np.empty(n, dtype=np.int32)
-    row[rows.order] = in_chunk
+    nc = len(rows.chunks)
+    runs = rows.runs
+    dtype = _small_uint(nc)
+    if runs is None or not 0 < len(runs.start) * 8 <= n < 2**30:
+        counts = np.diff(rows.chunk_offsets)
+        pos = np.empty(n, dtype=dtype)
+        pos[rows.order] = np.repeat(np.arange(nc, dtype=dtype), counts)
+        in_chunk = np.arange(n, dtype=np.int32)
+        in_chunk -= np.repeat(rows.chunk_offsets[:-1].astype(np.int32), counts)
+        row = np.empty(n, dtype=np.int32)
+        row[rows.order] = in_chunk
+        return pos, row
+    r_pos = _chunk_positions(rows.chunks, runs.chunk).astype(dtype)
+    pos = np.repeat(r_pos, np.diff(runs.start, append=n))
+    shift = runs.row - runs.start  # row - traversal index, constant along a run
+    row = np.ones(n, dtype=np.int32)
+    row[0] = shift[0]
+    row[runs.start[1:]] = np.diff(shift) + 1
+    np.cumsum(row, out=row)
+    if runs.by_rank is not None:  # tables are in traversal order: scatter to input order
+        pos[runs.by_rank] = pos.copy()
+        row[runs.by_rank] = row.copy()
     return pos, row
 
 
@@ -451,8 +500,8 @@ def _split_links(
     links = np.ascontiguousarray(links)
     pos, row = _vertex_tables(rows)
     nc = len(rows.chunks)
-    group, counts = _link_groups(links, pos, nc)
-    order = sort_order([group], [2 * nc])  # local links by chunk, then cross links by chunk
+    group = _link_groups(links, pos, nc)
+    order, counts = _group_order(group, 2 * nc)  # local links by chunk, then cross by chunk
     del group
     n_local = int(counts[:nc].sum())
     local_src, cross_src = order[:n_local], order[n_local:]
@@ -463,61 +512,98 @@ def _split_links(
         np.take(row, ends, out=local_rows[a : a + _LINK_BLOCK], mode="wrap")
     local = _LocalLinks(np.repeat(rows.chunks, counts[:nc]), local_rows, local_src)
     ends = _take_records(links, cross_src)
-    c_pos, c_row = pos[ends], row[ends]
-    d = layout.ndim
-    cross = np.empty((len(cross_src), links.shape[1] * (d + 1)), dtype=np.int64)
-    for j in range(links.shape[1]):
-        at = j * (d + 1)
-        cross[:, at : at + d] = layout.coords_of_flat(rows.chunks[c_pos[:, j]])
-        cross[:, at + d] = c_row[:, j]
+    cross = _endpoint_rows(layout, rows.chunks, pos[ends], row[ends])
     return local, _CrossLinks(np.repeat(rows.chunks, counts[nc:]), cross, cross_src)
 
 
-def _link_groups(
-    links: IntArray, pos: npt.NDArray[np.int32], nc: int
-) -> tuple[npt.NDArray[Any], IntArray]:
-    """Sort key of each link and the links per key.
+def _endpoint_rows(
+    layout: ChunkLayout, chunks: IntArray, pos: npt.NDArray[Any], row: npt.NDArray[Any]
+) -> IntArray:
+    """Cross-chunk records ``[chunk coords..., row]`` per endpoint, (L, k*(D+1)).
 
-    The key is the link's first end's chunk position, plus ``nc`` for a cross link.
+    ``pos`` (L, k) are positions in ``chunks`` and ``row`` (L, k) rows in those chunks.  The
+    coordinates come from a per-chunk table, gathered one endpoint record at a time.
+    """
+    d = layout.ndim
+    endpoint = np.zeros((len(chunks), d + 1), dtype=np.int64)  # [chunk coords..., 0]
+    endpoint[:, :d] = layout.coords_of_flat(chunks)
+    record = np.dtype((np.void, endpoint.itemsize * (d + 1)))
+    out = np.empty((len(pos), pos.shape[1] * (d + 1)), dtype=np.int64)
+    np.take(endpoint.view(record).reshape(-1), pos, out=out.view(record))
+    out[:, d :: d + 1] = row
+    return out
+
+
+def _link_groups(links: IntArray, pos: npt.NDArray[Any], nc: int) -> npt.NDArray[Any]:
+    """Sort key of each link: its first end's chunk position, plus ``nc`` for a cross link.
 
     Raises
     ------
     IndexError
         A link end that is not a vertex.
     """
-    group = np.empty(len(links), dtype=np.uint16 if 2 * nc <= 2**16 else np.int64)
-    counts = np.zeros(2 * nc, dtype=np.int64)
+    group = np.empty(len(links), dtype=_small_uint(2 * nc))
+    buf = np.empty((min(len(links), _LINK_BLOCK), links.shape[1]), dtype=pos.dtype)
     for a in range(0, len(links), _LINK_BLOCK):
-        ends = pos[links[a : a + _LINK_BLOCK]]  # (B, k) chunk positions
+        block = links[a : a + _LINK_BLOCK]
+        ends = buf[: len(block)]
+        np.take(pos, block, out=ends)  # (B, k) chunk positions; raises like indexing
         owner = ends[:, 0]
-        is_cross = np.zeros(len(ends), dtype=bool)
-        for j in range(1, ends.shape[1]):
-            is_cross |= ends[:, j] != owner
-        key = owner + nc * is_cross
-        group[a : a + _LINK_BLOCK] = key
-        counts += np.bincount(key, minlength=2 * nc)
-    return group, counts
+        key = group[a : a + _LINK_BLOCK]
+        key[:] = owner
+        if ends.shape[1] > 1:
+            is_cross = ends[:, 1] != owner
+            for j in range(2, ends.shape[1]):
+                is_cross |= ends[:, j] != owner
+            key[np.flatnonzero(is_cross)] += nc
+    return group
 
 
-def _take_records(values: IntArray, idx: IntArray) -> IntArray:
+def _group_order(group: npt.NDArray[Any], n_groups: int) -> tuple[IntArray, IntArray]:
+    """Stable order sorting ``group`` (keys below ``n_groups``) and the count of each key.
+
+    When the keys come in long runs (the links of a mesh or a path, listed object by
+    object), the runs are sorted instead of the links.
+    """
+    change = change_mask(group)
+    if np.count_nonzero(change) * 8 <= len(group):
+        starts = np.flatnonzero(change)
+        lengths = np.diff(starts, append=len(group))
+        keys = group[starts]
+        by_key = np.argsort(keys, kind="stable")
+        counts = np.bincount(keys, weights=lengths, minlength=n_groups).astype(np.int64)
+        return concat_ranges(starts[by_key], lengths[by_key]), counts
+    del change
+    counts = np.zeros(n_groups, dtype=np.int64)
+    for a in range(0, len(group), _LINK_BLOCK):  # bincount converts its input to intp
+        counts += np.bincount(group[a : a + _LINK_BLOCK], minlength=n_groups)
+    if group.dtype == np.int64:
+        return sort_order([group], [n_groups]), counts
+    # numpy's stable sort of 8- and 16-bit keys is a radix sort
+    return np.argsort(group, kind="stable").astype(np.int64, copy=False), counts
+
+
+def _take_records(values: npt.NDArray[Any], idx: IntArray) -> npt.NDArray[Any]:
     """Return ``values[idx]`` for C-contiguous (L, k) rows, each row gathered as one item."""
     k = values.shape[1]
     records = values.view(np.dtype((np.void, values.itemsize * k))).reshape(-1)
     return np.take(records, idx).view(values.dtype).reshape(len(idx), k)
 
 
-def _join_links(refs: _Refs, layout: ChunkLayout, manifest: IntArray) -> _CrossLinks:
-    """Implicit links joining consecutive refs of one object, in chunk order (source -1)."""
-    d = layout.ndim
+def _join_links(refs: _Refs, layout: ChunkLayout, chunks: IntArray) -> _CrossLinks:
+    """Implicit links joining consecutive refs of one object, in chunk order (source -1).
+
+    ``chunks`` are the level's non-empty chunks, ascending.  Links are built in ref order (the
+    reads stream), then sorted by the position of their chunk (the order by chunk, with
+    smaller keys) in one gather.
+    """
     join = np.flatnonzero(refs.obj[1:] == refs.obj[:-1])  # ref j joins ref j+1
-    nxt = join + 1
-    joins = np.empty((len(join), 2 * d + 2), dtype=np.int64)  # built in ref order (reads
-    joins[:, :d] = manifest[join, :d]  # stream), then sorted by chunk in one gather
-    joins[:, d] = refs.row[join] + refs.count[join] - 1
-    joins[:, d + 1 : 2 * d + 1] = manifest[nxt, :d]
-    joins[:, 2 * d + 1] = refs.row[nxt]
-    owner = refs.chunk[join]
-    by_chunk = sort_order([owner], [layout.n_chunks])
+    pos = _chunk_positions(chunks, refs.chunk)
+    row = np.stack([refs.row[join] + refs.count[join] - 1, refs.row[join + 1]], axis=1)
+    joins = _endpoint_rows(layout, chunks, pos[np.stack([join, join + 1], axis=1)], row)
+    by_chunk = sort_order([pos[join]], [len(chunks)])
     return _CrossLinks(
-        owner[by_chunk], np.take(joins, by_chunk, axis=0), np.full(len(join), -1, dtype=np.int64)
+        refs.chunk[join[by_chunk]],
+        np.take(joins, by_chunk, axis=0),
+        np.full(len(join), -1, dtype=np.int64),
     )

@@ -33,7 +33,7 @@ from zarr_vectors.core.components import connected_components
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.ragged import change_mask, offsets_from_counts, sort_order
+from zarr_vectors.core.ragged import change_mask, concat_ranges, offsets_from_counts, sort_order
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
@@ -180,8 +180,8 @@ MeshInput = npt.ArrayLike | MeshLike | Meshes | Sequence[Any]
 # -- input -----------------------------------------------------------------------------------
 
 
-def _check_faces(faces: Any, n_vertices: int, what: str) -> IntArray:
-    """Validate (F, 3) integer faces indexing ``n_vertices`` vertices; name the bad row."""
+def _face_array(faces: Any, what: str) -> npt.NDArray[Any]:
+    """Return faces as an (F, 3) integer array (not yet range-checked); name a bad row."""
     try:
         arr = np.asarray(faces)
     except ValueError:  # ragged rows: polygons of mixed sizes
@@ -197,13 +197,55 @@ def _check_faces(faces: Any, n_vertices: int, what: str) -> IntArray:
         raise GeometryError(f"{what}: face 0 has {got}; faces must be (F, 3) triangles")
     if arr.dtype.kind not in "iu":
         raise InvalidInputError(f"{what} must be integer vertex indices, got dtype {arr.dtype}")
-    if arr.min() < 0 or arr.max() >= n_vertices:  # two reductions; rows only on failure
+    return arr
+
+
+def _check_range(arr: npt.NDArray[Any], low: Any, high: Any, n_vertices: int, what: str) -> None:
+    """Raise for the first face outside ``0..n_vertices-1``, given the faces' extremes."""
+    if low < 0 or high >= n_vertices:  # rows only on failure
         row = int(np.argmax(np.any((arr < 0) | (arr >= n_vertices), axis=1)))
         raise GeometryError(
             f"{what}: face {row} = {arr[row].tolist()} refers to a vertex outside "
             f"0..{n_vertices - 1}"
         )
+
+
+def _check_faces(faces: Any, n_vertices: int, what: str) -> IntArray:
+    """Validate (F, 3) integer faces indexing ``n_vertices`` vertices; name the bad row."""
+    arr = _face_array(faces, what)
+    if arr.size:
+        _check_range(arr, arr.min(), arr.max(), n_vertices, what)
     return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+_FACE_SPAN = 1024
+"""Consecutive faces summarised by their smallest and largest vertex (see :class:`_Spans`)."""
+
+
+@dataclass(frozen=True)
+class _Spans:
+    """Smallest and largest vertex of each ``_FACE_SPAN`` consecutive faces (last: the rest)."""
+
+    low: IntArray
+    high: IntArray
+
+
+def _checked_faces(faces: Any, n_vertices: int, what: str) -> tuple[IntArray, _Spans]:
+    """:func:`_check_faces`, also returning the faces' :class:`_Spans`.
+
+    The spans cost the range check's two reductions (row-wise, over the same faces).
+    """
+    arr = _face_array(faces, what)
+    full = len(arr) - len(arr) % _FACE_SPAN
+    rows = [arr[:full].reshape(-1, _FACE_SPAN * 3)]
+    if full < len(arr):
+        rows.append(arr[full:].reshape(1, -1))
+    low = np.concatenate([r.min(axis=1) for r in rows])
+    high = np.concatenate([r.max(axis=1) for r in rows])
+    if arr.size:
+        _check_range(arr, low.min(), high.max(), n_vertices, what)
+    spans = _Spans(low.astype(np.int64, copy=False), high.astype(np.int64, copy=False))
+    return np.ascontiguousarray(arr, dtype=np.int64), spans
 
 
 def _distinct(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -253,8 +295,13 @@ class _Objects:
     idmap: UserIdMap
 
 
-def _vertex_objects(object_ids: Any, faces: IntArray, n_vertices: int) -> _Objects:
-    """Objects from per-vertex user ids, or connected components when none are given."""
+def _vertex_objects(
+    object_ids: Any, faces: IntArray, n_vertices: int, spans: _Spans | None = None
+) -> _Objects:
+    """Objects from per-vertex user ids, or connected components when none are given.
+
+    ``spans`` (of ``faces``) speed up the check that no face joins two objects.
+    """
     if object_ids is None:
         dense, n = connected_components(n_vertices, faces)
         return _Objects(dense, n, UserIdMap(None))
@@ -263,42 +310,55 @@ def _vertex_objects(object_ids: Any, faces: IntArray, n_vertices: int) -> _Objec
         raise InvalidInputError(
             f"object_ids must have one entry per vertex ({n_vertices}), got shape {arr.shape}"
         )
-    dense, distinct, identity = _dense_ids(arr)
-    _check_face_objects(faces, dense, arr)
+    dense, distinct, identity, ordered = _dense_ids(arr)
+    _check_face_objects(faces, dense, arr, spans if ordered else None)
     return _Objects(dense, len(distinct), UserIdMap(None if identity else distinct))
 
 
-def _dense_ids(ids: npt.NDArray[Any]) -> tuple[IntArray, npt.NDArray[Any], bool]:
+def _dense_ids(ids: npt.NDArray[Any]) -> tuple[IntArray, npt.NDArray[Any], bool, bool]:
     """:func:`~zarr_vectors.types._base.dense_object_ids`, in one pass when ids are sorted.
 
     Vertices usually come object after object: then the dense id is a running count of id
-    changes (no sort).
+    changes (no sort).  The last value tells whether the dense ids are known to be sorted.
     """
     if ids.ndim != 1 or ids.dtype.kind not in "iu" or not len(ids):
-        return dense_object_ids(ids)
+        return (*dense_object_ids(ids), False)
     if not bool(np.all(ids[1:] >= ids[:-1])):
-        return dense_object_ids(ids)
+        return (*dense_object_ids(ids), False)
     change = change_mask(ids)
     distinct = ids[change]
     dense = np.cumsum(change, dtype=np.int64)
     dense -= 1
     identity = bool(distinct[0] == 0 and distinct[-1] == distinct.size - 1)
-    return dense, distinct, identity
+    return dense, distinct, identity, True
 
 
 _FACE_BLOCK = 1 << 16
 """Faces checked at once by :func:`_check_face_objects` (the temporaries stay in cache)."""
 
 
-def _check_face_objects(faces: IntArray, dense: IntArray, user: npt.NDArray[Any]) -> None:
+def _check_face_objects(
+    faces: IntArray, dense: IntArray, user: npt.NDArray[Any], spans: _Spans | None = None
+) -> None:
     """Raise for the first face joining vertices of different objects.
 
-    ``faces`` index ``dense`` (checked by :func:`_check_faces`).
+    ``faces`` index ``dense`` (checked by :func:`_check_faces`).  ``spans`` may be given when
+    ``dense`` is non-decreasing: then every vertex of a span whose smallest and largest
+    vertex share an object is in that object, and only the other spans' faces are looked up.
     """
-    table = dense.astype(np.int32) if len(dense) < 2**31 else dense  # halves the gather
-    buf = np.empty((min(len(faces), _FACE_BLOCK), 3), dtype=table.dtype)
-    for a in range(0, len(faces), _FACE_BLOCK):
-        block = faces[a : a + _FACE_BLOCK]
+    rows = None
+    if spans is not None:
+        mixed = np.flatnonzero(dense[spans.low] != dense[spans.high])
+        if len(mixed) * 4 <= len(spans.low):
+            first = mixed * _FACE_SPAN
+            rows = concat_ranges(first, np.minimum(len(faces) - first, _FACE_SPAN))
+    looked = faces if rows is None else np.take(faces, rows, axis=0)
+    table = dense
+    if rows is None and len(dense) < 2**31:
+        table = dense.astype(np.int32)  # halves the gather of every face
+    buf = np.empty((min(len(looked), _FACE_BLOCK), 3), dtype=table.dtype)
+    for a in range(0, len(looked), _FACE_BLOCK):
+        block = looked[a : a + _FACE_BLOCK]
         f_obj = buf[: len(block)]
         np.take(table, block, out=f_obj, mode="clip")  # indices are valid: no bounds check
         joins = f_obj[:, 0] != f_obj[:, 1]
@@ -306,6 +366,7 @@ def _check_face_objects(faces: IntArray, dense: IntArray, user: npt.NDArray[Any]
         if not joins.any():
             continue
         row = a + int(np.argmax(joins))
+        row = row if rows is None else int(rows[row])
         raise GeometryError(
             f"faces: face {row} = {faces[row].tolist()} joins vertices of "
             f"objects {user[faces[row]].tolist()}"
@@ -352,8 +413,8 @@ def _mesh_parts(data: MeshInput, faces: Any, **kw: Any) -> GeometryParts:
         f_attrs = ragged_columns(kw["face_attributes"], f_off, "face attribute")
     else:
         pos = check_positions(data)
-        flat = _check_faces(faces, len(pos), "faces")
-        objs = _vertex_objects(kw["object_ids"], flat, len(pos))
+        flat, spans = _checked_faces(faces, len(pos), "faces")
+        objs = _vertex_objects(kw["object_ids"], flat, len(pos), spans)
         attrs = normalize_columns(kw["attributes"], len(pos), "attribute")
         f_attrs = normalize_columns(kw["face_attributes"], len(flat), "face attribute")
     obj_attrs = normalize_columns(kw["object_attributes"], objs.n, "object attribute")
