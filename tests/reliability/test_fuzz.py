@@ -488,3 +488,12 @@ def test_rejected_overwrite_leaves_the_old_store(arr: npt.NDArray[Any]) -> None:
         assert sorted(x.name for x in root.iterdir()) == ["old.zarrvectors"]
     finally:
         shutil.rmtree(root)
+
+
+def test_an_empty_path_of_a_non_numeric_dtype_is_rejected() -> None:
+    """Concatenating [bool (0, 3), float (2, 3)] gives floats: each path is checked itself."""
+    store = MemoryStore()
+    paths = [np.zeros((2, 3), np.float32), np.zeros((0, 3), bool)]
+    with pytest.raises(InvalidInputError, match="object 1 has dtype bool"):
+        zv.write_polylines(store, paths, chunk_shape=(25.0,) * 3)
+    assert store._store_dict == {}

@@ -242,6 +242,41 @@ def test_sort_keys_values_and_permutation(high: int, runs: int) -> None:
     assert sorted(order.tolist()) == list(range(len(key)))
 
 
+@pytest.mark.parametrize("high", [5000, 2**40, 2**62])
+def test_sort_keys_big_inputs_sort_stably_in_two_threads(high: int) -> None:
+    """From 2**20 keys in many runs the halves sort side by side; equal keys keep order."""
+    rng = np.random.default_rng(high % 97)
+    key = rng.integers(0, high, 2**20 + 7)
+    stable = np.argsort(key, kind="stable")
+    got, order = _sort_keys(key.copy(), True, len(key))
+    assert order is not None
+    np.testing.assert_array_equal(order, stable)
+    np.testing.assert_array_equal(got, key[stable])
+    got, _ = _sort_keys(key.copy(), False, len(key))
+    np.testing.assert_array_equal(got, key[stable])
+
+
+def test_big_graph_whole_read_dense_chunks_and_threads() -> None:
+    """A whole read of >= 65,536 vertices fetches links on a second thread; chunks holding
+    >= 256 links each map their ends chunk by chunk; both must give the brute-force edges."""
+    rng = np.random.default_rng(4)
+    n = 70_000
+    pos = rng.uniform(0, 2, (n, 3))  # 8 chunks: ~44k links in each, plus cross links
+    edges = sorted_unique_edges(rng.integers(0, n, (150_000, 2)))
+    edges = edges[rng.permutation(len(edges))]
+    store = MemoryStore()
+    write(store, pos, edges)
+    full = read_graph(store)
+    assert result_edges(full) == edge_set(edges, False)
+    assert_edge_attributes_aligned(full, edges)
+    assert_edges_sorted(full)
+    directed = MemoryStore()
+    write(directed, pos, edges, directed=True)
+    g = read_graph(directed)
+    assert result_edges(g) == edge_set(edges, True)
+    assert_edge_attributes_aligned(g, edges)
+
+
 def test_first_appearance_sorted_unsorted_empty() -> None:
     assert first_appearance(np.array([1, 1, 2, 5, 5])).tolist() == [1, 2, 5]
     assert first_appearance(np.array([5, 1, 5, 2])).tolist() == [5, 1, 2]

@@ -291,6 +291,21 @@ def test_many_local_and_cross_links_full_and_object_reads() -> None:
         np.testing.assert_array_equal(one.positions, pos[n * k : n * (k + 1)])
 
 
+def test_big_whole_read_builds_parents_beside_the_vertices() -> None:
+    """>= 65,536 nodes: parents come from a second thread while vertices decode."""
+    rng = np.random.default_rng(6)
+    n_sk, n = 70, 1000
+    pos = rng.uniform(0, 4, (n_sk * n, 3))  # 8 chunks, thousands of links in each
+    local = np.concatenate([[-1], rng.integers(0, np.arange(1, n))])
+    parents = np.concatenate([np.where(local >= 0, local + n * i, -1) for i in range(n_sk)])
+    store = MemoryStore()
+    offsets = np.arange(0, n * n_sk + 1, n)
+    write_skeleton(store, pos, parents, offsets=offsets, chunk_shape=(2, 2, 2))
+    full = read_skeleton(store)
+    assert full.parents.tolist() == parents.tolist()
+    np.testing.assert_array_equal(full.positions, pos)
+
+
 def test_long_runs_full_and_object_reads() -> None:
     # two paths side by side through three chunks: a few long manifest refs per skeleton
     n = 600

@@ -84,19 +84,27 @@ def _categories(attrs: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
     return tuple(cats)
 
 
-def _rank(values: IntArray, bound: int) -> tuple[IntArray, IntArray]:
-    """Distinct ``values`` (ascending, all in ``[0, bound)``) and each value's rank among them.
+_REF_BLOCK = 1 << 16
+"""Manifest refs checked per pass (their columns stay in cache)."""
 
-    A presence table over ``[0, bound)`` when that is small next to ``values`` (no sort);
-    sort + binary search otherwise.
+
+def _chunk_starts(ref_chunks: IntArray, bound: int, counts: IntArray) -> tuple[IntArray, IntArray]:
+    """Distinct ``ref_chunks`` (ascending, in ``[0, bound)``) and each ref's chunk's first row.
+
+    First rows count in the concatenation of the distinct chunks (``counts``: rows of every
+    chunk).  A table over ``[0, bound)`` when that is small next to ``ref_chunks`` (no sort, one
+    gather); sort + binary search otherwise.
     """
-    if values.size and bound <= 4 * values.size + 4096:
+    if ref_chunks.size and bound <= 4 * ref_chunks.size + 4096:
         present = np.zeros(bound, dtype=bool)
-        present[values] = True
-        rank = np.cumsum(present, dtype=np.int64) - 1
-        return np.flatnonzero(present).astype(np.int64), rank[values]
-    distinct = unique_sorted(values)
-    return distinct, np.searchsorted(distinct, values)
+        present[ref_chunks] = True
+        chunks = np.flatnonzero(present).astype(np.int64)
+        table = np.zeros(bound, dtype=np.int64)
+        table[chunks] = offsets_from_counts(counts[chunks])[:-1]
+        return chunks, table[ref_chunks]
+    chunks = unique_sorted(ref_chunks)
+    first = offsets_from_counts(counts[chunks])[:-1]
+    return chunks, first[np.searchsorted(chunks, ref_chunks)]
 
 
 @dataclass(frozen=True)
@@ -501,52 +509,87 @@ class LevelReader:
 
     def object_refs(self, ids: IntArray) -> tuple[IntArray, IntArray]:
         """Return manifest rows of ``ids`` in order, and the number of refs of each id."""
+        refs, counts, _ = self._refs_and_chunks(ids)
+        return refs, counts
+
+    def _refs_and_chunks(self, ids: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+        """Manifest rows of ``ids``, refs per id, and (3, n_refs) chunk, start, count of each.
+
+        The refs are checked (:meth:`_check_refs`).
+        """
         starts, ends = self._offsets_of(ids)
         counts = ends - starts
-        take = concat_ranges(starts, counts)
-        if take.size == 0:
-            return np.zeros((0, self.layout.ndim + 2), dtype=np.int64), counts
+        total = int(counts.sum())
+        if total == 0:
+            empty = np.zeros((3, 0), dtype=np.int64)
+            return np.zeros((0, self.layout.ndim + 2), dtype=np.int64), counts, empty
         manifest = self.node(L.OBJECT_MANIFEST)
-        if take.size == manifest.shape[0] and take[0] == 0 and (np.diff(take) == 1).all():
+        take: IntArray | None = None  # manifest rows read; None: all of them, in order
+        if total == manifest.shape[0] and starts[0] == 0 and (starts[1:] == ends[:-1]).all():
             refs = read_dense_whole(manifest)  # every ref, in order: one whole read
         else:
             if len(self._dense_cache) > 256:  # bound the decoded-chunk cache (~40 MB)
                 self._dense_cache.clear()
+            take = concat_ranges(starts, counts)
             refs = read_dense_rows(manifest, take, self._dense_cache)
         refs = refs.astype(np.int64, copy=False)
-        self._check_refs(refs, take)
-        return refs, counts
+        return refs, counts, self._check_refs(refs, take)
 
-    def _check_refs(self, refs: IntArray, rows: IntArray | None) -> None:
-        """Raise unless every ref (manifest rows ``rows``, or all) lies inside its chunk."""
+    def _check_refs(self, refs: IntArray, rows: IntArray | None) -> IntArray:
+        """(3, n_refs) flat chunk, first row and row count of each ref, checked.
+
+        Raises unless every ref (manifest rows ``rows``, or all) lies inside its chunk.  Checked
+        block by block, so that the passes over one block's columns hit the cache (~3x faster
+        than whole-column passes on a million refs).
+        """
         d = self.layout.ndim
-        where = f"{self.group.path}/{L.OBJECT_MANIFEST}"
         if refs.ndim != 2 or refs.shape[1] != d + 2:
             raise CorruptPayloadError(
-                f"{where} has shape {list(refs.shape)}, expected (n_refs, {d + 2})"
+                f"{self.group.path}/{L.OBJECT_MANIFEST} has shape {list(refs.shape)}, expected "
+                f"(n_refs, {d + 2})"
             )
-        shape = np.asarray(self.layout.grid.shape, dtype=np.int64)
-        idx = refs[:, :d] - np.asarray(self.layout.grid.origin, dtype=np.int64)
-        outside = (idx < 0) | (idx >= shape)
+        out = np.zeros((3, len(refs)), dtype=np.int64)
+        for lo in range(0, len(refs), _REF_BLOCK):
+            hi = lo + _REF_BLOCK
+            self._check_ref_block(refs[lo:hi], out[:, lo:hi], lo, rows)
+        return out
+
+    def _check_ref_block(
+        self, refs: IntArray, out: IntArray, first: int, rows: IntArray | None
+    ) -> None:
+        """Fill ``out`` (zeros) with the chunk, start and count of refs; raise for one outside.
+
+        A negative value wraps to a huge unsigned one: each bound is one unsigned comparison.
+        """
+        d = self.layout.ndim
+        where = f"{self.group.path}/{L.OBJECT_MANIFEST}"
+        grid = self.layout.grid
+        flat, start, count = out
+        outside = np.zeros(len(refs), dtype=bool)
+        for axis, (lo, n) in enumerate(zip(grid.origin, grid.shape, strict=True)):
+            idx = refs[:, axis] - int(lo)
+            outside |= idx.view(np.uint64) >= int(n)
+            flat *= int(n)
+            flat += idx
         if outside.any():
-            k = int(np.argmax(outside.any(axis=1)))
+            k = int(np.argmax(outside))
             raise CorruptPayloadError(
-                f"{where}: ref {k if rows is None else int(rows[k])} {refs[k].tolist()} names a "
-                f"chunk outside the chunk grid (origin {list(self.layout.grid.origin)}, shape "
-                f"{list(self.layout.grid.shape)})"
+                f"{where}: ref {first + k if rows is None else int(rows[first + k])} "
+                f"{refs[k].tolist()} names a chunk outside the chunk grid (origin "
+                f"{list(grid.origin)}, shape {list(grid.shape)})"
             )
-        flat = idx[:, 0].copy()  # C-order flat index, as np.ravel_multi_index (but faster)
-        for axis in range(1, d):
-            flat *= shape[axis]
-            flat += idx[:, axis]
         have = self.vertex_counts[flat]
-        start, count = refs[:, d], refs[:, d + 1]
-        bad = (start < 0) | (count < 0) | (start > have) | (count > have - start)
+        start[:] = refs[:, d]
+        count[:] = refs[:, d + 1]
+        room = have - start
+        # start < 0 | start > have | count < 0 | count > have - start, as unsigned compares
+        bad = start.view(np.uint64) > have.view(np.uint64)
+        bad |= count.view(np.uint64) > room.view(np.uint64)
         if bad.any():
             k = int(np.argmax(bad))
             raise CorruptPayloadError(
-                f"{where}: ref {k if rows is None else int(rows[k])} {refs[k].tolist()} names "
-                f"rows outside its chunk, which holds {have[k]} rows"
+                f"{where}: ref {first + k if rows is None else int(rows[first + k])} "
+                f"{refs[k].tolist()} names rows outside its chunk, which holds {have[k]} rows"
             )
 
     def check_object_index(self) -> None:
@@ -563,28 +606,19 @@ class LevelReader:
 
     def gather_objects(self, ids: IntArray) -> ObjectRows:
         """Locate the vertices of ``ids`` (traversal order) and the chunks holding them."""
-        refs, per_object = self.object_refs(ids)
-        d = self.layout.ndim
-        ref_flat = self.layout.flat_index(refs[:, :d]) if len(refs) else np.zeros(0, np.int64)
-        chunks, slot = _rank(ref_flat, int(np.prod(self.layout.grid.shape, dtype=np.int64)))
-        counts_in_chunk = self.vertex_counts[chunks]
-        base = offsets_from_counts(counts_in_chunk)[:-1]
-        starts = base[slot] + refs[:, d]
-        bad = (refs[:, d] < 0) | (refs[:, d] + refs[:, d + 1] > self.vertex_counts[ref_flat])
-        if bad.any():
-            raise CorruptPayloadError(
-                f"{self.group.path}/{L.OBJECT_MANIFEST}: a ref points outside its chunk's rows"
-            )
-        rows = concat_ranges(starts, refs[:, d + 1])
-        owner = np.repeat(np.arange(len(ids)), per_object)
-        vert_per_object = np.bincount(owner, weights=refs[:, d + 1], minlength=len(ids))
-        vert_per_object = vert_per_object.astype(np.int64)
+        _, per_object, (ref_flat, first, n) = self._refs_and_chunks(ids)
+        bound = int(np.prod(self.layout.grid.shape, dtype=np.int64))
+        chunks, starts = _chunk_starts(ref_flat, bound, self.vertex_counts)
+        starts += first
+        # refs of one vertex each (objects scattered over chunks): the rows are the starts
+        rows = starts if bool((n == 1).all()) else concat_ranges(starts, n)
+        # objects' refs are consecutive: their vertex offsets are the ref offsets' row totals
         return ObjectRows(
             ids,
-            offsets_from_counts(vert_per_object),
+            offsets_from_counts(n)[offsets_from_counts(per_object)],
             chunks,
             rows,
-            RowRanges(starts, refs[:, d + 1]),
+            RowRanges(starts, n),
         )
 
     def object_attributes(self, ids: IntArray | None) -> dict[str, Column]:

@@ -30,6 +30,7 @@ __all__ = [
     "group_members_out",
     "groups_table",
     "in_box",
+    "object_vertices",
     "objects_touching",
     "output_ids",
     "ragged_columns",
@@ -65,6 +66,10 @@ def flatten_ragged(
         for i, a in enumerate(arrays):
             if a.ndim != 2:
                 raise InvalidInputError(f"{what}: object {i} has shape {a.shape}, expected (N, D)")
+            if a.dtype.kind not in "iuf":  # even empty: concatenation would hide its dtype
+                raise InvalidInputError(
+                    f"{what}: object {i} has dtype {a.dtype}; positions must be numeric"
+                )
         widths = np.array([a.shape[1] for a in arrays], dtype=np.int64)
         odd = np.flatnonzero(widths != widths[0])
         if odd.size:
@@ -219,7 +224,11 @@ class ObjectVertices:
 
 def read_objects(reader: LevelReader, ids: IntArray, names: Sequence[str]) -> ObjectVertices:
     """Fetch objects ``ids`` whole, vertices in traversal order."""
-    where = reader.gather_objects(ids)
+    return object_vertices(reader, reader.gather_objects(ids), names)
+
+
+def object_vertices(reader: LevelReader, where: ObjectRows, names: Sequence[str]) -> ObjectVertices:
+    """Fetch the vertices (and attributes ``names``) of objects located by ``where``."""
     want = where.ranges  # seekable payloads decode only the frames holding these rows
     pos = reader.rows_at(L.VERTICES, where.chunks, want, where.rows)
     attrs = {

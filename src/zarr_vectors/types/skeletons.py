@@ -27,7 +27,7 @@ import numpy.typing as npt
 from zarr_vectors.core.columns import Column, normalize_columns
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.reader import BBoxLike, LevelReader
+from zarr_vectors.core.reader import BBoxLike, LevelReader, ObjectRows
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
@@ -53,8 +53,8 @@ from zarr_vectors.types.graphs import (
     LinkPiece,
     check_edges,
     first_appearance,
-    gather_whole_objects,
     object_query,
+    read_with_links,
     whole_object_links,
 )
 
@@ -473,11 +473,14 @@ def _parents(n: int, pieces: Sequence[LinkPiece], where: str) -> IntArray:
 
 def _read_skeletons(reader: LevelReader, query: Query) -> Skeletons:
     names = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
+
+    def parents_of(where: ObjectRows, index: IntArray) -> IntArray:
+        pieces = whole_object_links(reader, where.chunks, index, ())
+        return _parents(len(where.rows), pieces, reader.group.path)
+
     with reader.caching():
         dense = first_appearance(select_objects(reader, query))
-        got = gather_whole_objects(reader, dense, names)
-        pieces = whole_object_links(reader, got, ())
-    parents = _parents(len(got.positions), pieces, reader.group.path)
+        got, parents = read_with_links(reader, dense, names, parents_of)
     obj_attrs = decode_columns(reader.object_attributes(dense))
     obj_attrs.pop("id", None)
     groups, group_attrs = group_members_out(reader, dense)
