@@ -23,7 +23,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -119,10 +118,10 @@ def blosc_table(data: bytes | memoryview, where: str, size: int | None = None) -
     end = BLOSC_HEADER_BYTES + 4 * n
     if len(data) < end:
         raise CorruptPayloadError(f"{where}: truncated Blosc block table")
-    offsets = (*struct.unpack_from(f"<{n}i", data, BLOSC_HEADER_BYTES), cbytes)
-    if n and (offsets[0] < end or any(a > b for a, b in pairwise(offsets))):
+    starts = np.frombuffer(data, dtype="<i4", count=n, offset=BLOSC_HEADER_BYTES)
+    if n and (starts[0] < end or starts[-1] > cbytes or bool((starts[1:] < starts[:-1]).any())):
         raise CorruptPayloadError(f"{where}: Blosc block table out of order")
-    return BloscTable(header, nbytes, blocksize, cbytes, offsets, False)
+    return BloscTable(header, nbytes, blocksize, cbytes, (*starts.tolist(), cbytes), False)
 
 
 _MERGE_GAP = 4
