@@ -27,7 +27,7 @@ Contract
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
@@ -750,22 +750,34 @@ def _links_among(ends: IntArray, attrs: dict[str, Column]) -> LinkPiece:
     )
 
 
+def link_blocks(reader: LevelReader, flats: IntArray) -> dict[str, RowBlock]:
+    """Return the ``links`` and ``cross_chunk_links`` rows of chunks ``flats`` (if stored)."""
+    return {p: reader.rows(p, flats) for p in (L.LINKS, L.CROSS_CHUNK_LINKS) if reader.has(p)}
+
+
 def whole_object_links(
-    reader: LevelReader, flats: IntArray, index: IntArray, names: Sequence[str]
+    reader: LevelReader,
+    flats: IntArray,
+    index: IntArray,
+    names: Sequence[str],
+    fetched: Mapping[str, RowBlock] | None = None,
 ) -> list[LinkPiece]:
     """Every stored edge between returned rows of chunks ``flats``: one piece per links array.
 
     ``index`` maps each row of the chunks' concatenation to its returned position (-1: not
-    returned), as in :func:`read_with_links`.
+    returned), as in :func:`read_with_links`; ``fetched`` holds link rows of ``flats``
+    fetched already (:func:`link_blocks`).
     """
+    fetched = fetched or {}
     pieces: list[LinkPiece] = []
     if reader.has(L.LINKS):  # also with no chunks: empty columns keep their dtype
-        block = reader.rows(L.LINKS, flats)
+        block = fetched[L.LINKS] if L.LINKS in fetched else reader.rows(L.LINKS, flats)
         ends = _local_link_ends(reader, flats, block, index)
         attrs = {n: reader.aligned_column(f"{L.LINK_ATTRIBUTES}/{n}", flats, block) for n in names}
         pieces.append(_links_among(ends, attrs))
     if reader.has(L.CROSS_CHUNK_LINKS):
-        block = reader.rows(L.CROSS_CHUNK_LINKS, flats)
+        cross = L.CROSS_CHUNK_LINKS
+        block = fetched[cross] if cross in fetched else reader.rows(cross, flats)
         keys = _KeySpace.fetched(reader, flats).cross_keys(reader, block.values)
         path = L.CROSS_CHUNK_LINK_ATTRIBUTES
         attrs = {n: reader.aligned_column(f"{path}/{n}", flats, block) for n in names}
@@ -776,12 +788,23 @@ def whole_object_links(
 
 
 def read_whole_objects(
-    reader: LevelReader, dense: IntArray, names: Sequence[str], edge_names: Sequence[str]
+    reader: LevelReader,
+    dense: IntArray,
+    names: Sequence[str],
+    edge_names: Sequence[str],
+    early: tuple[IntArray, Future[dict[str, RowBlock]]] | None = None,
 ) -> GraphRows:
-    """Fetch objects ``dense`` whole (global order) and every edge between their vertices."""
+    """Fetch objects ``dense`` whole (global order) and every edge between their vertices.
+
+    ``early``: chunks whose link rows are being fetched already (:func:`link_blocks`), used
+    when they are the chunks of ``dense``.
+    """
 
     def edges(where: ObjectRows, index: IntArray) -> tuple[IntArray, dict[str, Column]]:
-        pieces = whole_object_links(reader, where.chunks, index, edge_names)
+        fetched = None
+        if early is not None and np.array_equal(early[0], where.chunks):
+            fetched = early[1].result()
+        pieces = whole_object_links(reader, where.chunks, index, edge_names, fetched)
         return sorted_links(pieces, len(where.rows))
 
     got, (edges_sorted, eattrs) = read_with_links(reader, dense, names, edges)
@@ -837,14 +860,28 @@ def gather_graph(
     with reader.caching():
         if query.object_ids is None and query.bbox is not None:
             return _read_box(reader, query.bbox, names, edge_names, boundary)
-        # a boundary edge may reach a named object lying wholly outside the box: keep them all
-        dense = first_appearance(
-            select_objects(reader, replace(query, bbox=None) if boundary else query)
-        )
-        rows = read_whole_objects(reader, dense, names, edge_names)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            early = None
+            if query.object_ids is None and query.bbox is None and _big(reader):
+                # every chunk's links are needed: fetch them while the objects are located
+                flats = reader.chunks()
+                early = (flats, pool.submit(link_blocks, reader, flats))
+            # a boundary edge may reach a named object lying wholly outside the box: keep all
+            dense = first_appearance(
+                select_objects(reader, replace(query, bbox=None) if boundary else query)
+            )
+            rows = read_whole_objects(reader, dense, names, edge_names, early)
     if query.bbox is not None:
         rows = rows.restrict(in_box(rows.positions, query.bbox), boundary)
     return rows
+
+
+def _big(reader: LevelReader) -> bool:
+    """Whether a full read is big enough to fetch links in a second thread (metadata read)."""
+    big = int(reader.vertex_counts.sum()) >= _OVERLAP_ROWS
+    if big:  # the node listing, before two threads want it
+        reader.has(L.LINKS)
+    return big
 
 
 _BUCKET_MIN = 2048
