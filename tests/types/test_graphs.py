@@ -21,13 +21,13 @@ from zarr.core.buffer import Buffer, BufferPrototype
 from zarr.storage import LocalStore, MemoryStore
 
 import zarr_vectors as zv
+from zarr_vectors.core.ragged import sort_keys as _sort_keys
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.errors import GeometryError, InvalidInputError
 from zarr_vectors.testing.strategies import bboxes, graphs, object_id_arrays
 from zarr_vectors.types._base import Query, get_geometry_type
 from zarr_vectors.types.graphs import (
     Graph,
-    _sort_keys,
     connected_components,
     first_appearance,
     read_graph,

@@ -118,10 +118,10 @@ def blosc_table(data: bytes | memoryview, where: str, size: int | None = None) -
     end = BLOSC_HEADER_BYTES + 4 * n
     if len(data) < end:
         raise CorruptPayloadError(f"{where}: truncated Blosc block table")
-    starts = np.frombuffer(data, dtype="<i4", count=n, offset=BLOSC_HEADER_BYTES)
-    if n and (starts[0] < end or starts[-1] > cbytes or bool((starts[1:] < starts[:-1]).any())):
+    bstarts = np.frombuffer(data, dtype="<i4", count=n, offset=BLOSC_HEADER_BYTES)
+    if n and (bstarts[0] < end or bstarts[-1] > cbytes or bool((bstarts[1:] < bstarts[:-1]).any())):
         raise CorruptPayloadError(f"{where}: Blosc block table out of order")
-    return BloscTable(header, nbytes, blocksize, cbytes, (*starts.tolist(), cbytes), False)
+    return BloscTable(header, nbytes, blocksize, cbytes, (*bstarts.tolist(), cbytes), False)
 
 
 _MERGE_GAP = 4

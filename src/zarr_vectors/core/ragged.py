@@ -5,12 +5,14 @@ All functions are vectorised: no Python loop runs per row or per object.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "sort_keys",
     "change_mask",
     "concat_ranges",
     "unique_sorted",
@@ -154,3 +156,77 @@ def sort_order(keys: list[IntArray], sizes: list[int]) -> IntArray:
             packed = packed.astype(np.uint16, copy=False)
         return np.argsort(packed, kind="stable").astype(np.int64, copy=False)
     return np.lexsort(tuple(reversed(keys))).astype(np.int64, copy=False)
+
+
+_BUCKET_MIN = 2048
+"""Keys (in many runs) from which a sort first buckets them by their top 16 bits."""
+_PARALLEL_SORT = 1 << 20
+"""Keys (in many runs) from which the two halves are sorted side by side in two threads."""
+
+
+def sort_keys(key: IntArray, with_order: bool, runs: int) -> tuple[IntArray, IntArray | None]:
+    """Sort non-negative int64 ``key`` (consumed), and the permutation when ``with_order``.
+
+    ``runs`` is the number of ascending runs in ``key`` (see :func:`_sort_values`).  The
+    permutation rides along in the low bits of the keys when they leave spare bits: a value
+    sort is ~2x faster than ``np.argsort``.  Equal keys keep their input order.
+    """
+    n = len(key)
+    if not with_order:
+        return _sort_values(key, runs), None
+    bits = max(n - 1, 1).bit_length()
+    if int(key.max()) >= (1 << (63 - bits)):  # no spare bits: sort a permutation
+        pre = _buckets(key) if runs > n // 1024 and n >= _BUCKET_MIN else None
+        if pre is not None:
+            key = np.take(key, pre)
+        order = np.argsort(key, kind="stable")
+        key = np.take(key, order)
+        return key, order if pre is None else np.take(pre, order)
+    key <<= bits
+    key |= np.arange(n, dtype=np.int64)
+    key = _sort_values(key, runs)
+    order = key & ((1 << bits) - 1)
+    key >>= bits
+    return key, order
+
+
+def _sort_values(key: IntArray, runs: int) -> IntArray:
+    """Sorted values of non-negative int64 ``key`` (consumed) in ``runs`` ascending runs.
+
+    A few long runs (edges stored chunk by chunk in order) merge in near-linear time
+    (timsort).  Many runs (edges in storage order) are first bucketed by their top 16 bits
+    (:func:`_buckets`); timsort then only repairs the order inside each small bucket, ~2x
+    faster than a comparison sort of the whole array.  Big arrays sort their two halves in
+    two threads (numpy releases the GIL) and merge the two sorted runs.
+    """
+    n = len(key)
+    if runs <= n // 1024:
+        key.sort(kind="stable")
+        return key
+    if n < _BUCKET_MIN:
+        key.sort()
+        return key
+    if n < _PARALLEL_SORT:
+        return _bucket_sort(key)
+    half = n // 2
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        upper = pool.submit(_bucket_sort, key[half:])
+        out = np.concatenate([_bucket_sort(key[:half]), upper.result()])
+    out.sort(kind="stable")  # two sorted runs: one linear merge
+    return out
+
+
+def _buckets(key: IntArray) -> IntArray:
+    """Permutation ordering non-negative ``key`` by its top 16 bits, stably.
+
+    numpy sorts 16-bit keys by counting (radix sort), in linear time.
+    """
+    shift = max(int(key.max()).bit_length() - 16, 0)
+    return np.argsort((key >> shift).astype(np.uint16), kind="stable")
+
+
+def _bucket_sort(key: IntArray) -> IntArray:
+    """Sorted copy of non-negative ``key``: bucketed by its top 16 bits, then timsorted."""
+    out = np.take(key, _buckets(key))
+    out.sort(kind="stable")
+    return out

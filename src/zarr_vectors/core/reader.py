@@ -682,19 +682,23 @@ class LevelReader:
         attr_parts: dict[str, list[npt.NDArray[Any]]] = {a: [] for a in attributes}
         if self.has(L.LINKS):
             block = self.rows(L.LINKS, flats)
-            owner = np.repeat(np.arange(len(flats)), np.diff(block.offsets))
-            local = block.values.astype(np.int64)
-            if local.shape[1] not in (2, 3):
+            values = block.values
+            if values.shape[1] not in (2, 3):
                 raise CorruptPayloadError(
-                    f"{self.group.path}/{L.LINKS}: rows have width {local.shape[1]}, expected "
+                    f"{self.group.path}/{L.LINKS}: rows have width {values.shape[1]}, expected "
                     "2 (edges) or 3 (triangles)"
                 )
-            bad = (local < 0) | (local >= self.vertex_counts[flats][owner][:, None])
-            if bad.any():
-                raise CorruptPayloadError(
-                    f"{self.group.path}/{L.LINKS}: a link names a row outside its chunk"
-                )
-            parts.append(local + base[owner][:, None])
+            per_chunk = np.diff(block.offsets)
+            full = per_chunk > 0
+            if len(values):  # each chunk's largest row: one pass, no (L, k) temporaries
+                top = np.maximum.reduceat(values, block.offsets[:-1][full], axis=0).max(axis=1)
+                if values.min() < 0 or (top >= self.vertex_counts[flats][full]).any():
+                    raise CorruptPayloadError(
+                        f"{self.group.path}/{L.LINKS}: a link names a row outside its chunk"
+                    )
+            local = values.astype(np.int64)
+            local += np.repeat(base[:-1], per_chunk)[:, None]
+            parts.append(local)
             for a in attributes:
                 attr_parts[a].append(self._aligned(f"{L.LINK_ATTRIBUTES}/{a}", flats, block))
         if self.has(L.CROSS_CHUNK_LINKS):

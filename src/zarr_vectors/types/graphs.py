@@ -38,7 +38,7 @@ from zarr_vectors.core.columns import Column, normalize_columns
 from zarr_vectors.core.components import connected_components
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts
+from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts, sort_keys
 from zarr_vectors.core.reader import BBoxLike, LevelReader, ObjectRows, RowBlock, parse_bbox
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
@@ -884,80 +884,6 @@ def _big(reader: LevelReader) -> bool:
     return big
 
 
-_BUCKET_MIN = 2048
-"""Keys (in many runs) from which a sort first buckets them by their top 16 bits."""
-_PARALLEL_SORT = 1 << 20
-"""Keys (in many runs) from which the two halves are sorted side by side in two threads."""
-
-
-def _sort_keys(key: IntArray, with_order: bool, runs: int) -> tuple[IntArray, IntArray | None]:
-    """Sort non-negative int64 ``key`` (consumed), and the permutation when ``with_order``.
-
-    ``runs`` is the number of ascending runs in ``key`` (see :func:`_sort_values`).  The
-    permutation rides along in the low bits of the keys when they leave spare bits: a value
-    sort is ~2x faster than ``np.argsort``.  Equal keys keep their input order.
-    """
-    n = len(key)
-    if not with_order:
-        return _sort_values(key, runs), None
-    bits = max(n - 1, 1).bit_length()
-    if int(key.max()) >= (1 << (63 - bits)):  # no spare bits: sort a permutation
-        pre = _buckets(key) if runs > n // 1024 and n >= _BUCKET_MIN else None
-        if pre is not None:
-            key = np.take(key, pre)
-        order = np.argsort(key, kind="stable")
-        key = np.take(key, order)
-        return key, order if pre is None else np.take(pre, order)
-    key <<= bits
-    key |= np.arange(n, dtype=np.int64)
-    key = _sort_values(key, runs)
-    order = key & ((1 << bits) - 1)
-    key >>= bits
-    return key, order
-
-
-def _sort_values(key: IntArray, runs: int) -> IntArray:
-    """Sorted values of non-negative int64 ``key`` (consumed) in ``runs`` ascending runs.
-
-    A few long runs (edges stored chunk by chunk in order) merge in near-linear time
-    (timsort).  Many runs (edges in storage order) are first bucketed by their top 16 bits
-    (:func:`_buckets`); timsort then only repairs the order inside each small bucket, ~2x
-    faster than a comparison sort of the whole array.  Big arrays sort their two halves in
-    two threads (numpy releases the GIL) and merge the two sorted runs.
-    """
-    n = len(key)
-    if runs <= n // 1024:
-        key.sort(kind="stable")
-        return key
-    if n < _BUCKET_MIN:
-        key.sort()
-        return key
-    if n < _PARALLEL_SORT:
-        return _bucket_sort(key)
-    half = n // 2
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        upper = pool.submit(_bucket_sort, key[half:])
-        out = np.concatenate([_bucket_sort(key[:half]), upper.result()])
-    out.sort(kind="stable")  # two sorted runs: one linear merge
-    return out
-
-
-def _buckets(key: IntArray) -> IntArray:
-    """Permutation ordering non-negative ``key`` by its top 16 bits, stably.
-
-    numpy sorts 16-bit keys by counting (radix sort), in linear time.
-    """
-    shift = max(int(key.max()).bit_length() - 16, 0)
-    return np.argsort((key >> shift).astype(np.uint16), kind="stable")
-
-
-def _bucket_sort(key: IntArray) -> IntArray:
-    """Sorted copy of non-negative ``key``: bucketed by its top 16 bits, then timsorted."""
-    out = np.take(key, _buckets(key))
-    out.sort(kind="stable")
-    return out
-
-
 def _sorted_by_key(
     key: IntArray, bits: int, attrs: dict[str, Column], edges: IntArray | None = None
 ) -> tuple[IntArray, dict[str, Column]]:
@@ -971,7 +897,7 @@ def _sorted_by_key(
         return edges, attrs
     order: IntArray | None = None
     if descents:
-        key, order = _sort_keys(key, bool(attrs), descents + 1)
+        key, order = sort_keys(key, bool(attrs), descents + 1)
     out = np.empty((len(key), 2), dtype=np.int64)
     np.right_shift(key, bits, out=out[:, 0])
     np.bitwise_and(key, (1 << bits) - 1, out=out[:, 1])

@@ -33,7 +33,13 @@ from zarr_vectors.core.components import connected_components
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.ragged import change_mask, concat_ranges, offsets_from_counts, sort_order
+from zarr_vectors.core.ragged import (
+    change_mask,
+    concat_ranges,
+    offsets_from_counts,
+    sort_keys,
+    sort_order,
+)
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
@@ -635,6 +641,22 @@ class _Picked:
     """(F, 3) indices into ``vertices``."""
 
 
+def _sorted_faces(faces: IntArray, n: int) -> tuple[IntArray, IntArray]:
+    """Faces sorted by their vertex indices (all below ``n``), and the stable permutation."""
+    k = faces.shape[1] if faces.ndim == 2 else 0
+    if len(faces) == 0 or n**k >= 2**62:
+        order = sort_order([faces[:, j] for j in range(k)], [n] * k)
+        return faces[order], order
+    key = faces[:, 0].astype(np.int64)  # packed: one int64 per face
+    for j in range(1, k):
+        key *= n
+        key += faces[:, j]
+    runs = int(np.count_nonzero(key[1:] < key[:-1])) + 1
+    key, perm = sort_keys(key, True, runs)
+    assert perm is not None
+    return np.take(faces, perm, axis=0), perm
+
+
 def _assemble(
     picked: _Picked,
     ids: AnyArray,
@@ -646,10 +668,7 @@ def _assemble(
     winding: WindingOrder,
 ) -> Meshes:
     """Sort faces by vertex indices (grouping them by object) and build the result."""
-    f = picked.faces
-    n = max(len(picked.vertices), 1)
-    order = sort_order([f[:, 0], f[:, 1], f[:, 2]], [n, n, n])
-    f = f[order]
+    f, order = _sorted_faces(picked.faces, max(len(picked.vertices), 1))
     face_obj = picked.objpos[f[:, 0]] if len(f) else np.zeros(0, dtype=np.int64)
     return Meshes(
         vertices=picked.vertices,
@@ -659,7 +678,7 @@ def _assemble(
         offsets=offsets_from_counts(np.bincount(picked.objpos, minlength=picked.n_objects)),
         face_offsets=offsets_from_counts(np.bincount(face_obj, minlength=picked.n_objects)),
         attributes=attrs,
-        face_attributes={k: v[order] for k, v in face_attrs.items()},
+        face_attributes={k: np.take(v, order, axis=0) for k, v in face_attrs.items()},
         object_attributes=obj_attrs,
         groups=groups,
         group_attributes=group_attrs,
@@ -752,6 +771,8 @@ def _faces(
     """Faces stored in the fetched chunks that the query returns, and the rows it returns."""
     block = reader.links(got.flats, names)
     ends = block.ends
+    if (ends.size == 0 or ends.min() >= 0) and got.keep.all():  # every face returned
+        return got.keep, ends, dict(block.attributes)
     whole = np.all(ends >= 0, axis=1)
     safe = np.where(ends >= 0, ends, 0)
     hit = got.keep[safe] & (ends >= 0)
