@@ -641,8 +641,12 @@ class _Picked:
     """(F, 3) indices into ``vertices``."""
 
 
-def _sorted_faces(faces: IntArray, n: int) -> tuple[IntArray, IntArray]:
-    """Faces sorted by their vertex indices (all below ``n``), and the stable permutation."""
+def _sorted_faces(faces: IntArray, n: int, with_order: bool) -> tuple[IntArray, IntArray | None]:
+    """Return the faces sorted by vertex indices (all below ``n``) and the permutation.
+
+    The stable permutation is computed only ``with_order`` (face attributes follow it);
+    otherwise the sorted faces are unpacked from sorted keys, ~2x faster.
+    """
     k = faces.shape[1] if faces.ndim == 2 else 0
     if len(faces) == 0 or n**k >= 2**62:
         order = sort_order([faces[:, j] for j in range(k)], [n] * k)
@@ -652,9 +656,15 @@ def _sorted_faces(faces: IntArray, n: int) -> tuple[IntArray, IntArray]:
         key *= n
         key += faces[:, j]
     runs = int(np.count_nonzero(key[1:] < key[:-1])) + 1
-    key, perm = sort_keys(key, True, runs)
-    assert perm is not None
-    return np.take(faces, perm, axis=0), perm
+    key, perm = sort_keys(key, with_order, runs)
+    if perm is not None:
+        return np.take(faces, perm, axis=0), perm
+    out = np.empty((len(key), k), dtype=np.int64)  # unpacked from the sorted keys
+    for j in range(k - 1, 0, -1):
+        np.remainder(key, n, out=out[:, j])
+        key //= n
+    out[:, 0] = key
+    return out, None
 
 
 def _assemble(
@@ -668,7 +678,7 @@ def _assemble(
     winding: WindingOrder,
 ) -> Meshes:
     """Sort faces by vertex indices (grouping them by object) and build the result."""
-    f, order = _sorted_faces(picked.faces, max(len(picked.vertices), 1))
+    f, order = _sorted_faces(picked.faces, max(len(picked.vertices), 1), bool(face_attrs))
     face_obj = picked.objpos[f[:, 0]] if len(f) else np.zeros(0, dtype=np.int64)
     return Meshes(
         vertices=picked.vertices,
@@ -678,7 +688,9 @@ def _assemble(
         offsets=offsets_from_counts(np.bincount(picked.objpos, minlength=picked.n_objects)),
         face_offsets=offsets_from_counts(np.bincount(face_obj, minlength=picked.n_objects)),
         attributes=attrs,
-        face_attributes={k: np.take(v, order, axis=0) for k, v in face_attrs.items()},
+        face_attributes={k: np.take(v, order, axis=0) for k, v in face_attrs.items()}
+        if order is not None
+        else {},
         object_attributes=obj_attrs,
         groups=groups,
         group_attributes=group_attrs,
