@@ -273,9 +273,16 @@ def test_rejects_pairs_with_bad_local_parent() -> None:
         write_skeleton(MemoryStore(), [POS], chunk_shape=(1, 1, 1))
 
 
-def test_many_local_and_cross_links_full_and_object_reads() -> None:
-    rng = np.random.default_rng(5)
-    n_sk, n = 6, 400
+@pytest.mark.parametrize(
+    ("seed", "n_sk", "n"),
+    [
+        (5, 6, 400),
+        # >= 65,536 nodes: parents come from a second thread while the vertices decode
+        (6, 70, 1000),
+    ],
+)
+def test_many_local_and_cross_links_full_and_object_reads(seed: int, n_sk: int, n: int) -> None:
+    rng = np.random.default_rng(seed)
     pos = rng.uniform(0, 4, (n_sk * n, 3))  # 8 chunks: local and cross-chunk links
     local = np.concatenate([[-1], rng.integers(0, np.arange(1, n))])
     parents = np.concatenate([np.where(local >= 0, local + n * i, -1) for i in range(n_sk)])
@@ -289,21 +296,6 @@ def test_many_local_and_cross_links_full_and_object_reads() -> None:
         one = read_skeleton(store, object_ids=[k])
         assert one[0].parents.tolist() == local.tolist()
         np.testing.assert_array_equal(one.positions, pos[n * k : n * (k + 1)])
-
-
-def test_big_whole_read_builds_parents_beside_the_vertices() -> None:
-    """>= 65,536 nodes: parents come from a second thread while vertices decode."""
-    rng = np.random.default_rng(6)
-    n_sk, n = 70, 1000
-    pos = rng.uniform(0, 4, (n_sk * n, 3))  # 8 chunks, thousands of links in each
-    local = np.concatenate([[-1], rng.integers(0, np.arange(1, n))])
-    parents = np.concatenate([np.where(local >= 0, local + n * i, -1) for i in range(n_sk)])
-    store = MemoryStore()
-    offsets = np.arange(0, n * n_sk + 1, n)
-    write_skeleton(store, pos, parents, offsets=offsets, chunk_shape=(2, 2, 2))
-    full = read_skeleton(store)
-    assert full.parents.tolist() == parents.tolist()
-    np.testing.assert_array_equal(full.positions, pos)
 
 
 def test_long_runs_full_and_object_reads() -> None:
