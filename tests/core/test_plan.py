@@ -73,18 +73,22 @@ def reference_plan(parts: GeometryParts, layout: ChunkLayout) -> dict[str, Any]:
     cross = []
     local = []
     links = np.zeros((0, 2), dtype=np.int64) if parts.links is None else parts.links
+    edges = links.shape[1] == 2  # edges are sorted inside a chunk; triangles keep input order
     for i, link in enumerate(links.tolist()):
         ends = where[link]
         if np.all(s_flat[ends] == s_flat[ends[0]]):
-            local.append((s_flat[ends[0]], row[ends].tolist(), i))
+            key = tuple(row[ends].tolist()) if edges else ()
+            local.append((s_flat[ends[0]], row[ends].tolist(), i, key))
         else:
             rec = [v for e in ends for v in (*layout.coords_of_flat(s_flat[[e]])[0], row[e])]
-            cross.append((s_flat[ends[0]], rec, i))
-    cross += [(c, rec, -1) for c, rec in joins]
-    local.sort(key=lambda t: t[0])  # stable: explicit links first, then joins
-    cross.sort(key=lambda t: t[0])
-    out["local"] = [(int(c), list(rows), i) for c, rows, i in local]
-    out["cross"] = [(int(c), [int(v) for v in rec], i) for c, rec, i in cross]
+            key = (int(row[ends[0]]),) if edges else ()
+            cross.append((s_flat[ends[0]], rec, i, key))
+    local.sort(key=lambda t: (t[0], t[3]))  # stable
+    cross.sort(key=lambda t: (t[0], t[3]))
+    cross += [(c, rec, -1, ()) for c, rec in joins]
+    cross.sort(key=lambda t: t[0])  # stable: explicit links first, then joins
+    out["local"] = [(int(c), list(rows), i) for c, rows, i, _ in local]
+    out["cross"] = [(int(c), [int(v) for v in rec], i) for c, rec, i, _ in cross]
     return out
 
 

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.plan import GeometryParts, LinkPlan, plan_level
-from zarr_vectors.core.ragged import offsets_from_counts, unique_sorted
+from zarr_vectors.core.ragged import offsets_from_counts, sort_order, unique_sorted
 from zarr_vectors.core.spill import BatchSummary, ColumnInfo
 from zarr_vectors.core.writer import (
     LevelWriter,
@@ -468,7 +468,12 @@ def split_links(ends: IntArray, where: npt.NDArray[np.int64], layout: ChunkLayou
     owner = chunk[:, 0]
     same = np.all(chunk == owner[:, None], axis=1)
     local = np.flatnonzero(same)
-    local = local[np.argsort(owner[local], kind="stable")]
+    bound = max(int(row.max(initial=0)) + 1, 1)
+    if k == 2:  # edges sorted inside a chunk by their rows (as the in-memory planner)
+        keys = [owner[local], row[local, 0], row[local, 1]]
+        local = local[sort_order(keys, [layout.n_chunks, bound, bound])]
+    else:
+        local = local[np.argsort(owner[local], kind="stable")]
     cross = np.flatnonzero(~same)
     pieces = [
         np.concatenate([layout.coords_of_flat(chunk[cross, j]), row[cross, j, None]], axis=1)
@@ -479,7 +484,7 @@ def split_links(ends: IntArray, where: npt.NDArray[np.int64], layout: ChunkLayou
         if len(cross)
         else np.zeros((0, k * (layout.ndim + 1)), np.int64)
     )
-    co = np.argsort(owner[cross], kind="stable")
+    co = _by_owner(owner[cross], row[cross, 0] if k == 2 else None, layout.n_chunks, bound)
     return LinkPlan(
         owner[local],
         row[local].astype(np.int32),
@@ -488,6 +493,13 @@ def split_links(ends: IntArray, where: npt.NDArray[np.int64], layout: ChunkLayou
         cross_rows[co].astype(np.int64),
         cross[co],
     )
+
+
+def _by_owner(owner: IntArray, first: IntArray | None, n_chunks: int, bound: int) -> IntArray:
+    """Stable order of cross-chunk links by owner chunk, then endpoint 0's row for edges."""
+    if first is None:
+        return np.argsort(owner, kind="stable").astype(np.int64)
+    return sort_order([owner, first], [n_chunks, max(bound, 1)])
 
 
 def merge_refs(
@@ -530,7 +542,9 @@ def write_cross_links(
     if owner.size == 0:
         return
     rows = np.concatenate([p.cross_rows for p, _ in plans])
-    o = np.argsort(owner, kind="stable")
+    d = asm.layout.ndim
+    first = rows[:, d] if asm.arity == 2 else None
+    o = _by_owner(owner, first, asm.layout.n_chunks, int(rows[:, d].max(initial=0)) + 1)
     attrs = {
         k: Column(np.concatenate([a[k].values for _, a in plans])[o], info.categories)
         for k, info in asm.link_attributes.items()
