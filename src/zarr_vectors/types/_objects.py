@@ -158,7 +158,11 @@ class UserIdMap:
         pos = np.searchsorted(ranked, user)
         ok = (pos < len(ranked)) & (ranked[np.minimum(pos, len(ranked) - 1)] == user)
         if not ok.all():
-            raise InvalidInputError(f"{what}: unknown object id {user[np.argmax(~ok)]!r}")
+            bad = np.asarray(user)[np.argmax(~ok)]
+            raise InvalidInputError(
+                f"{what}: unknown object id {bad.item()!r} (ids= was given: name objects by "
+                "those ids)"
+            )
         return order[pos].astype(np.int64)
 
     def columns(self) -> dict[str, Column]:
