@@ -320,8 +320,17 @@ class LevelWriter:
             attributes=L.array_attributes(kind, dtype, width, extra),
             compressor=self._compressor(path),
             shards=self.shards,
-            frame_bytes=self.frame_bytes,
+            frame_bytes=self._frames(kind),
         )
+
+    def _frames(self, kind: ArrayKind) -> int | None:
+        """Seekable frame (block) size of a new payload array of ``kind``.
+
+        Only vertex-aligned arrays are read in part (rows of some objects); the others
+        (fragments, links and their attributes) are always read whole, so they are one zstd
+        frame, or Blosc blocks of c-blosc's own size, per chunk: smaller and faster.
+        """
+        return self.frame_bytes if kind in (ArrayKind.VERTICES, ArrayKind.ATTRIBUTE) else None
 
     def _compressor(self, path: str) -> Compressor | str:
         spec = self.compressor
@@ -423,7 +432,7 @@ class LevelWriter:
                 attributes=_array_attrs(kind, rows, rows.shape[1], extra),
                 compressor=self._compressor(path),
                 shards=self.shards,
-                frame_bytes=self.frame_bytes,
+                frame_bytes=self._frames(kind),
             )
         return arr
 
