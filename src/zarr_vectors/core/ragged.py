@@ -12,12 +12,12 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
-    "sort_keys",
     "change_mask",
     "concat_ranges",
     "unique_sorted",
     "offsets_from_counts",
     "run_starts",
+    "sort_keys",
     "sort_order",
 ]
 

@@ -50,6 +50,7 @@ __all__ = [
     "ObjectRows",
     "RowBlock",
     "RowRanges",
+    "check_link_rows",
     "parse_bbox",
 ]
 
@@ -82,6 +83,22 @@ def _categories(attrs: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
     if not isinstance(cats, list) or not all(isinstance(c, str) for c in cats):
         raise CorruptPayloadError(f"{name}: the categories attribute is not a list of strings")
     return tuple(cats)
+
+
+def check_link_rows(
+    values: npt.NDArray[Any], offsets: IntArray, counts: IntArray, where: str
+) -> None:
+    """Raise unless every chunk's stored link rows lie inside that chunk.
+
+    ``values`` (L, k) are the ``links`` rows of consecutive chunks (CSR ``offsets``);
+    ``counts`` the rows of each chunk.  One reduction per chunk, no (L, k) temporaries.
+    """
+    if not len(values):
+        return
+    full = np.diff(offsets) > 0
+    top = np.maximum.reduceat(values, offsets[:-1][full], axis=0).max(axis=1)
+    if values.min() < 0 or (top >= counts[full]).any():
+        raise CorruptPayloadError(f"{where}: a link names a row outside its chunk")
 
 
 _REF_BLOCK = 1 << 16
@@ -689,13 +706,9 @@ class LevelReader:
                     "2 (edges) or 3 (triangles)"
                 )
             per_chunk = np.diff(block.offsets)
-            full = per_chunk > 0
-            if len(values):  # each chunk's largest row: one pass, no (L, k) temporaries
-                top = np.maximum.reduceat(values, block.offsets[:-1][full], axis=0).max(axis=1)
-                if values.min() < 0 or (top >= self.vertex_counts[flats][full]).any():
-                    raise CorruptPayloadError(
-                        f"{self.group.path}/{L.LINKS}: a link names a row outside its chunk"
-                    )
+            check_link_rows(
+                values, block.offsets, self.vertex_counts[flats], f"{self.group.path}/{L.LINKS}"
+            )
             local = values.astype(np.int64)
             local += np.repeat(base[:-1], per_chunk)[:, None]
             parts.append(local)

@@ -39,7 +39,14 @@ from zarr_vectors.core.components import connected_components
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts, sort_keys
-from zarr_vectors.core.reader import BBoxLike, LevelReader, ObjectRows, RowBlock, parse_bbox
+from zarr_vectors.core.reader import (
+    BBoxLike,
+    LevelReader,
+    ObjectRows,
+    RowBlock,
+    check_link_rows,
+    parse_bbox,
+)
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
@@ -487,13 +494,9 @@ class _KeySpace:
         rows = block.values if block.values.dtype.kind == "i" else block.values.astype(np.int64)
         if rows.shape[1] != 2:
             raise CorruptPayloadError(f"{L.LINKS} rows have width {rows.shape[1]}, expected 2")
-        per_chunk = np.diff(block.offsets)
-        full = per_chunk > 0  # check the largest row of each chunk: no (L, 2) temporaries
-        top = np.maximum.reduceat(np.maximum(rows[:, 0], rows[:, 1]), block.offsets[:-1][full])
-        if (len(rows) and rows.min() < 0) or (top >= self.counts[flats][full]).any():
-            raise CorruptPayloadError(f"{L.LINKS}: a link names a row outside its chunk")
+        check_link_rows(rows, block.offsets, self.counts[flats], L.LINKS)
         keys = rows.astype(np.int64)
-        keys += np.repeat(self.start(flats), per_chunk)[:, None]
+        keys += np.repeat(self.start(flats), np.diff(block.offsets))[:, None]
         return keys
 
     def cross_keys(self, reader: LevelReader, cross: npt.NDArray[Any]) -> IntArray:
@@ -703,11 +706,7 @@ def _checked_link_rows(reader: LevelReader, flats: IntArray, block: RowBlock) ->
     rows = block.values if block.values.dtype.kind == "i" else block.values.astype(np.int64)
     if rows.shape[1] != 2:
         raise CorruptPayloadError(f"{L.LINKS} rows have width {rows.shape[1]}, expected 2")
-    full = np.diff(block.offsets) > 0
-    if len(rows):  # the largest row of each chunk, per column: one pass, no (L,) temporaries
-        top = np.maximum.reduceat(rows, block.offsets[:-1][full], axis=0).max(axis=1)
-        if rows.min() < 0 or (top >= reader.vertex_counts[flats][full]).any():
-            raise CorruptPayloadError(f"{L.LINKS}: a link names a row outside its chunk")
+    check_link_rows(rows, block.offsets, reader.vertex_counts[flats], L.LINKS)
     return rows
 
 
