@@ -9,14 +9,21 @@ planned.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import pairwise
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["GATHER_ROWS", "Payload", "chunk_payloads", "take_rows"]
+__all__ = [
+    "GATHER_ROWS",
+    "Payload",
+    "PayloadBatch",
+    "chunk_payloads",
+    "payload_batches",
+    "take_rows",
+]
 
 GATHER_ROWS = 1 << 18
 """Rows gathered at once by :func:`chunk_payloads` (whole chunks; bounds the temporaries)."""
@@ -59,10 +66,10 @@ def chunk_payloads(
 ) -> list[Payload]:
     """Return the payload of each chunk: sorted (n, K) rows ``bounds[i]:bounds[i + 1]``.
 
-    The sorted rows are ``rows[order]``, or ``rows`` when ``order`` is None; they are
-    gathered a few whole chunks (about :data:`GATHER_ROWS` rows) at a time.  ``encode`` turns
-    one chunk's rows into its payload (default: the raw little-endian bytes, as a byte view
-    of the gathered block or, without ``order``, of ``rows`` itself: no copy).
+    The sorted rows are ``rows[order]``, or ``rows`` when ``order`` is None.  ``encode``
+    turns one chunk's rows into its payload (default: the raw little-endian bytes, as a byte
+    view of the gathered block or, without ``order``, of ``rows`` itself: no copy).  See
+    :func:`payload_batches` for the same payloads a few chunks at a time.
 
     Examples
     --------
@@ -71,9 +78,32 @@ def chunk_payloads(
     >>> [np.frombuffer(p, dtype="<i2").tolist() for p in out]
     [[4, 5], [0, 1, 2, 3]]
     """
+    return [p for batch in payload_batches(rows, order, bounds, encode) for p in batch.payloads]
+
+
+class PayloadBatch(NamedTuple):
+    """The payloads of chunks ``first..last-1`` (indices into the chunk list)."""
+
+    first: int
+    last: int
+    payloads: list[Payload]
+
+
+def payload_batches(
+    rows: npt.NDArray[Any],
+    order: npt.NDArray[np.int64] | None,
+    bounds: npt.NDArray[np.int64],
+    encode: Callable[[npt.NDArray[Any]], bytes] | None = None,
+) -> Iterator[PayloadBatch]:
+    """Yield the payloads of :func:`chunk_payloads` whole chunks at a time.
+
+    Each batch gathers about :data:`GATHER_ROWS` rows (at least one chunk).  A writer that
+    encodes and stores a batch before asking for the next keeps one block of gathered rows
+    alive instead of a sorted copy of the whole array: the memory is reused while it is still
+    in cache, and no fresh pages are touched per batch.
+    """
     data = np.ascontiguousarray(rows)
     edges = bounds.tolist()
-    out: list[Payload] = []
     first = 0
     while first < len(edges) - 1:
         last = first + 1  # the batch holds chunks first..last-1
@@ -83,11 +113,12 @@ def chunk_payloads(
         block = data[base : edges[last]]
         if order is not None:
             block = take_rows(data, order[base : edges[last]])
+        out: list[Payload] = []
         for a, b in pairwise(edges[first : last + 1]):
             part = block[a - base : b - base]
             out.append(_byte_view(part) if encode is None else encode(part))
+        yield PayloadBatch(first, last, out)
         first = last
-    return out
 
 
 def _byte_view(rows: npt.NDArray[Any]) -> memoryview:

@@ -1010,6 +1010,20 @@ class PayloadArray:
         _FAST[id(meta)] = (meta, fast)
         return fast
 
+    @property
+    def writes_in_batches(self) -> bool:
+        """Whether chunks are best written a few at a time (a local store, no shards).
+
+        A shard must be written whole (a later batch would read and rewrite it), and a remote
+        store is fastest with every chunk of the array in flight at once.
+        """
+        fast = self._fast
+        return (
+            fast is not None
+            and fast[1] is None
+            and _local_root(self.array.store_path.store) is not None
+        )
+
     def _key(self, flat: int) -> str:
         key = self.array.metadata.encode_chunk_key(_unravel(flat, self.array.shape))
         prefix = self.array.store_path.path

@@ -313,15 +313,9 @@ def _sort_runs(
         fragments = np.stack([np.zeros_like(c_len), run_obj[by_chunk], c_row, c_len], axis=1)
         fragment_chunk = c_flat
     else:
-        # fragments of a run are consecutive in both orders: list them run by run
-        first_frag = np.flatnonzero(f_is_run)
-        sel = concat_ranges(first_frag[by_chunk], np.diff(first_frag, append=len(f_seq))[by_chunk])
-        f_run = (np.cumsum(f_is_run) - 1)[sel]
-        f_start = f_seq[sel]
-        f_len = np.diff(f_seq, append=n)[sel]
-        f_row = row[f_run] + (f_start - run[f_run])
-        fragments = np.stack([q_bin[f_start], run_obj[f_run], f_row, f_len], axis=1)
-        fragment_chunk = run_flat[f_run]
+        fragments, fragment_chunk = _binned_fragments(
+            f_seq, f_is_run, q_bin, run_obj, row - run, by_chunk, c_flat
+        )
     fragments = fragments.astype(np.int64, copy=False).reshape(-1, 4)
     # refs by (object, rank): runs are in rank order already
     if len(run) < 2 or bool(np.all(run_obj[1:] >= run_obj[:-1])):
@@ -331,6 +325,42 @@ def _sort_runs(
         refs = _Refs(run_obj[o], run_flat[o], first[o], row[o], run_len[o])
     runs = _Runs(run, run_flat, row, by_rank)
     return _Rows(order, chunks, chunk_offsets, fragments, fragment_chunk, refs, runs)
+
+
+def _binned_fragments(
+    f_seq: IntArray,
+    f_is_run: npt.NDArray[np.bool_],
+    q_bin: IntArray,
+    run_obj: IntArray,
+    shift: IntArray,
+    by_chunk: IntArray,
+    c_flat: IntArray,
+) -> tuple[IntArray, IntArray]:
+    """Fragment table and fragment chunks when runs are cut at bin changes.
+
+    ``f_seq`` are the fragments' first traversal indices (``f_is_run``: also a run's first),
+    ``shift`` is each run's first row in its chunk minus its traversal index, ``by_chunk``
+    the runs' sorted order and ``c_flat`` their chunks in that order.  A run's fragments are
+    consecutive in both orders, so the table is built in traversal order with one write per
+    column, then moved into sorted order as 32-byte records in one gather.
+    """
+    n = len(q_bin)
+    f_run = np.cumsum(f_is_run, dtype=np.int64)
+    f_run -= 1
+    table = np.empty((len(f_seq), 4), dtype=np.int64)
+    table[:, 0] = q_bin[f_seq]
+    table[:, 1] = run_obj[f_run]
+    col = shift[f_run]
+    col += f_seq  # row in chunk: the run's first row plus the offset in the run
+    table[:, 2] = col
+    np.subtract(f_seq[1:], f_seq[:-1], out=col[:-1])
+    col[-1:] = n - f_seq[-1:]
+    table[:, 3] = col
+    del col, f_run
+    first_frag = np.flatnonzero(f_is_run)
+    per_run = np.diff(first_frag, append=len(f_seq))[by_chunk]
+    sel = concat_ranges(first_frag[by_chunk], per_run)
+    return _take_records(table, sel), np.repeat(c_flat, per_run)
 
 
 def _sort_unordered(

@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,7 +28,7 @@ from zarr.storage import ZipStore
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
-from zarr_vectors.core.gather import Payload, chunk_payloads, take_rows
+from zarr_vectors.core.gather import PayloadBatch, payload_batches, take_rows
 from zarr_vectors.core.io import (
     DEFAULT_FRAME_BYTES,
     Compressor,
@@ -267,9 +267,14 @@ def _after(previous: Future[None] | None, func: Callable[..., None], *args: Any)
 
 
 def _write_chunks(
-    arr: PayloadArray, chunks: npt.NDArray[np.int64], payloads: Callable[[], list[Payload]]
+    arr: PayloadArray, chunks: npt.NDArray[np.int64], batches: Callable[[], Iterator[PayloadBatch]]
 ) -> None:
-    arr.write(chunks, payloads())
+    """Encode and store the payloads of ``chunks``: batch by batch where the store allows."""
+    if arr.writes_in_batches:
+        for batch in batches():
+            arr.write(chunks[batch.first : batch.last], batch.payloads)
+        return
+    arr.write(chunks, [p for batch in batches() for p in batch.payloads])
 
 
 class LevelWriter:
@@ -411,8 +416,8 @@ class LevelWriter:
         if path == L.VERTICES and self.draco is not None:
             extra, encode = {**(extra or {}), **self.draco.array_attributes()}, self.draco.encode
         arr = self._array(path, kind, rows, extra)
-        payloads = partial(chunk_payloads, rows, order, bounds, encode)
-        self._submit(path, _write_chunks, arr, chunks, payloads)
+        batches = partial(payload_batches, rows, order, bounds, encode)
+        self._submit(path, _write_chunks, arr, chunks, batches)
 
     def _array(
         self, path: str, kind: ArrayKind, rows: npt.NDArray[Any], extra: Mapping[str, Any] | None
