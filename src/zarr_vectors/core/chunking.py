@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -145,8 +146,17 @@ class ChunkLayout:
             flat += b
         return flat
 
-    def locate(self, positions: FloatArray) -> tuple[IntArray, IntArray]:
+    @property
+    def bin_dtype(self) -> type[np.integer[Any]]:
+        """Narrowest of uint8, uint16 and int64 holding every flat bin index of a chunk."""
+        n = int(np.prod(self.bins_per_chunk))
+        return np.uint8 if n <= 2**8 else np.uint16 if n <= 2**16 else np.int64
+
+    def locate(self, positions: FloatArray) -> tuple[IntArray, npt.NDArray[np.integer[Any]]]:
         """Return the flat grid index of each position's chunk and its flat bin in the chunk.
+
+        Bins come as :attr:`bin_dtype` (a chunk rarely has more than 256 bins: an int64 per
+        vertex would be 8x the memory to fill and read).
 
         Same arithmetic as :meth:`chunk_coords`, :meth:`flat_index` and :meth:`bin_flat`, fused
         into one pass over blocks of rows that stay in cache.  Chunk and bin coordinates are
@@ -154,7 +164,7 @@ class ChunkLayout:
         """
         n = len(positions)
         flat = np.empty(n, dtype=np.int64)
-        bins = np.zeros(n, dtype=np.int64)
+        bins = np.zeros(n, dtype=self.bin_dtype)
         if n < _LOCATE_PARALLEL_ROWS:
             ok = self._locate_rows(positions, flat, bins)
         else:  # numpy releases the GIL in each block's arithmetic: halves run side by side
@@ -167,7 +177,9 @@ class ChunkLayout:
             self._raise_out_of_grid(positions)
         return flat, bins
 
-    def _locate_rows(self, positions: FloatArray, flat: IntArray, bins: IntArray) -> bool:
+    def _locate_rows(
+        self, positions: FloatArray, flat: IntArray, bins: npt.NDArray[np.integer[Any]]
+    ) -> bool:
         """Locate rows block by block into ``flat`` and ``bins``; False if one is off the grid."""
         n = len(positions)
         block = max(1, min(n, _LOCATE_BLOCK))
@@ -183,7 +195,7 @@ class ChunkLayout:
         pos: FloatArray,
         bufs: npt.NDArray[np.float64],
         flat: IntArray,
-        bins: IntArray,
+        bins: npt.NDArray[np.integer[Any]],
     ) -> bool:
         """Locate one block of rows into ``flat`` and ``bins``; False if a row is off the grid."""
         c, local, acc, bacc = bufs

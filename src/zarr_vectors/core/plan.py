@@ -29,6 +29,8 @@ from zarr_vectors.errors import InvalidInputError
 __all__ = ["GeometryParts", "LevelPlan", "OrderHook", "plan_level"]
 
 IntArray = npt.NDArray[np.int64]
+BinArray = npt.NDArray[np.integer[Any]]
+"""Flat bin index per vertex (:attr:`ChunkLayout.bin_dtype`: usually uint8)."""
 
 OrderHook = Callable[[IntArray, IntArray, IntArray], None]
 """Called with ``(order, chunks, chunk_offsets)`` of a level as soon as they are known."""
@@ -221,7 +223,7 @@ def _chunk_rows(item_chunk: IntArray, item_start: IntArray, n: int) -> tuple[Int
 
 
 def _sort_points(
-    layout: ChunkLayout, flat: IntArray, bins: IntArray, on_order: OrderHook | None
+    layout: ChunkLayout, flat: IntArray, bins: BinArray, on_order: OrderHook | None
 ) -> _Rows:
     """Rows without objects: sorted by (chunk, bin), one fragment per non-empty bin."""
     n = len(flat)
@@ -268,7 +270,7 @@ def _sort_runs(
     parts: GeometryParts,
     layout: ChunkLayout,
     flat: IntArray,
-    bins: IntArray,
+    bins: BinArray,
     on_order: OrderHook | None,
 ) -> _Rows:
     """Rows of objects in traversal order, chunk by chunk, planned per run.
@@ -330,7 +332,7 @@ def _sort_runs(
 def _binned_fragments(
     f_seq: IntArray,
     f_is_run: npt.NDArray[np.bool_],
-    q_bin: IntArray,
+    q_bin: BinArray,
     run_obj: IntArray,
     shift: IntArray,
     by_chunk: IntArray,
@@ -367,7 +369,7 @@ def _sort_unordered(
     parts: GeometryParts | None,
     layout: ChunkLayout,
     flat: IntArray,
-    bins: IntArray,
+    bins: BinArray,
     on_order: OrderHook | None,
 ) -> _Rows:
     """Rows sorted by (chunk, object, bin), vertex by vertex (``parts`` None: no objects)."""

@@ -128,7 +128,7 @@ def change_mask(
     return change
 
 
-def sort_order(keys: list[IntArray], sizes: list[int]) -> IntArray:
+def sort_order(keys: list[npt.NDArray[np.integer[Any]]], sizes: list[int]) -> IntArray:
     """Return the stable order sorting rows by ``keys`` (most significant first).
 
     Keys are non-negative integers below ``sizes``; they are packed into one int64 when the

@@ -227,13 +227,19 @@ def check_positions(positions: Any, *, ndim: int | None = None) -> npt.NDArray[n
         arr = arr.astype("<f4", copy=False)
     else:
         arr = arr.astype(np.float64)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        row, col = np.argwhere(bad)[0]
-        raise InvalidInputError(
-            f"positions: non-finite coordinate {arr[row, col]} at row {row}, column {col}"
-        )
-    return np.ascontiguousarray(arr)
+    arr = np.ascontiguousarray(arr)
+    flat = arr.reshape(-1)
+    for a in range(0, len(flat), _FINITE_BLOCK):  # a cache-sized mask, not an (N, D) one
+        bad = ~np.isfinite(flat[a : a + _FINITE_BLOCK])
+        if bad.any():
+            row, col = divmod(a + int(np.argmax(bad)), arr.shape[1])
+            raise InvalidInputError(
+                f"positions: non-finite coordinate {arr[row, col]} at row {row}, column {col}"
+            )
+    return arr
+
+
+_FINITE_BLOCK = 1 << 16
 
 
 def _array_attrs(
