@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -61,6 +62,10 @@ class Timings:
     compressor: str = "default"
     nibabel_load: list[float] = field(default_factory=list)
     convert: list[float] = field(default_factory=list)
+    nibabel_cpu: list[tuple[float, float]] = field(default_factory=list)
+    """(user, system) CPU seconds of each nibabel load (all threads of the process)."""
+    convert_cpu: list[tuple[float, float]] = field(default_factory=list)
+    """(user, system) CPU seconds of each convert."""
     read: list[float] = field(default_factory=list)
     write: list[float] = field(default_factory=list)
     cli: list[float] = field(default_factory=list)
@@ -100,6 +105,18 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     t0 = time.perf_counter()
     result = fn()
     return time.perf_counter() - t0, result
+
+
+def _timed_cpu(fn: Callable[[], Any]) -> tuple[float, tuple[float, float], Any]:
+    """Wall seconds, (user, system) CPU seconds of the process, and the result of ``fn()``.
+
+    On a shared VM the system time (the kernel zeroing fresh pages) swings several-fold from
+    run to run while the user time stays put: both are reported next to the wall time.
+    """
+    c0 = os.times()
+    seconds, result = _timed(fn)
+    c1 = os.times()
+    return seconds, (c1.user - c0.user, c1.system - c0.system), result
 
 
 def _phases(path: Path, store: Path, t: Timings, compressor: str) -> None:
@@ -146,13 +163,15 @@ def bench_format(
     fresh = _FreshStores(workdir, f"{fmt}-{compressor}")
     t = Timings(fmt, 0, compressor=compressor)
     for _ in range(repeat):
-        seconds, tractogram = _timed(lambda: nib.streamlines.load(str(path)))
+        seconds, cpu, tractogram = _timed_cpu(lambda: nib.streamlines.load(str(path)))
         t.nibabel_load.append(seconds)
+        t.nibabel_cpu.append(cpu)
         reference = np.asarray(tractogram.streamlines.get_data(), np.float32)
         del tractogram
         store = fresh()
-        seconds, report = _timed(partial(convert, path, str(store), compressor=compressor))
+        seconds, cpu, report = _timed_cpu(partial(convert, path, str(store), compressor=compressor))
         t.convert.append(seconds)
+        t.convert_cpu.append(cpu)
         t.chunk_shape, t.chunks = report.chunk_shape, report.summary.chunk_count
         t.vertices = report.summary.vertex_count
         t.correct = bool(np.array_equal(read_streamlines(str(store)).positions, reference))
@@ -174,20 +193,30 @@ def _fmt(values: Sequence[float]) -> str:
     return f"{statistics.median(values):.2f} s ({min(values):.2f})"
 
 
+def _cpu(values: Sequence[tuple[float, float]]) -> str:
+    if not values:
+        return "-"
+    user = statistics.median(u for u, _ in values)
+    system = statistics.median(s for _, s in values)
+    return f"{user:.2f} + {system:.2f}"
+
+
 def render(results: Sequence[Timings]) -> str:
     lines = [
         (
             "| format | compressor | vertices | nibabel load | convert | read / write phases | CLI | "
-            "convert / load | chunk shape (chunks) | coordinates equal |"
+            "convert / load | CPU user + sys, load / convert (s) | chunk shape (chunks) "
+            "| coordinates equal |"
         ),
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for t in results:
         ratio = statistics.median(t.convert) / statistics.median(t.nibabel_load)
         phases = f"{_fmt(t.read)} / {_fmt(t.write)}"
         lines.append(
             f"| {t.fmt} | {t.compressor} | {t.vertices:,} | {_fmt(t.nibabel_load)} | {_fmt(t.convert)} | {phases} "
-            f"| {_fmt(t.cli)} | {ratio:.2f} | {list(t.chunk_shape)} ({t.chunks}) "
+            f"| {_fmt(t.cli)} | {ratio:.2f} | {_cpu(t.nibabel_cpu)} / {_cpu(t.convert_cpu)} "
+            f"| {list(t.chunk_shape)} ({t.chunks}) "
             f"| {'yes' if t.correct else 'NO'} |"
         )
     return "\n".join(lines)
