@@ -90,6 +90,7 @@ __all__ = [
     "local_members",
     "malformed_documents",
     "read_dense_whole",
+    "dense_chunks",
     "open_payload_array",
     "quiet_vlen",
     "set_many",
@@ -142,6 +143,34 @@ def quiet_vlen() -> Iterator[None]:
                 saved = _QUIET[0]
                 _QUIET.clear()
                 saved.__exit__(None, None, None)
+
+
+_SERIAL_LOCK = threading.Lock()
+_SERIAL: list[Any] = []  # [numcodecs' own use_threads setting, how many callers are inside]
+
+
+@contextmanager
+def serial_blosc() -> Iterator[None]:
+    """Make numcodecs decode Blosc in the calling thread only, for the duration of the block.
+
+    Called from the main thread, numcodecs otherwise runs c-blosc's own thread pool on its
+    global context (under a process-wide lock), beside the reader's threads: on two cores
+    that oversubscription puts p90 full-read times at ~2x the median.  The setting is
+    process-wide: the first caller in saves and sets it, the last one out restores it.
+    """
+    with _SERIAL_LOCK:
+        if not _SERIAL:
+            _SERIAL[:] = [blosc.use_threads, 0]
+            blosc.use_threads = False
+        _SERIAL[1] += 1
+    try:
+        yield
+    finally:
+        with _SERIAL_LOCK:
+            _SERIAL[1] -= 1
+            if _SERIAL[1] == 0:
+                blosc.use_threads = _SERIAL[0]
+                _SERIAL.clear()
 
 
 def _default_compressor(zarr_format: int) -> Any:
@@ -930,7 +959,8 @@ def read_dense_whole(array: zarr.Array[Any]) -> npt.NDArray[Any]:
     """Return all of a dense array; plain arrays chunked along axis 0 are decoded here.
 
     One batched read of every chunk and one decode per chunk (zarr-python's own path costs
-    about twice as much on a million-row index).
+    about twice as much on a million-row index); whole Blosc chunks decode straight into the
+    result.
     """
     fast = _dense_codec(array)
     shape = tuple(array.shape)
@@ -938,29 +968,85 @@ def read_dense_whole(array: zarr.Array[Any]) -> npt.NDArray[Any]:
         return np.asarray(array[...])
     chunk_rows, comp = fast
     dtype = np.dtype(array.dtype)
-    inner = tuple(shape[1:])
     n = int(shape[0])
-    row_bytes = dtype.itemsize * int(np.prod(inner, dtype=np.int64))
-    n_chunks = -(-n // chunk_rows) if n else 0
-    keys = _dense_keys(array, range(n_chunks))
+    row_bytes = dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))
+    keys = _dense_keys(array, range(-(-n // chunk_rows) if n else 0))
     out = np.empty(shape, dtype=dtype)
+    flat = out.reshape(-1).view(np.uint8)
+    with serial_blosc():
+        for c, raw in enumerate(_get_many(array.store_path.store, keys)):
+            lo, hi = c * chunk_rows, min(n, (c + 1) * chunk_rows)
+            if raw is None:
+                out[lo:hi] = array.fill_value
+                continue
+            dest = flat[lo * row_bytes : hi * row_bytes] if hi - lo == chunk_rows else None
+            where = f"{array.path} chunk {c}"
+            data = _decoded_dense(raw, comp, chunk_rows * row_bytes, where, dest)
+            if data is not dest:
+                block = data[: (hi - lo) * row_bytes].view(dtype)
+                out[lo:hi] = block.reshape(hi - lo, *shape[1:])
+    return out
+
+
+def dense_chunks(array: zarr.Array[Any]) -> Iterator[tuple[int, npt.NDArray[Any]]] | None:
+    """Decode a dense array chunk by chunk: ``(first row, rows)`` of each chunk, in order.
+
+    For the arrays :func:`read_dense_whole` decodes itself (else None), without ever holding
+    all of their rows: the rows of a chunk live in a buffer reused for the next chunk, so use
+    (or copy) them before advancing.
+    """
+    fast = _dense_codec(array)
+    if fast is None or not array.shape:
+        return None
+    return _dense_chunks(array, *fast)
+
+
+def _dense_chunks(
+    array: zarr.Array[Any], chunk_rows: int, comp: NumcodecsCodec | None
+) -> Iterator[tuple[int, npt.NDArray[Any]]]:
+    dtype = np.dtype(array.dtype)
+    shape = tuple(array.shape)
+    n = int(shape[0])
+    row_bytes = dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))
+    keys = _dense_keys(array, range(-(-n // chunk_rows) if n else 0))
+    scratch = np.empty(chunk_rows * row_bytes, dtype=np.uint8)
     for c, raw in enumerate(_get_many(array.store_path.store, keys)):
         lo, hi = c * chunk_rows, min(n, (c + 1) * chunk_rows)
         if raw is None:
-            out[lo:hi] = array.fill_value
+            yield lo, np.full((hi - lo, *shape[1:]), array.fill_value, dtype=dtype)
             continue
-        where = f"{array.path} chunk {c}"
-        try:
-            data = raw if comp is None else comp.decode(raw)
-        except (RuntimeError, ValueError, TypeError) as exc:
-            raise CorruptPayloadError(f"{where}: cannot decode ({exc})") from exc
-        if len(data) != chunk_rows * row_bytes:
-            raise CorruptPayloadError(
-                f"{where}: {len(data)} bytes, expected {chunk_rows * row_bytes}"
-            )
-        block = np.frombuffer(data, dtype=dtype, count=(hi - lo) * row_bytes // dtype.itemsize)
-        out[lo:hi] = block.reshape(hi - lo, *inner)
-    return out
+        with serial_blosc():
+            data = _decoded_dense(raw, comp, len(scratch), f"{array.path} chunk {c}", scratch)
+        yield lo, data[: (hi - lo) * row_bytes].view(dtype).reshape(hi - lo, *shape[1:])
+
+
+def _decoded_dense(
+    raw: bytes,
+    comp: NumcodecsCodec | None,
+    nbytes: int,
+    where: str,
+    dest: npt.NDArray[np.uint8] | None = None,
+) -> npt.NDArray[np.uint8]:
+    """Decode a stored dense chunk of ``nbytes`` bytes; a Blosc chunk straight into ``dest``.
+
+    ``dest`` (``nbytes`` long, optional) is returned when used, a new array otherwise.
+    """
+    blosc_sized = (
+        comp is not None
+        and comp.codec_id == "blosc"
+        and len(raw) >= BLOSC_HEADER_BYTES
+        and int.from_bytes(raw[4:8], "little") == nbytes
+    )
+    try:
+        if dest is not None and blosc_sized:
+            blosc.decompress(raw, dest)
+            return dest
+        data = raw if comp is None else comp.decode(raw)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise CorruptPayloadError(f"{where}: cannot decode ({exc})") from exc
+    if len(data) != nbytes:
+        raise CorruptPayloadError(f"{where}: {len(data)} bytes, expected {nbytes}")
+    return np.frombuffer(data, dtype=np.uint8)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1091,13 +1177,16 @@ class PayloadArray:
         nbytes = sum(len(r) for r in raw if r is not None)
         if codec.compressor is not None and codec.compressor.codec_id == "blosc":
             nbytes //= 8  # LZ4 decodes ~5x faster than zstd: threads pay off only later
-        return _map(
-            lambda pair: (
-                b"" if pair[1] is None else codec.decode(pair[1], f"{self.name} chunk {pair[0]}")
-            ),
-            list(zip(flats, raw, strict=True)),
-            nbytes,
-        )
+        with serial_blosc():
+            return _map(
+                lambda pair: (
+                    b""
+                    if pair[1] is None
+                    else codec.decode(pair[1], f"{self.name} chunk {pair[0]}")
+                ),
+                list(zip(flats, raw, strict=True)),
+                nbytes,
+            )
 
     def read_concat(
         self, flat_indices: npt.NDArray[np.int64]
@@ -1128,22 +1217,23 @@ class PayloadArray:
             sizes.append(nbytes - _HEADER.size)
         starts = [0, *accumulate(sizes)]
         out = np.empty(_HEADER.size + starts[-1], dtype=np.uint8)
-        for i in reversed(range(len(flats))):
-            data = raw[i]
-            if data is None:
-                continue
-            where = f"{self.name} chunk {flats[i]}"
-            slot = out[starts[i] : starts[i + 1] + _HEADER.size]
-            try:
-                blosc.decompress(data, slot)
-            except (RuntimeError, ValueError) as exc:
-                raise CorruptPayloadError(f"{where}: cannot decompress ({exc!r})") from exc
-            count, length = _HEADER.unpack(slot[: _HEADER.size].tobytes())
-            if count != 1 or length != sizes[i]:
-                raise CorruptPayloadError(
-                    f"{where}: malformed vlen-bytes element (count {count}, length {length}, "
-                    f"{sizes[i]} bytes present)"
-                )
+        with serial_blosc():
+            for i in reversed(range(len(flats))):
+                data = raw[i]
+                if data is None:
+                    continue
+                where = f"{self.name} chunk {flats[i]}"
+                slot = out[starts[i] : starts[i + 1] + _HEADER.size]
+                try:
+                    blosc.decompress(data, slot)
+                except (RuntimeError, ValueError) as exc:
+                    raise CorruptPayloadError(f"{where}: cannot decompress ({exc!r})") from exc
+                count, length = _HEADER.unpack(slot[: _HEADER.size].tobytes())
+                if count != 1 or length != sizes[i]:
+                    raise CorruptPayloadError(
+                        f"{where}: malformed vlen-bytes element (count {count}, length {length}, "
+                        f"{sizes[i]} bytes present)"
+                    )
         return out[_HEADER.size :], sizes
 
     def fetch(self, flat_indices: npt.NDArray[np.int64]) -> list[bytes | None] | None:

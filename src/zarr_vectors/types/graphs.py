@@ -26,7 +26,7 @@ Contract
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
@@ -711,32 +711,44 @@ def _checked_link_rows(reader: LevelReader, flats: IntArray, block: RowBlock) ->
 
 
 _CHUNK_LINKS = 256
-"""Mean links per chunk from which :func:`_local_link_ends` maps the links chunk by chunk."""
+"""Mean links per chunk from which :func:`_mapped_links` maps the links chunk by chunk."""
 
 
-def _local_link_ends(
+def _mapped_links(
     reader: LevelReader, flats: IntArray, block: RowBlock, index: IntArray
-) -> IntArray:
-    """(2, E) ``links`` rows of chunks ``flats`` as output indices (``index`` of each row)."""
+) -> Iterator[tuple[int, IntArray, IntArray]]:
+    """Yield the ``links`` rows of chunks ``flats`` as returned positions, a batch at a time.
+
+    A batch is its first link row and the positions of its two ends (``index`` of each row,
+    -1: not returned), in buffers the next batch reuses: no (2, E) array of a million links.
+    """
     rows = _checked_link_rows(reader, flats, block)
+    if not len(rows):
+        return
     base = offsets_from_counts(reader.vertex_counts[flats])
-    if len(rows) < _CHUNK_LINKS * len(flats):
+    if len(rows) < _CHUNK_LINKS * len(flats):  # short chunks: one batch, vectorised
         ends = np.ascontiguousarray(rows.T, dtype=np.int64)
         ends += np.repeat(base[:-1], np.diff(block.offsets))
-        # in place (a fresh (2, E) array costs more than the gather): take reads each key
-        # before writing its slot; keys are checked above, so "clip" never clips
-        return np.take(index, ends, out=ends, mode="clip")
+        # in place: take reads each key before writing its slot; keys are checked above,
+        # so "clip" never clips
+        np.take(index, ends, out=ends, mode="clip")
+        yield 0, ends[0], ends[1]
+        return
     # chunk by chunk: each gather reads one chunk's slice of ``index`` (cache resident) with
-    # the stored local rows, no offset rows added (~1.4x faster on a million links)
-    ends = np.empty((2, len(rows)), dtype=np.int64)
+    # the stored local rows, no offset rows added (~1.4x faster on a million links).  The
+    # rows are first widened into their buffer: np.take converts narrow or strided indices
+    # itself, ~1.3x slower
+    buf = np.empty((2, int(np.diff(block.offsets).max())), dtype=np.int64)
     first, off = base.tolist(), block.offsets.tolist()
     for i in range(len(flats)):
         a, b = off[i], off[i + 1]
         if b > a:
             part = index[first[i] : first[i + 1]]
-            np.take(part, rows[a:b, 0], out=ends[0, a:b], mode="clip")
-            np.take(part, rows[a:b, 1], out=ends[1, a:b], mode="clip")
-    return ends
+            for j in (0, 1):
+                slot = buf[j, : b - a]
+                slot[...] = rows[a:b, j]
+                np.take(part, slot, out=slot, mode="clip")
+            yield a, buf[0, : b - a], buf[1, : b - a]
 
 
 def _links_among(ends: IntArray, attrs: dict[str, Column]) -> LinkPiece:
@@ -754,36 +766,117 @@ def link_blocks(reader: LevelReader, flats: IntArray) -> dict[str, RowBlock]:
     return {p: reader.rows(p, flats) for p in (L.LINKS, L.CROSS_CHUNK_LINKS) if reader.has(p)}
 
 
-def whole_object_links(
+def cross_link_piece(
+    reader: LevelReader, flats: IntArray, index: IntArray, names: Sequence[str], block: RowBlock
+) -> LinkPiece:
+    """Return the ``cross_chunk_links`` rows ``block`` of chunks ``flats`` as a piece.
+
+    ``index`` maps each row of the chunks' concatenation to its returned position (-1: not
+    returned), as in :func:`read_with_links`; links with an end not returned are left out.
+    """
+    keys = _KeySpace.fetched(reader, flats).cross_keys(reader, block.values)
+    path = L.CROSS_CHUNK_LINK_ATTRIBUTES
+    attrs = {n: reader.aligned_column(f"{path}/{n}", flats, block) for n in names}
+    ends = np.take(index, keys.T, mode="clip")
+    ends[keys.T < 0] = -1  # an endpoint in a chunk not fetched
+    return _links_among(ends, attrs)
+
+
+def local_link_parents(
+    reader: LevelReader, flats: IntArray, block: RowBlock, index: IntArray, parents: IntArray
+) -> int:
+    """Set ``parents[child] = parent`` for the ``links`` rows ``block`` of chunks ``flats``.
+
+    ``[child, parent]`` rows map to returned positions through ``index`` (as in
+    :func:`cross_link_piece`; links with an end not returned are skipped).  Returns the
+    number of links set.
+    """
+    every = not len(index) or bool(index.min() >= 0)  # full reads: nothing to skip
+    done = 0
+    for _, child, parent in _mapped_links(reader, flats, block, index):
+        if not every:
+            keep = np.flatnonzero((child >= 0) & (parent >= 0))
+            child, parent = child[keep], parent[keep]
+        parents[child] = parent
+        done += len(child)
+    return done
+
+
+def _local_link_keys(
+    reader: LevelReader, flats: IntArray, block: RowBlock, index: IntArray, bits: int, out: IntArray
+) -> tuple[int, IntArray | None]:
+    """Write the sort keys ``source << bits | target`` of the ``links`` rows ``block`` to ``out``.
+
+    Links with an end not returned are skipped: returns the number of keys written and the
+    link rows kept (None: all of them).
+    """
+    every = not len(index) or bool(index.min() >= 0)  # full reads: nothing to skip
+    done = 0
+    kept: list[IntArray] = []
+    for a, source, target in _mapped_links(reader, flats, block, index):
+        if not every:
+            keep = np.flatnonzero((source >= 0) & (target >= 0))
+            source, target = source[keep], target[keep]
+            kept.append(keep + a)
+        part = out[done : done + len(source)]
+        np.left_shift(source, bits, out=part)
+        part |= target
+        done += len(source)
+    if every:
+        return done, None
+    return done, np.concatenate(kept) if kept else np.zeros(0, dtype=np.int64)
+
+
+def linked_edges(
     reader: LevelReader,
     flats: IntArray,
     index: IntArray,
     names: Sequence[str],
+    n_vertices: int,
     fetched: Mapping[str, RowBlock] | None = None,
-) -> list[LinkPiece]:
-    """Every stored edge between returned rows of chunks ``flats``: one piece per links array.
+) -> tuple[IntArray, dict[str, Column]]:
+    """Every stored edge between returned rows of chunks ``flats``, sorted, attributes along.
 
     ``index`` maps each row of the chunks' concatenation to its returned position (-1: not
     returned), as in :func:`read_with_links`; ``fetched`` holds link rows of ``flats``
-    fetched already (:func:`link_blocks`).
+    fetched already (:func:`link_blocks`).  Edges are (E, 2) returned positions (below
+    ``n_vertices``) sorted by ``(source, target)``; each goes straight to its sort key.
     """
     fetched = fetched or {}
-    pieces: list[LinkPiece] = []
-    if reader.has(L.LINKS):  # also with no chunks: empty columns keep their dtype
-        block = fetched[L.LINKS] if L.LINKS in fetched else reader.rows(L.LINKS, flats)
-        ends = _local_link_ends(reader, flats, block, index)
-        attrs = {n: reader.aligned_column(f"{L.LINK_ATTRIBUTES}/{n}", flats, block) for n in names}
-        pieces.append(_links_among(ends, attrs))
-    if reader.has(L.CROSS_CHUNK_LINKS):
-        cross = L.CROSS_CHUNK_LINKS
-        block = fetched[cross] if cross in fetched else reader.rows(cross, flats)
-        keys = _KeySpace.fetched(reader, flats).cross_keys(reader, block.values)
-        path = L.CROSS_CHUNK_LINK_ATTRIBUTES
-        attrs = {n: reader.aligned_column(f"{path}/{n}", flats, block) for n in names}
-        ends = np.take(index, keys.T, mode="clip")
-        ends[keys.T < 0] = -1  # an endpoint in a chunk not fetched
-        pieces.append(_links_among(ends, attrs))
-    return pieces
+    # also with no chunks: empty columns keep their dtype
+    blocks = {
+        p: fetched[p] if p in fetched else reader.rows(p, flats)
+        for p in (L.LINKS, L.CROSS_CHUNK_LINKS)
+        if reader.has(p)
+    }
+    cross = None
+    if L.CROSS_CHUNK_LINKS in blocks:
+        cross = cross_link_piece(reader, flats, index, names, blocks[L.CROSS_CHUNK_LINKS])
+    local = blocks.get(L.LINKS)
+    bits = max(n_vertices - 1, 1).bit_length()
+    key = np.empty((0 if local is None else len(local.values)) + len(cross or ()), np.int64)
+    cols: dict[str, list[Column]] = {n: [] for n in names}
+    done = 0
+    if local is not None:
+        done, keep = _local_link_keys(reader, flats, local, index, bits, key)
+        for n in names:
+            col = reader.aligned_column(f"{L.LINK_ATTRIBUTES}/{n}", flats, local)
+            cols[n].append(col if keep is None else take_column(col, keep))
+    if cross is not None:
+        part = key[done : done + len(cross)]
+        np.left_shift(cross.source, bits, out=part)
+        part |= cross.target
+        done += len(cross)
+        for n in names:
+            cols[n].append(cross.attributes[n])
+    attrs = {
+        n: Column(np.concatenate([c.values for c in cs]), cs[0].categories)
+        for n, cs in cols.items()
+        if cs
+    }
+    if done == 0:
+        return np.zeros((0, 2), dtype=np.int64), attrs
+    return _sorted_by_key(key[:done], bits, attrs)
 
 
 def read_whole_objects(
@@ -803,8 +896,7 @@ def read_whole_objects(
         fetched = None
         if early is not None and np.array_equal(early[0], where.chunks):
             fetched = early[1].result()
-        pieces = whole_object_links(reader, where.chunks, index, edge_names, fetched)
-        return sorted_links(pieces, len(where.rows))
+        return linked_edges(reader, where.chunks, index, edge_names, len(where.rows), fetched)
 
     got, (edges_sorted, eattrs) = read_with_links(reader, dense, names, edges)
     obj = np.repeat(dense, np.diff(got.offsets))
@@ -883,6 +975,50 @@ def _big(reader: LevelReader) -> bool:
     return big
 
 
+def effective_runs(key: IntArray) -> int:
+    """Count the equal ascending runs that cost a merge sort as much as ``key``'s runs.
+
+    ``2 ** H`` for ``H`` the entropy of the run lengths (1 when ``key`` is sorted): a few
+    long runs plus many short ones (chunk-ordered local links, then cross-chunk links) count
+    as few, so they merge (timsort, ~2x faster there) instead of being bucketed.
+
+    Examples
+    --------
+    >>> effective_runs(np.array([1, 2, 3, 0, 1, 2]))
+    2
+    >>> effective_runs(np.arange(5))
+    1
+    """
+    cuts = np.flatnonzero(key[1:] < key[:-1])
+    if cuts.size == 0:
+        return 1
+    if 4 * cuts.size > len(key):  # mostly short runs: the count is as good
+        return int(cuts.size) + 1
+    lengths = np.diff(cuts, prepend=-1, append=len(key) - 1) / len(key)
+    return max(2, round(float(2.0 ** -(lengths * np.log2(lengths)).sum())))
+
+
+_PARALLEL_MERGE = 1 << 20
+"""Keys from which :func:`_merge_runs` sorts two halves side by side."""
+
+
+def _merge_runs(key: IntArray) -> None:
+    """Sort ``key`` (in a few long runs, :func:`effective_runs`) in place by merging its runs.
+
+    Timsort merges runs in near-linear time; big arrays sort their two halves in two threads
+    (numpy releases the GIL), then merge the two sorted halves.
+    """
+    if len(key) < _PARALLEL_MERGE:
+        key.sort(kind="stable")
+        return
+    half = len(key) // 2
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        upper = pool.submit(key[half:].sort, kind="stable")
+        key[:half].sort(kind="stable")
+        upper.result()
+    key.sort(kind="stable")  # two sorted runs: one linear merge
+
+
 def _sorted_by_key(
     key: IntArray, bits: int, attrs: dict[str, Column], edges: IntArray | None = None
 ) -> tuple[IntArray, dict[str, Column]]:
@@ -891,12 +1027,14 @@ def _sorted_by_key(
     ``edges``, when given, are the same edges unpacked: returned as they are when the keys are
     sorted already.
     """
-    descents = int(np.count_nonzero(key[1:] < key[:-1]))
-    if descents == 0 and edges is not None:
+    runs = effective_runs(key)
+    if runs == 1 and edges is not None:
         return edges, attrs
     order: IntArray | None = None
-    if descents:
-        key, order = sort_keys(key, bool(attrs), descents + 1)
+    if runs > 1 and not attrs and runs <= len(key) // 1024:
+        _merge_runs(key)
+    elif runs > 1:
+        key, order = sort_keys(key, bool(attrs), runs)
     out = np.empty((len(key), 2), dtype=np.int64)
     np.right_shift(key, bits, out=out[:, 0])
     np.bitwise_and(key, (1 << bits) - 1, out=out[:, 1])
@@ -915,32 +1053,6 @@ def _sorted_edges(
     key = edges[:, 0] << bits
     key |= edges[:, 1]
     return _sorted_by_key(key, bits, attrs, edges)
-
-
-def sorted_links(
-    pieces: Sequence[LinkPiece], n_vertices: int
-) -> tuple[IntArray, dict[str, Column]]:
-    """(E, 2) edges of link pieces sorted by ``(source, target)``, attributes along.
-
-    Equivalent to stacking the pieces and :func:`_sorted_edges`, without the stacked copy:
-    each edge goes straight to its sort key ``source << bits | target``.
-    """
-    bits = max(n_vertices - 1, 1).bit_length()
-    key = np.empty(sum(len(p) for p in pieces), dtype=np.int64)
-    at = 0
-    for p in pieces:
-        part = key[at : at + len(p)]
-        np.left_shift(p.source, bits, out=part)
-        part |= p.target
-        at += len(p)
-    names = pieces[0].attributes if pieces else {}
-    attrs = {
-        n: Column(np.concatenate([p.attributes[n].values for p in pieces]), c.categories)
-        for n, c in names.items()
-    }
-    if len(key) == 0:
-        return np.zeros((0, 2), dtype=np.int64), attrs
-    return _sorted_by_key(key, bits, attrs)
 
 
 def graph_result(reader: LevelReader, rows: GraphRows, directed: bool) -> Graph:

@@ -50,12 +50,12 @@ from zarr_vectors.types._objects import (
     select_objects,
 )
 from zarr_vectors.types.graphs import (
-    LinkPiece,
     check_edges,
+    cross_link_piece,
     first_appearance,
+    local_link_parents,
     object_query,
     read_with_links,
-    whole_object_links,
 )
 
 __all__ = ["Skeleton", "Skeletons", "read_skeleton", "write_skeleton"]
@@ -459,15 +459,23 @@ def write_skeleton(
 # -- reading --------------------------------------------------------------------------------
 
 
-def _parents(n: int, pieces: Sequence[LinkPiece], where: str) -> IntArray:
-    """Parent of each of ``n`` nodes from ``[child, parent]`` link pieces (-1: a root)."""
-    parents = np.full(n, -1, dtype=np.int64)
+def _parents(reader: LevelReader, where: ObjectRows, index: IntArray) -> IntArray:
+    """Parent of each returned node from the stored ``[child, parent]`` links (-1: a root).
+
+    ``index`` maps each row of the chunks ``where.chunks`` to its returned position.
+    """
+    parents = np.full(len(where.rows), -1, dtype=np.int64)
     n_links = 0
-    for piece in pieces:
+    if reader.has(L.LINKS):
+        block = reader.rows(L.LINKS, where.chunks)
+        n_links += local_link_parents(reader, where.chunks, block, index, parents)
+    if reader.has(L.CROSS_CHUNK_LINKS):
+        block = reader.rows(L.CROSS_CHUNK_LINKS, where.chunks)
+        piece = cross_link_piece(reader, where.chunks, index, (), block)
         parents[piece.source] = piece.target
         n_links += len(piece)
     if np.count_nonzero(parents >= 0) != n_links:  # a child written twice
-        raise CorruptPayloadError(f"{where}: a skeleton node has two parents")
+        raise CorruptPayloadError(f"{reader.group.path}: a skeleton node has two parents")
     return parents
 
 
@@ -475,8 +483,7 @@ def _read_skeletons(reader: LevelReader, query: Query) -> Skeletons:
     names = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
 
     def parents_of(where: ObjectRows, index: IntArray) -> IntArray:
-        pieces = whole_object_links(reader, where.chunks, index, ())
-        return _parents(len(where.rows), pieces, reader.group.path)
+        return _parents(reader, where, index)
 
     with reader.caching():
         dense = first_appearance(select_objects(reader, query))
