@@ -343,26 +343,34 @@ def _binned_fragments(
     ``f_seq`` are the fragments' first traversal indices (``f_is_run``: also a run's first),
     ``shift`` is each run's first row in its chunk minus its traversal index, ``by_chunk``
     the runs' sorted order and ``c_flat`` their chunks in that order.  A run's fragments are
-    consecutive in both orders, so the table is built in traversal order with one write per
-    column, then moved into sorted order as 32-byte records in one gather.
+    consecutive in both orders: each fragment's sorted slot is its run's first slot plus its
+    place in the run, and every column is scattered straight into the table (no second copy
+    of a table as large as the vertex rows' own order).
     """
-    n = len(q_bin)
+    n, n_frag = len(q_bin), len(f_seq)
+    first_frag = np.flatnonzero(f_is_run)
+    per_run = np.diff(first_frag, append=n_frag)
+    run_slot = np.empty(len(first_frag), dtype=np.int64)
+    run_slot[by_chunk] = offsets_from_counts(per_run[by_chunk])[:-1]
     f_run = np.cumsum(f_is_run, dtype=np.int64)
     f_run -= 1
-    table = np.empty((len(f_seq), 4), dtype=np.int64)
-    table[:, 0] = q_bin[f_seq]
-    table[:, 1] = run_obj[f_run]
+    cell = (run_slot - first_frag)[f_run]
+    cell += np.arange(n_frag, dtype=np.int64)  # sorted slot of each fragment
+    cell *= 4  # its first cell in the flat (F, 4) table
+    table = np.empty((n_frag, 4), dtype=np.int64)
+    cells = table.reshape(-1)
+    cells[cell] = q_bin[f_seq]
+    cell += 1
+    cells[cell] = run_obj[f_run]
+    cell += 1
     col = shift[f_run]
     col += f_seq  # row in chunk: the run's first row plus the offset in the run
-    table[:, 2] = col
+    cells[cell] = col
+    cell += 1
     np.subtract(f_seq[1:], f_seq[:-1], out=col[:-1])
     col[-1:] = n - f_seq[-1:]
-    table[:, 3] = col
-    del col, f_run
-    first_frag = np.flatnonzero(f_is_run)
-    per_run = np.diff(first_frag, append=len(f_seq))[by_chunk]
-    sel = concat_ranges(first_frag[by_chunk], per_run)
-    return _take_records(table, sel), np.repeat(c_flat, per_run)
+    cells[cell] = col
+    return table, np.repeat(c_flat, per_run[by_chunk])
 
 
 def _sort_unordered(
