@@ -29,12 +29,18 @@ def _naive_payloads(rows: np.ndarray, order: np.ndarray | None, bounds: list[int
 def test_chunk_payloads_gather_whole_chunks_in_batches(
     monkeypatch: pytest.MonkeyPatch, batch: int, width: int
 ) -> None:
-    monkeypatch.setattr(gather, "GATHER_ROWS", batch)
     rng = np.random.default_rng(width)
     rows = rng.random((40, width)).astype(np.float32)
+    monkeypatch.setattr(gather, "GATHER_BYTES", batch * rows[:1].nbytes)  # `batch` rows
     order = rng.permutation(40)
     bounds = [0, 1, 2, 9, 10, 30, 40]
     b = np.array(bounds, dtype=np.int64)
+    batches = list(gather.payload_batches(rows, order, b))
+    assert [x.first for x in batches] == [0, *[x.last for x in batches[:-1]]]
+    assert batches[-1].last == len(bounds) - 1
+    for x in batches:  # whole chunks, more than one only while under `batch` rows
+        assert len(x.payloads) == x.last - x.first
+        assert x.last - x.first == 1 or bounds[x.last - 1] - bounds[x.first] < batch
     assert gather.chunk_payloads(rows, order, b) == _naive_payloads(rows, order, bounds)
     assert gather.chunk_payloads(rows, None, b) == _naive_payloads(rows, None, bounds)
     sizes = gather.chunk_payloads(rows, order, b, encode=lambda part: bytes([len(part)]))

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
-    "GATHER_ROWS",
+    "GATHER_BYTES",
     "Payload",
     "PayloadBatch",
     "chunk_payloads",
@@ -25,8 +25,10 @@ __all__ = [
     "take_rows",
 ]
 
-GATHER_ROWS = 1 << 18
-"""Rows gathered at once by :func:`chunk_payloads` (whole chunks; bounds the temporaries)."""
+GATHER_BYTES = 8 << 20
+"""Bytes of rows gathered and encoded at once by :func:`payload_batches` (whole chunks): enough
+for the encoders' threads to pay off (a zstd batch compresses on native threads, other codecs
+on a thread pool from 4 MiB), small enough to bound the temporaries."""
 
 Payload = bytes | memoryview
 """One chunk's payload: its raw bytes (a view of sorted rows) or an encoded element."""
@@ -97,17 +99,18 @@ def payload_batches(
 ) -> Iterator[PayloadBatch]:
     """Yield the payloads of :func:`chunk_payloads` whole chunks at a time.
 
-    Each batch gathers about :data:`GATHER_ROWS` rows (at least one chunk).  A writer that
+    Each batch gathers about :data:`GATHER_BYTES` bytes of rows (at least one chunk).  A writer that
     encodes and stores a batch before asking for the next keeps one block of gathered rows
     alive instead of a sorted copy of the whole array: the memory is reused while it is still
     in cache, and no fresh pages are touched per batch.
     """
     data = np.ascontiguousarray(rows)
     edges = bounds.tolist()
+    limit = max(1, GATHER_BYTES // max(data[:1].nbytes, 1))  # rows per batch
     first = 0
     while first < len(edges) - 1:
         last = first + 1  # the batch holds chunks first..last-1
-        while last < len(edges) - 1 and edges[last] - edges[first] < GATHER_ROWS:
+        while last < len(edges) - 1 and edges[last] - edges[first] < limit:
             last += 1
         base = edges[first]
         block = data[base : edges[last]]
