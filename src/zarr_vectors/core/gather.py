@@ -26,9 +26,8 @@ __all__ = [
 ]
 
 GATHER_BYTES = 8 << 20
-"""Bytes of rows gathered and encoded at once by :func:`payload_batches` (whole chunks): enough
-for the encoders' threads to pay off (a zstd batch compresses on native threads, other codecs
-on a thread pool from 4 MiB), small enough to bound the temporaries."""
+"""Default bytes of rows gathered and encoded at once by :func:`payload_batches` (whole
+chunks); writers pick theirs per array (``PayloadArray.write_batch_bytes``)."""
 
 Payload = bytes | memoryview
 """One chunk's payload: its raw bytes (a view of sorted rows) or an encoded element."""
@@ -80,7 +79,8 @@ def chunk_payloads(
     >>> [np.frombuffer(p, dtype="<i2").tolist() for p in out]
     [[4, 5], [0, 1, 2, 3]]
     """
-    return [p for batch in payload_batches(rows, order, bounds, encode) for p in batch.payloads]
+    batches = payload_batches(rows, order, bounds, encode=encode)
+    return [p for batch in batches for p in batch.payloads]
 
 
 class PayloadBatch(NamedTuple):
@@ -95,18 +95,21 @@ def payload_batches(
     rows: npt.NDArray[Any],
     order: npt.NDArray[np.int64] | None,
     bounds: npt.NDArray[np.int64],
+    batch_bytes: int | None = None,
     encode: Callable[[npt.NDArray[Any]], bytes] | None = None,
 ) -> Iterator[PayloadBatch]:
     """Yield the payloads of :func:`chunk_payloads` whole chunks at a time.
 
-    Each batch gathers about :data:`GATHER_BYTES` bytes of rows (at least one chunk).  A writer that
+    Each batch gathers about ``batch_bytes`` (default :data:`GATHER_BYTES`) bytes of rows, at
+    least one chunk.  A writer that
     encodes and stores a batch before asking for the next keeps one block of gathered rows
     alive instead of a sorted copy of the whole array: the memory is reused while it is still
     in cache, and no fresh pages are touched per batch.
     """
     data = np.ascontiguousarray(rows)
     edges = bounds.tolist()
-    limit = max(1, GATHER_BYTES // max(data[:1].nbytes, 1))  # rows per batch
+    size = GATHER_BYTES if batch_bytes is None else batch_bytes
+    limit = max(1, size // max(data[:1].nbytes, 1))  # rows per batch
     first = 0
     while first < len(edges) - 1:
         last = first + 1  # the batch holds chunks first..last-1

@@ -1097,18 +1097,19 @@ class PayloadArray:
         return fast
 
     @property
-    def writes_in_batches(self) -> bool:
-        """Whether chunks are best written a few at a time (a local store, no shards).
+    def write_batch_bytes(self) -> int | None:
+        """Bytes of rows to encode and store at a time, or None to write all chunks at once.
 
         A shard must be written whole (a later batch would read and rewrite it), and a remote
-        store is fastest with every chunk of the array in flight at once.
+        store is fastest with every chunk of the array in flight at once: None.  Local zstd
+        arrays take batches of 8 MiB (their encodes spread over threads from 4 MiB), other
+        codecs 2 MiB (their encodes stay on the writer thread, in cache).
         """
         fast = self._fast
-        return (
-            fast is not None
-            and fast[1] is None
-            and _local_root(self.array.store_path.store) is not None
-        )
+        if fast is None or fast[1] is not None or _local_root(self.array.store_path.store) is None:
+            return None
+        comp = fast[0].compressor
+        return 8 << 20 if comp is not None and comp.codec_id == "zstd" else 2 << 20
 
     def _key(self, flat: int) -> str:
         key = self.array.metadata.encode_chunk_key(_unravel(flat, self.array.shape))

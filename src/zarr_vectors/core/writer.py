@@ -28,7 +28,7 @@ from zarr.storage import ZipStore
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
-from zarr_vectors.core.gather import PayloadBatch, payload_batches, take_rows
+from zarr_vectors.core.gather import GATHER_BYTES, PayloadBatch, payload_batches, take_rows
 from zarr_vectors.core.io import (
     DEFAULT_FRAME_BYTES,
     Compressor,
@@ -273,14 +273,17 @@ def _after(previous: Future[None] | None, func: Callable[..., None], *args: Any)
 
 
 def _write_chunks(
-    arr: PayloadArray, chunks: npt.NDArray[np.int64], batches: Callable[[], Iterator[PayloadBatch]]
+    arr: PayloadArray,
+    chunks: npt.NDArray[np.int64],
+    batches: Callable[[int], Iterator[PayloadBatch]],
 ) -> None:
-    """Encode and store the payloads of ``chunks``: batch by batch where the store allows."""
-    if arr.writes_in_batches:
-        for batch in batches():
+    """Encode and store the payloads of ``chunks``: batch by batch where the array allows."""
+    size = arr.write_batch_bytes
+    if size is not None:
+        for batch in batches(size):
             arr.write(chunks[batch.first : batch.last], batch.payloads)
         return
-    arr.write(chunks, [p for batch in batches() for p in batch.payloads])
+    arr.write(chunks, [p for batch in batches(GATHER_BYTES) for p in batch.payloads])
 
 
 class LevelWriter:
@@ -422,7 +425,7 @@ class LevelWriter:
         if path == L.VERTICES and self.draco is not None:
             extra, encode = {**(extra or {}), **self.draco.array_attributes()}, self.draco.encode
         arr = self._array(path, kind, rows, extra)
-        batches = partial(payload_batches, rows, order, bounds, encode)
+        batches = partial(payload_batches, rows, order, bounds, encode=encode)
         self._submit(path, _write_chunks, arr, chunks, batches)
 
     def _array(
