@@ -14,7 +14,7 @@ from zarr.errors import UnstableSpecificationWarning
 from zarr.storage import LocalStore, MemoryStore
 
 import zarr_vectors as zv
-from zarr_vectors.core.io import create_payload_array, open_payload_array
+from zarr_vectors.core.io import PayloadArray, create_payload_array, open_payload_array
 from zarr_vectors.errors import CorruptPayloadError
 from zarr_vectors.testing.stores import ZIP_DUPLICATE_NAMES, StoreFactory
 
@@ -201,3 +201,32 @@ def store_bytes(store: Any, key: str) -> bytes:
     buf = sync(store.get(key, prototype=default_buffer_prototype()))
     assert buf is not None
     return bytes(buf.to_bytes())
+
+
+@pytest.mark.parametrize(
+    ("zarr_format", "encoding"),
+    [
+        (2, None),
+        (3, None),
+        (3, {"name": "default", "separator": "."}),
+        (3, {"name": "v2", "separator": "/"}),
+        (3, {"name": "v2", "separator": "."}),
+    ],
+)
+@pytest.mark.parametrize("shape", [(5,), (3, 4, 5), (120, 7)])
+def test_payload_keys_match_zarr_encoding(
+    zarr_format: int, encoding: dict[str, str] | None, shape: tuple[int, ...]
+) -> None:
+    """The vectorised chunk keys equal zarr-python's ``encode_chunk_key`` for every chunk."""
+    group = zarr.group(store=MemoryStore(), zarr_format=zarr_format)
+    kw: dict[str, Any] = {} if encoding is None else {"chunk_key_encoding": encoding}
+    arr = group.create_array(
+        "lvl/vertices", shape=shape, chunks=(1,) * len(shape), dtype="i4", **kw
+    )
+    flats = np.random.default_rng(0).permutation(int(np.prod(shape))).tolist()
+    expected = [
+        "lvl/vertices/"
+        + arr.metadata.encode_chunk_key(tuple(int(c) for c in np.unravel_index(f, shape)))
+        for f in flats
+    ]
+    assert PayloadArray(arr)._keys(flats) == expected

@@ -1112,9 +1112,43 @@ class PayloadArray:
         return 8 << 20 if comp is not None and comp.codec_id == "zstd" else 2 << 20
 
     def _key(self, flat: int) -> str:
-        key = self.array.metadata.encode_chunk_key(_unravel(flat, self.array.shape))
+        return self._keys([flat])[0]
+
+    def _keys(self, flats: Sequence[int]) -> list[str]:
+        """Store keys of the elements ``flats`` (zarr's encoding costs ~10 µs per key)."""
+        shape = self.array.shape
+        head, sep = self._key_format
+        if sep is None:  # an encoding this module does not reproduce: ask zarr
+            encode = self.array.metadata.encode_chunk_key
+            return [head + encode(_unravel(f, shape)) for f in flats]
+        coords = np.unravel_index(np.asarray(flats, dtype=np.int64), shape)
+        columns = [c.tolist() for c in coords]
+        if len(columns) == 1:
+            return [f"{head}{c}" for c in columns[0]]
+        return [head + sep.join(map(str, c)) for c in zip(*columns, strict=True)]
+
+    @cached_property
+    def _key_format(self) -> tuple[str, str | None]:
+        """``(head, separator)`` of this array's chunk keys.
+
+        A chunk's key is ``head`` followed by its coordinates joined by ``separator``; the
+        separator is None when zarr's encoding is not of that form (checked on two probes).
+        """
         prefix = self.array.store_path.path
-        return f"{prefix}/{key}" if prefix else key
+        prefix = f"{prefix}/" if prefix else ""
+        encode = self.array.metadata.encode_chunk_key
+        ndim = len(self.array.shape)
+        if ndim == 0:
+            return prefix, None
+        probe = tuple(range(10, 10 + ndim))  # distinct, multi-digit coordinates
+        key = encode(probe)
+        for sep in ("/", "."):
+            body = sep.join(map(str, probe))
+            if key.endswith(body) and encode((0,) * ndim) == key[: -len(body)] + sep.join(
+                ["0"] * ndim
+            ):
+                return prefix + key[: -len(body)], sep
+        return prefix, None
 
     def _shard_of(self, flat: int, fmt: ShardFormat) -> tuple[tuple[int, ...], int]:
         coords = _unravel(flat, self.array.shape)
@@ -1142,7 +1176,8 @@ class PayloadArray:
         encoded = codec.encode_many([p for _, p in pairs])
         store = self.array.store_path.store
         if fmt is None:
-            _set_many(store, [(self._key(i), e) for (i, _), e in zip(pairs, encoded, strict=True)])
+            keys = self._keys([i for i, _ in pairs])
+            _set_many(store, list(zip(keys, encoded, strict=True)))
             return
         shards: dict[tuple[int, ...], dict[int, bytes]] = {}
         for (flat, _), data in zip(pairs, encoded, strict=True):
@@ -1252,7 +1287,7 @@ class PayloadArray:
     def _fetch(self, flats: list[int], fmt: ShardFormat | None) -> list[bytes | None]:
         """Fetch the stored bytes of the elements ``flats`` (None where absent) in one batch."""
         if fmt is None:
-            return _get_many(self.array.store_path.store, [self._key(i) for i in flats])
+            return _get_many(self.array.store_path.store, self._keys(flats))
         return self._read_sharded(flats, fmt)
 
     def decode_rows(
