@@ -148,11 +148,35 @@ def test_quiet_vlen_holds_until_the_last_thread_leaves() -> None:
     assert not caught  # still silenced for the worker
     release.set()
     worker.join(10)
-    assert zv_io._QUIET == []  # the last one out removed the filter
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        warnings.warn("vlen", UnstableSpecificationWarning, stacklevel=1)
-    assert len(caught) == 1
+    silenced = [f for f in warnings.filters if f[2] is UnstableSpecificationWarning]
+    assert silenced == []  # the last one out removed the filter
+
+
+def test_serial_blosc_restores_numcodecs_setting_when_the_last_caller_leaves() -> None:
+    """numcodecs' process-wide ``use_threads`` is off while any caller is inside, then back."""
+    import threading
+
+    from numcodecs import blosc
+
+    from zarr_vectors.core import io as zv_io
+
+    before = blosc.use_threads
+    inside, release = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with zv_io.serial_blosc():
+            inside.set()
+            release.wait(10)
+
+    with zv_io.serial_blosc():
+        assert blosc.use_threads is False
+        worker = threading.Thread(target=other)
+        worker.start()
+        assert inside.wait(10)
+    assert blosc.use_threads is False  # the worker is still inside
+    release.set()
+    worker.join(10)
+    assert blosc.use_threads == before
 
 
 @pytest.mark.parametrize("compressor", ["default", "lz4", None, GzipCodec(level=2)])

@@ -29,7 +29,7 @@ import warnings
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import accumulate
@@ -114,12 +114,59 @@ _PARALLEL_BYTES = 4 << 20  # below this, a thread pool costs more than it saves
 _MAX_IN_FLIGHT = 64
 
 
-_QUIET_LOCK = threading.Lock()
-_QUIET: list[Any] = []  # [the active catch_warnings, how many callers are inside]
+class _SharedSetting:
+    """A process-wide setting held while any caller, in any thread, is inside :meth:`held`.
+
+    The first caller in applies it (``apply`` returns what ``restore`` needs) and the last one
+    out restores it: a plain save/restore per call would let one thread's exit undo the
+    setting under another thread that still relies on it.
+    """
+
+    def __init__(self, apply: Callable[[], Any], restore: Callable[[Any], None]) -> None:
+        self._apply, self._restore = apply, restore
+        self._lock = threading.Lock()
+        self._users = 0
+        self._saved: Any = None
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the setting for the duration of the block."""
+        with self._lock:
+            if self._users == 0:
+                self._saved = self._apply()
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._users -= 1
+                if self._users == 0:
+                    saved, self._saved = self._saved, None
+                    self._restore(saved)
 
 
-@contextmanager
-def quiet_vlen() -> Iterator[None]:
+def _silence_vlen() -> warnings.catch_warnings[None]:
+    saved = warnings.catch_warnings()
+    saved.__enter__()
+    warnings.filterwarnings("ignore", category=UnstableSpecificationWarning)
+    return saved
+
+
+def _serial_blosc() -> bool:
+    saved = bool(blosc.use_threads)
+    blosc.use_threads = False
+    return saved
+
+
+def _restore_blosc(saved: bool) -> None:
+    blosc.use_threads = saved
+
+
+_QUIET = _SharedSetting(_silence_vlen, lambda saved: saved.__exit__(None, None, None))
+_SERIAL = _SharedSetting(_serial_blosc, _restore_blosc)
+
+
+def quiet_vlen() -> AbstractContextManager[None]:
     """Silence zarr-python's warning that variable-length bytes lack a final v3 spec.
 
     Safe across threads: warning filters are process-wide, so the filter is installed by the
@@ -127,30 +174,10 @@ def quiet_vlen() -> Iterator[None]:
     ``catch_warnings`` per call would let one thread's exit unsilence another thread that is
     still creating arrays (dask workers with threads do this).
     """
-    with _QUIET_LOCK:
-        if not _QUIET:
-            saved = warnings.catch_warnings()
-            saved.__enter__()
-            warnings.filterwarnings("ignore", category=UnstableSpecificationWarning)
-            _QUIET[:] = [saved, 0]
-        _QUIET[1] += 1
-    try:
-        yield
-    finally:
-        with _QUIET_LOCK:
-            _QUIET[1] -= 1
-            if _QUIET[1] == 0:
-                saved = _QUIET[0]
-                _QUIET.clear()
-                saved.__exit__(None, None, None)
+    return _QUIET.held()
 
 
-_SERIAL_LOCK = threading.Lock()
-_SERIAL: list[Any] = []  # [numcodecs' own use_threads setting, how many callers are inside]
-
-
-@contextmanager
-def serial_blosc() -> Iterator[None]:
+def serial_blosc() -> AbstractContextManager[None]:
     """Make numcodecs decode Blosc in the calling thread only, for the duration of the block.
 
     Called from the main thread, numcodecs otherwise runs c-blosc's own thread pool on its
@@ -158,19 +185,7 @@ def serial_blosc() -> Iterator[None]:
     that oversubscription puts p90 full-read times at ~2x the median.  The setting is
     process-wide: the first caller in saves and sets it, the last one out restores it.
     """
-    with _SERIAL_LOCK:
-        if not _SERIAL:
-            _SERIAL[:] = [blosc.use_threads, 0]
-            blosc.use_threads = False
-        _SERIAL[1] += 1
-    try:
-        yield
-    finally:
-        with _SERIAL_LOCK:
-            _SERIAL[1] -= 1
-            if _SERIAL[1] == 0:
-                blosc.use_threads = _SERIAL[0]
-                _SERIAL.clear()
+    return _SERIAL.held()
 
 
 def _default_compressor(zarr_format: int) -> Any:
