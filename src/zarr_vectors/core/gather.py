@@ -101,10 +101,9 @@ def payload_batches(
     """Yield the payloads of :func:`chunk_payloads` whole chunks at a time.
 
     Each batch gathers about ``batch_bytes`` (default :data:`GATHER_BYTES`) bytes of rows, at
-    least one chunk.  A writer that
-    encodes and stores a batch before asking for the next keeps one block of gathered rows
-    alive instead of a sorted copy of the whole array: the memory is reused while it is still
-    in cache, and no fresh pages are touched per batch.
+    least one chunk.  A writer that encodes and stores a batch before asking for the next
+    holds one block of gathered rows instead of a sorted copy of the whole array, and the
+    next batch reuses its memory.
     """
     data = np.ascontiguousarray(rows)
     edges = bounds.tolist()
