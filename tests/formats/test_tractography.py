@@ -143,6 +143,28 @@ def test_trk_reader_matches_nibabel(trk: Path) -> None:
     )
 
 
+def test_big_trk_reader_matches_nibabel_bit_for_bit(tmp_path: Path) -> None:
+    """A read large enough to run the affine products on one BLAS thread gives nibabel's bits."""
+    rng = np.random.default_rng(7)
+    n, m = 100, 3_000  # 300k vertices: above the one-thread threshold
+    pts = rng.uniform(0, 100, (n * m, 3)).astype(np.float32)
+    seq = ArraySequence()
+    seq._data, seq._offsets, seq._lengths = pts, np.arange(0, n * m, m), np.full(n, m)
+    header = {
+        "dimensions": np.array([120, 168, 72]),
+        "voxel_sizes": np.array([1.5, 1.5, 2.0]),
+        "voxel_to_rasmm": AFFINE,
+        "voxel_order": "LAS",
+    }
+    path = tmp_path / "big.trk"
+    TrkFile(Tractogram(seq, affine_to_rasmm=np.eye(4)), header=header).save(str(path))
+    ref = nib.streamlines.load(str(path)).streamlines.get_data()
+    with open_trk(path) as src:
+        got = src.everything().positions
+    assert len(got) >= 4 * 65536
+    assert np.array_equal(got.view(np.uint32), np.asarray(ref, np.float32).view(np.uint32))
+
+
 def test_trk_round_trip(trk: Path, tmp_path: Path) -> None:
     store = str(tmp_path / "t.zarrvectors")
     convert(trk, store, chunk_shape=(20, 20, 20))

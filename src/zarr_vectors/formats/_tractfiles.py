@@ -449,7 +449,7 @@ class TrkReader(_Reader):
         pos = np.empty((n_vertices, 3), np.float32)
         scal = np.empty((n_vertices, h.n_scalars), np.float32)
         bounds = _block_bounds(off, _BLOCK)
-        with _one_blas_thread():
+        with _one_blas_thread(n_vertices):
             for a, b in itertools.pairwise(bounds):
                 v = slice(int(off[a]), int(off[b]))
                 rows = _vertex_rows(first[a:b], counts[a:b], self._stride)
@@ -466,14 +466,17 @@ class TrkReader(_Reader):
         )
 
 
-def _one_blas_thread() -> AbstractContextManager[Any]:
-    """Run the (n, 3) x (3, 3) products of the affine on one BLAS thread.
+def _one_blas_thread(n_vertices: int) -> AbstractContextManager[Any]:
+    """Run the (n, 3) x (3, 3) products of the affine on one BLAS thread (big reads).
 
     The result is the same bit for bit (each row is one thread's work either way), but
     OpenBLAS splits such thin products badly (1M rows: 25 ms on two threads, 4 ms on one
     here) and its idle threads then spin for a while, taking a core from the write that
-    follows a read.  Without ``threadpoolctl`` nothing changes.
+    follows a read.  The limit is process-wide while it holds (threadpoolctl's way) and costs
+    ~0.3 ms to set, so small reads skip it; without ``threadpoolctl`` nothing changes.
     """
+    if n_vertices < 4 * _BLOCK:
+        return nullcontext()
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
