@@ -24,9 +24,14 @@ def _naive_payloads(rows: np.ndarray, order: np.ndarray | None, bounds: list[int
     return [data[a:b].tobytes() for a, b in pairwise(bounds)]
 
 
+def _payloads(rows: np.ndarray, order: np.ndarray | None, bounds: Any, **kw: Any) -> list[Any]:
+    """Every chunk's payload from :func:`gather.payload_batches`, in chunk order."""
+    return [p for b in gather.payload_batches(rows, order, bounds, **kw) for p in b.payloads]
+
+
 @pytest.mark.parametrize("batch", [1, 3, 1 << 18])
 @pytest.mark.parametrize("width", [1, 3])
-def test_chunk_payloads_gather_whole_chunks_in_batches(
+def test_payload_batches_gather_whole_chunks(
     monkeypatch: pytest.MonkeyPatch, batch: int, width: int
 ) -> None:
     rng = np.random.default_rng(width)
@@ -41,11 +46,11 @@ def test_chunk_payloads_gather_whole_chunks_in_batches(
     for x in batches:  # whole chunks, more than one only while under `batch` rows
         assert len(x.payloads) == x.last - x.first
         assert x.last - x.first == 1 or bounds[x.last - 1] - bounds[x.first] < batch
-    assert gather.chunk_payloads(rows, order, b) == _naive_payloads(rows, order, bounds)
-    assert gather.chunk_payloads(rows, None, b) == _naive_payloads(rows, None, bounds)
-    sizes = gather.chunk_payloads(rows, order, b, encode=lambda part: bytes([len(part)]))
+    assert _payloads(rows, order, b) == _naive_payloads(rows, order, bounds)
+    assert _payloads(rows, None, b) == _naive_payloads(rows, None, bounds)
+    sizes = _payloads(rows, order, b, encode=lambda part: bytes([len(part)]))
     assert sizes == [bytes([n]) for n in np.diff(bounds).tolist()]
-    assert gather.chunk_payloads(rows[:0], order[:0], np.zeros(1, dtype=np.int64)) == []
+    assert _payloads(rows[:0], order[:0], np.zeros(1, dtype=np.int64)) == []
 
 
 @pytest.mark.parametrize("block", [2, 1 << 14])
@@ -126,9 +131,9 @@ def test_batched_frames_are_the_bytes_of_one_by_one_encoding(frame: int) -> None
     assert codec.encode_many(payloads) == [codec.encode(p) for p in payloads]
 
 
-def test_chunk_payloads_are_views_and_written_whole(tmp_path: Any) -> None:
+def test_payloads_are_views_and_written_whole(tmp_path: Any) -> None:
     rows = np.arange(30, dtype=np.int32).reshape(10, 3)
-    out = gather.chunk_payloads(rows, None, np.array([0, 4, 10]))
+    out = _payloads(rows, None, np.array([0, 4, 10]))
     assert all(isinstance(p, memoryview) for p in out)
     zv_io._write_file((str(tmp_path / "f"), out[1]))
     assert (tmp_path / "f").read_bytes() == rows[4:].tobytes()

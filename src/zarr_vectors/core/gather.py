@@ -20,7 +20,6 @@ __all__ = [
     "GATHER_BYTES",
     "Payload",
     "PayloadBatch",
-    "chunk_payloads",
     "payload_batches",
     "take_rows",
 ]
@@ -59,30 +58,6 @@ def _records(rows: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
 
 
-def chunk_payloads(
-    rows: npt.NDArray[Any],
-    order: npt.NDArray[np.int64] | None,
-    bounds: npt.NDArray[np.int64],
-    encode: Callable[[npt.NDArray[Any]], bytes] | None = None,
-) -> list[Payload]:
-    """Return the payload of each chunk: sorted (n, K) rows ``bounds[i]:bounds[i + 1]``.
-
-    The sorted rows are ``rows[order]``, or ``rows`` when ``order`` is None.  ``encode``
-    turns one chunk's rows into its payload (default: the raw little-endian bytes, as a byte
-    view of the gathered block or, without ``order``, of ``rows`` itself: no copy).  See
-    :func:`payload_batches` for the same payloads a few chunks at a time.
-
-    Examples
-    --------
-    >>> rows = np.arange(6, dtype="<i2").reshape(3, 2)
-    >>> out = chunk_payloads(rows, np.array([2, 0, 1]), np.array([0, 1, 3]))
-    >>> [np.frombuffer(p, dtype="<i2").tolist() for p in out]
-    [[4, 5], [0, 1, 2, 3]]
-    """
-    batches = payload_batches(rows, order, bounds, encode=encode)
-    return [p for batch in batches for p in batch.payloads]
-
-
 class PayloadBatch(NamedTuple):
     """The payloads of chunks ``first..last-1`` (indices into the chunk list)."""
 
@@ -98,12 +73,22 @@ def payload_batches(
     batch_bytes: int | None = None,
     encode: Callable[[npt.NDArray[Any]], bytes] | None = None,
 ) -> Iterator[PayloadBatch]:
-    """Yield the payloads of :func:`chunk_payloads` whole chunks at a time.
+    """Yield the payloads of the chunks in batches of whole chunks.
 
-    Each batch gathers about ``batch_bytes`` (default :data:`GATHER_BYTES`) bytes of rows, at
-    least one chunk.  A writer that encodes and stores a batch before asking for the next
-    holds one block of gathered rows instead of a sorted copy of the whole array, and the
-    next batch reuses its memory.
+    Chunk ``i`` holds the sorted (n, K) rows ``bounds[i]:bounds[i + 1]``; the sorted rows are ``rows[order]``, or ``rows`` when ``order`` is None.  ``encode``
+    turns one chunk's rows into its payload (default: the raw little-endian bytes, as a byte
+    view of the gathered block or, without ``order``, of ``rows`` itself: no copy).  Each
+    batch gathers about ``batch_bytes`` (default :data:`GATHER_BYTES`) bytes of rows, at least
+    one chunk.  A writer that encodes and stores a batch before asking for the next holds one
+    block of gathered rows instead of a sorted copy of the whole array, and the next batch
+    reuses its memory.
+
+    Examples
+    --------
+    >>> rows = np.arange(6, dtype="<i2").reshape(3, 2)
+    >>> batches = payload_batches(rows, np.array([2, 0, 1]), np.array([0, 1, 3]))
+    >>> [np.frombuffer(p, dtype="<i2").tolist() for b in batches for p in b.payloads]
+    [[4, 5], [0, 1, 2, 3]]
     """
     data = np.ascontiguousarray(rows)
     edges = bounds.tolist()
