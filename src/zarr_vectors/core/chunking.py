@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.core.ragged import smallest_uint
 from zarr_vectors.errors import InvalidInputError, OutOfBoundsError
 from zarr_vectors.spec.metadata import BoundingBox, ChunkGrid, check_divides
 
@@ -149,8 +150,7 @@ class ChunkLayout:
     @property
     def bin_dtype(self) -> type[np.integer[Any]]:
         """Narrowest of uint8, uint16 and int64 holding every flat bin index of a chunk."""
-        n = int(np.prod(self.bins_per_chunk))
-        return np.uint8 if n <= 2**8 else np.uint16 if n <= 2**16 else np.int64
+        return smallest_uint(int(np.prod(self.bins_per_chunk)))
 
     def locate(self, positions: FloatArray) -> tuple[IntArray, npt.NDArray[np.integer[Any]]]:
         """Return the flat grid index of each position's chunk and its flat bin in the chunk.

@@ -16,11 +16,13 @@ import numpy.typing as npt
 
 from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.columns import Column, GroupTable
+from zarr_vectors.core.gather import take_rows
 from zarr_vectors.core.ragged import (
     change_mask,
     concat_ranges,
     offsets_from_counts,
     run_starts,
+    smallest_uint,
     sort_keys,
     sort_order,
 )
@@ -475,11 +477,6 @@ _LINK_BLOCK = 1 << 16
 """Links handled at once by :func:`_split_links` (its temporaries stay in cache)."""
 
 
-def _small_uint(n: int) -> type[np.integer[Any]]:
-    """Return the narrowest of uint8, uint16 and int64 that holds ``0 .. n - 1``."""
-    return np.uint8 if n <= 2**8 else np.uint16 if n <= 2**16 else np.int64
-
-
 def _chunk_positions(chunks: IntArray, flat: IntArray) -> IntArray:
     """Position in ``chunks`` (ascending, non-empty) of each flat chunk index in ``flat``.
 
@@ -504,7 +501,7 @@ def _vertex_tables(rows: _Rows) -> tuple[npt.NDArray[Any], npt.NDArray[np.int32]
     n = len(rows.order)
     nc = len(rows.chunks)
     runs = rows.runs
-    dtype = _small_uint(nc)
+    dtype = smallest_uint(nc)
     if runs is None or not 0 < len(runs.start) * 8 <= n < 2**30:
         counts = np.diff(rows.chunk_offsets)
         pos = np.empty(n, dtype=dtype)
@@ -549,10 +546,10 @@ def _split_links(
     local_src, cross_src = order[:n_local], order[n_local:]
     local_rows = np.empty((n_local, links.shape[1]), dtype=np.int32)
     for a in range(0, n_local, _LINK_BLOCK):
-        ends = _take_records(links, local_src[a : a + _LINK_BLOCK])
+        ends = take_rows(links, local_src[a : a + _LINK_BLOCK])
         # ends are valid indices (checked by _link_groups); "wrap" maps -1 like indexing does
         np.take(row, ends, out=local_rows[a : a + _LINK_BLOCK], mode="wrap")
-    ends = _take_records(links, cross_src)
+    ends = take_rows(links, cross_src)
     if links.shape[1] == 2:  # edges: sorted inside each chunk (see _edges_by_rows)
         most = int(np.diff(rows.chunk_offsets).max(initial=1))
         by = _edges_by_rows(counts[:nc], local_rows[:, 0], local_rows[:, 1], most, most)
@@ -626,7 +623,7 @@ def _link_groups(links: IntArray, pos: npt.NDArray[Any], nc: int) -> npt.NDArray
     IndexError
         A link end that is not a vertex.
     """
-    group = np.empty(len(links), dtype=_small_uint(2 * nc))
+    group = np.empty(len(links), dtype=smallest_uint(2 * nc))
     buf = np.empty((min(len(links), _LINK_BLOCK), links.shape[1]), dtype=pos.dtype)
     for a in range(0, len(links), _LINK_BLOCK):
         block = links[a : a + _LINK_BLOCK]
@@ -665,13 +662,6 @@ def _group_order(group: npt.NDArray[Any], n_groups: int) -> tuple[IntArray, IntA
         return sort_order([group], [n_groups]), counts
     # numpy's stable sort of 8- and 16-bit keys is a radix sort
     return np.argsort(group, kind="stable").astype(np.int64, copy=False), counts
-
-
-def _take_records(values: npt.NDArray[Any], idx: IntArray) -> npt.NDArray[Any]:
-    """Return ``values[idx]`` for C-contiguous (L, k) rows, each row gathered as one item."""
-    k = values.shape[1]
-    records = values.view(np.dtype((np.void, values.itemsize * k))).reshape(-1)
-    return np.take(records, idx).view(values.dtype).reshape(len(idx), k)
 
 
 def _join_links(refs: _Refs, layout: ChunkLayout, chunks: IntArray) -> _CrossLinks:

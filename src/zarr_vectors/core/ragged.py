@@ -17,6 +17,7 @@ __all__ = [
     "unique_sorted",
     "offsets_from_counts",
     "run_starts",
+    "smallest_uint",
     "sort_keys",
     "sort_order",
 ]
@@ -126,6 +127,17 @@ def change_mask(
     if extra is not None:
         change |= extra
     return change
+
+
+def smallest_uint(n: int) -> type[np.integer[Any]]:
+    """Return the narrowest of uint8, uint16 and int64 that holds ``0 .. n - 1``.
+
+    Examples
+    --------
+    >>> smallest_uint(256), smallest_uint(257), smallest_uint(2**17)
+    (<class 'numpy.uint8'>, <class 'numpy.uint16'>, <class 'numpy.int64'>)
+    """
+    return np.uint8 if n <= 2**8 else np.uint16 if n <= 2**16 else np.int64
 
 
 def sort_order(keys: list[npt.NDArray[np.integer[Any]]], sizes: list[int]) -> IntArray:
