@@ -242,17 +242,22 @@ def test_sort_keys_values_and_permutation(high: int, runs: int) -> None:
     assert sorted(order.tolist()) == list(range(len(key)))
 
 
+@pytest.mark.parametrize("runs", [None, 4])
 @pytest.mark.parametrize("high", [5000, 2**40, 2**62])
-def test_sort_keys_big_inputs_sort_stably_in_two_threads(high: int) -> None:
-    """From 2**20 keys in many runs the halves sort side by side; equal keys keep order."""
+def test_sort_keys_big_inputs_sort_stably_in_two_threads(high: int, runs: int | None) -> None:
+    """From 2**20 keys (in many runs, or in a few long ones: merged) the halves sort side by
+    side; equal keys keep order."""
     rng = np.random.default_rng(high % 97)
     key = rng.integers(0, high, 2**20 + 7)
+    if runs is not None:
+        key = np.concatenate([np.sort(p) for p in np.array_split(key, runs)])
+    n_runs = len(key) if runs is None else runs
     stable = np.argsort(key, kind="stable")
-    got, order = _sort_keys(key.copy(), True, len(key))
+    got, order = _sort_keys(key.copy(), True, n_runs)
     assert order is not None
     np.testing.assert_array_equal(order, stable)
     np.testing.assert_array_equal(got, key[stable])
-    got, _ = _sort_keys(key.copy(), False, len(key))
+    got, _ = _sort_keys(key.copy(), False, n_runs)
     np.testing.assert_array_equal(got, key[stable])
 
 

@@ -206,26 +206,35 @@ def _sort_values(key: IntArray, runs: int) -> IntArray:
     """Sorted values of non-negative int64 ``key`` (consumed) in ``runs`` ascending runs.
 
     A few long runs (edges stored chunk by chunk in order) merge in near-linear time
-    (timsort).  Many runs (edges in storage order) are first bucketed by their top 16 bits
-    (:func:`_buckets`); timsort then only repairs the order inside each small bucket, ~2x
-    faster than a comparison sort of the whole array.  Big arrays sort their two halves in
+    (timsort, in place).  Many runs (edges in storage order) are first bucketed by their top
+    16 bits (:func:`_buckets`); timsort then only repairs the order inside each small bucket,
+    ~2x faster than a comparison sort of the whole array.  Big arrays sort their two halves in
     two threads (numpy releases the GIL) and merge the two sorted runs.
     """
     n = len(key)
     if runs <= n // 1024:
-        key.sort(kind="stable")
-        return key
-    if n < _BUCKET_MIN:
+        part = _merged
+    elif n < _BUCKET_MIN:
         key.sort()
         return key
+    else:
+        part = _bucket_sort
     if n < _PARALLEL_SORT:
-        return _bucket_sort(key)
+        return part(key)
     half = n // 2
     with ThreadPoolExecutor(max_workers=1) as pool:
-        upper = pool.submit(_bucket_sort, key[half:])
-        out = np.concatenate([_bucket_sort(key[:half]), upper.result()])
+        upper = pool.submit(part, key[half:])
+        lower, higher = part(key[:half]), upper.result()
+    # timsort sorted the halves in place; bucket sorts returned copies
+    out = key if part is _merged else np.concatenate([lower, higher])
     out.sort(kind="stable")  # two sorted runs: one linear merge
     return out
+
+
+def _merged(key: IntArray) -> IntArray:
+    """``key`` sorted in place by timsort (near-linear on a few long runs)."""
+    key.sort(kind="stable")
+    return key
 
 
 def _buckets(key: IntArray) -> IntArray:

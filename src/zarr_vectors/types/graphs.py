@@ -998,27 +998,6 @@ def effective_runs(key: IntArray) -> int:
     return max(2, round(float(2.0 ** -(lengths * np.log2(lengths)).sum())))
 
 
-_PARALLEL_MERGE = 1 << 20
-"""Keys from which :func:`_merge_runs` sorts two halves side by side."""
-
-
-def _merge_runs(key: IntArray) -> None:
-    """Sort ``key`` (in a few long runs, :func:`effective_runs`) in place by merging its runs.
-
-    Timsort merges runs in near-linear time; big arrays sort their two halves in two threads
-    (numpy releases the GIL), then merge the two sorted halves.
-    """
-    if len(key) < _PARALLEL_MERGE:
-        key.sort(kind="stable")
-        return
-    half = len(key) // 2
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        upper = pool.submit(key[half:].sort, kind="stable")
-        key[:half].sort(kind="stable")
-        upper.result()
-    key.sort(kind="stable")  # two sorted runs: one linear merge
-
-
 def _sorted_by_key(
     key: IntArray, bits: int, attrs: dict[str, Column], edges: IntArray | None = None
 ) -> tuple[IntArray, dict[str, Column]]:
@@ -1031,9 +1010,7 @@ def _sorted_by_key(
     if runs == 1 and edges is not None:
         return edges, attrs
     order: IntArray | None = None
-    if runs > 1 and not attrs and runs <= len(key) // 1024:
-        _merge_runs(key)
-    elif runs > 1:
+    if runs > 1:
         key, order = sort_keys(key, bool(attrs), runs)
     out = np.empty((len(key), 2), dtype=np.int64)
     np.right_shift(key, bits, out=out[:, 0])
