@@ -751,6 +751,23 @@ def _mapped_links(
             yield a, buf[0, : b - a], buf[1, : b - a]
 
 
+def _returned_links(
+    reader: LevelReader, flats: IntArray, block: RowBlock, index: IntArray
+) -> Iterator[tuple[IntArray | None, IntArray, IntArray]]:
+    """:func:`_mapped_links` without the links that have an end not returned.
+
+    Yields the link rows kept by each batch (None when the batch keeps all: every row of the
+    chunks is returned, as in full reads) and the positions of their two ends.
+    """
+    every = not len(index) or bool(index.min() >= 0)
+    for a, source, target in _mapped_links(reader, flats, block, index):
+        if every:
+            yield None, source, target
+        else:
+            keep = np.flatnonzero((source >= 0) & (target >= 0))
+            yield keep + a, source[keep], target[keep]
+
+
 def _links_among(ends: IntArray, attrs: dict[str, Column]) -> LinkPiece:
     """Keep the edges whose two ends are returned (``ends`` >= 0)."""
     if ends.size == 0 or ends.min() >= 0:  # every end returned (full reads): no copy
@@ -791,12 +808,8 @@ def local_link_parents(
     :func:`cross_link_piece`; links with an end not returned are skipped).  Returns the
     number of links set.
     """
-    every = not len(index) or bool(index.min() >= 0)  # full reads: nothing to skip
     done = 0
-    for _, child, parent in _mapped_links(reader, flats, block, index):
-        if not every:
-            keep = np.flatnonzero((child >= 0) & (parent >= 0))
-            child, parent = child[keep], parent[keep]
+    for _, child, parent in _returned_links(reader, flats, block, index):
         parents[child] = parent
         done += len(child)
     return done
@@ -810,21 +823,16 @@ def _local_link_keys(
     Links with an end not returned are skipped: returns the number of keys written and the
     link rows kept (None: all of them).
     """
-    every = not len(index) or bool(index.min() >= 0)  # full reads: nothing to skip
     done = 0
     kept: list[IntArray] = []
-    for a, source, target in _mapped_links(reader, flats, block, index):
-        if not every:
-            keep = np.flatnonzero((source >= 0) & (target >= 0))
-            source, target = source[keep], target[keep]
-            kept.append(keep + a)
+    for keep, source, target in _returned_links(reader, flats, block, index):
+        if keep is not None:
+            kept.append(keep)
         part = out[done : done + len(source)]
         np.left_shift(source, bits, out=part)
         part |= target
         done += len(source)
-    if every:
-        return done, None
-    return done, np.concatenate(kept) if kept else np.zeros(0, dtype=np.int64)
+    return done, np.concatenate(kept) if kept else None
 
 
 def linked_edges(

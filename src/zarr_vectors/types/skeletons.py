@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -481,13 +482,9 @@ def _parents(reader: LevelReader, where: ObjectRows, index: IntArray) -> IntArra
 
 def _read_skeletons(reader: LevelReader, query: Query) -> Skeletons:
     names = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
-
-    def parents_of(where: ObjectRows, index: IntArray) -> IntArray:
-        return _parents(reader, where, index)
-
     with reader.caching():
         dense = first_appearance(select_objects(reader, query))
-        got, parents = read_with_links(reader, dense, names, parents_of)
+        got, parents = read_with_links(reader, dense, names, partial(_parents, reader))
     obj_attrs = decode_columns(reader.object_attributes(dense))
     obj_attrs.pop("id", None)
     groups, group_attrs = group_members_out(reader, dense)
