@@ -102,6 +102,16 @@ def check_link_rows(
         raise CorruptPayloadError(f"{where}: a link names a row outside its chunk")
 
 
+def _every_row_in_order(starts: IntArray, ends: IntArray, n_rows: int) -> bool:
+    """Whether the row ranges ``starts[i]:ends[i]`` tile rows ``0..n_rows-1`` in order."""
+    return (
+        len(starts) > 0
+        and int((ends - starts).sum()) == n_rows
+        and starts[0] == 0
+        and bool((starts[1:] == ends[:-1]).all())
+    )
+
+
 _REF_BLOCK = 1 << 16
 """Manifest refs checked per pass (their columns stay in cache)."""
 
@@ -535,15 +545,19 @@ class LevelReader:
 
         The refs are checked (:meth:`_check_refs`).
         """
-        starts, ends = self._offsets_of(ids)
+        return self._refs_between(*self._offsets_of(ids))
+
+    def _refs_between(
+        self, starts: IntArray, ends: IntArray
+    ) -> tuple[IntArray, IntArray, IntArray]:
+        """:meth:`_refs_and_chunks` of the manifest rows ``starts[i]:ends[i]``."""
         counts = ends - starts
-        total = int(counts.sum())
-        if total == 0:
+        if int(counts.sum()) == 0:
             empty = np.zeros((3, 0), dtype=np.int64)
             return np.zeros((0, self.layout.ndim + 2), dtype=np.int64), counts, empty
         manifest = self.node(L.OBJECT_MANIFEST)
         take: IntArray | None = None  # manifest rows read; None: all of them, in order
-        if total == manifest.shape[0] and starts[0] == 0 and (starts[1:] == ends[:-1]).all():
+        if _every_row_in_order(starts, ends, manifest.shape[0]):
             refs = read_dense_whole(manifest)  # every ref, in order: one whole read
         else:
             if len(self._dense_cache) > 256:  # bound the decoded-chunk cache (~40 MB)
@@ -561,26 +575,20 @@ class LevelReader:
         held whole (40 MB for a million refs).
         """
         starts, ends = self._offsets_of(ids)
-        counts = ends - starts
         manifest = self.node(L.OBJECT_MANIFEST)
         shape = tuple(manifest.shape)
-        every = (
-            len(shape) == 2
-            and shape[0] > 0
-            and shape[1] == self.layout.ndim + 2
-            and int(counts.sum()) == shape[0]
-            and starts[0] == 0
-            and bool((starts[1:] == ends[:-1]).all())
-        )
-        blocks = dense_chunks(manifest) if every else None
+        blocks = None
+        well_formed = len(shape) == 2 and shape[1] == self.layout.ndim + 2  # else: raised below
+        if well_formed and shape[0] and _every_row_in_order(starts, ends, shape[0]):
+            blocks = dense_chunks(manifest)
         if blocks is None:
-            _, counts, located = self._refs_and_chunks(ids)
+            _, counts, located = self._refs_between(starts, ends)
             return counts, located
         out = np.zeros((3, shape[0]), dtype=np.int64)
         for lo, refs in blocks:
             hi = lo + len(refs)
             self._check_ref_block(refs.astype(np.int64, copy=False), out[:, lo:hi], lo, None)
-        return counts, out
+        return ends - starts, out
 
     def _check_refs(self, refs: IntArray, rows: IntArray | None) -> IntArray:
         """(3, n_refs) flat chunk, first row and row count of each ref, checked.
