@@ -27,7 +27,7 @@ import struct
 import threading
 import warnings
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
@@ -1130,40 +1130,16 @@ class PayloadArray:
         return self._keys([flat])[0]
 
     def _keys(self, flats: Sequence[int]) -> list[str]:
-        """Store keys of the elements ``flats`` (zarr's encoding costs ~10 µs per key)."""
-        shape = self.array.shape
-        head, sep = self._key_format
-        if sep is None:  # an encoding this module does not reproduce: ask zarr
-            encode = self.array.metadata.encode_chunk_key
-            return [head + encode(_unravel(f, shape)) for f in flats]
-        coords = np.unravel_index(np.asarray(flats, dtype=np.int64), shape)
-        columns = [c.tolist() for c in coords]
-        if len(columns) == 1:
-            return [f"{head}{c}" for c in columns[0]]
-        return [head + sep.join(map(str, c)) for c in zip(*columns, strict=True)]
+        """Store keys of the elements ``flats``."""
+        if not len(flats):
+            return []
+        coords = np.unravel_index(np.asarray(flats, dtype=np.int64), self.array.shape)
+        rows = zip(*(c.tolist() for c in coords), strict=True)
+        return _chunk_keys(self.array, self._key_format, rows)
 
     @cached_property
-    def _key_format(self) -> tuple[str, str | None]:
-        """``(head, separator)`` of this array's chunk keys.
-
-        A chunk's key is ``head`` followed by its coordinates joined by ``separator``; the
-        separator is None when zarr's encoding is not of that form (checked on two probes).
-        """
-        prefix = self.array.store_path.path
-        prefix = f"{prefix}/" if prefix else ""
-        encode = self.array.metadata.encode_chunk_key
-        ndim = len(self.array.shape)
-        if ndim == 0:
-            return prefix, None
-        probe = tuple(range(10, 10 + ndim))  # distinct, multi-digit coordinates
-        key = encode(probe)
-        for sep in ("/", "."):
-            body = sep.join(map(str, probe))
-            if key.endswith(body) and encode((0,) * ndim) == key[: -len(body)] + sep.join(
-                ["0"] * ndim
-            ):
-                return prefix + key[: -len(body)], sep
-        return prefix, None
+    def _key_format(self) -> KeyFormat:
+        return _chunk_key_format(self.array)
 
     def _shard_of(self, flat: int, fmt: ShardFormat) -> tuple[tuple[int, ...], int]:
         coords = _unravel(flat, self.array.shape)
@@ -1172,9 +1148,7 @@ class PayloadArray:
         return shard, int(np.ravel_multi_index(inner, fmt.chunks_per_shard))
 
     def _shard_key(self, shard: tuple[int, ...]) -> str:
-        key = self.array.metadata.encode_chunk_key(shard)
-        prefix = self.array.store_path.path
-        return f"{prefix}/{key}" if prefix else key
+        return _chunk_keys(self.array, self._key_format, [shard])[0]
 
     def write(
         self, flat_indices: npt.NDArray[np.int64], payloads: Sequence[bytes | memoryview]
@@ -1672,10 +1646,49 @@ def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
 
 def _dense_keys(array: zarr.Array[Any], chunks: Sequence[int]) -> list[str]:
     """Store keys of the chunks ``chunks`` (along axis 0) of a dense array."""
-    prefix = array.store_path.path
     inner = (0,) * (len(array.shape) - 1)
-    keys = [array.metadata.encode_chunk_key((c, *inner)) for c in chunks]
-    return [f"{prefix}/{k}" if prefix else k for k in keys]
+    return _chunk_keys(array, _chunk_key_format(array), ((c, *inner) for c in chunks))
+
+
+KeyFormat = tuple[str, str | None]
+"""``(head, separator)`` of an array's chunk keys (see :func:`_chunk_key_format`)."""
+
+
+def _chunk_key_format(array: zarr.Array[Any]) -> KeyFormat:
+    """``(head, separator)`` of the store keys of ``array``'s chunks.
+
+    A chunk's key is ``head`` (the array's path and the encoding's prefix) followed by its
+    coordinates joined by ``separator``; the separator is None when zarr's encoding is not
+    of that form (checked on two probes).
+    """
+    prefix = array.store_path.path
+    prefix = f"{prefix}/" if prefix else ""
+    encode = array.metadata.encode_chunk_key
+    ndim = len(array.shape)
+    if ndim == 0:
+        return prefix, None
+    probe = tuple(range(10, 10 + ndim))  # distinct, multi-digit coordinates
+    key = encode(probe)
+    for sep in ("/", "."):
+        body = sep.join(map(str, probe))
+        zero = key[: -len(body)] + sep.join(["0"] * ndim)
+        if key.endswith(body) and encode((0,) * ndim) == zero:
+            return prefix + key[: -len(body)], sep
+    return prefix, None
+
+
+def _chunk_keys(
+    array: zarr.Array[Any], fmt: KeyFormat, coords: Iterable[tuple[int, ...]]
+) -> list[str]:
+    """Store keys of the chunks at ``coords`` of ``array`` (``fmt``: its key format).
+
+    Formatted here: zarr's ``encode_chunk_key`` costs ~10 µs per key.
+    """
+    head, sep = fmt
+    if sep is None:  # an encoding this module does not reproduce: ask zarr
+        encode = array.metadata.encode_chunk_key
+        return [head + encode(tuple(c)) for c in coords]
+    return [head + sep.join(map(str, c)) for c in coords]
 
 
 def _dense_codec(array: zarr.Array[Any]) -> tuple[int, NumcodecsCodec | None] | None:
