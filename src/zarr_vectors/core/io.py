@@ -981,25 +981,10 @@ def read_dense_whole(array: zarr.Array[Any]) -> npt.NDArray[Any]:
     shape = tuple(array.shape)
     if fast is None or not shape:
         return np.asarray(array[...])
-    chunk_rows, comp = fast
-    dtype = np.dtype(array.dtype)
-    n = int(shape[0])
-    row_bytes = dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))
-    keys = _dense_keys(array, range(-(-n // chunk_rows) if n else 0))
-    out = np.empty(shape, dtype=dtype)
-    flat = out.reshape(-1).view(np.uint8)
-    with serial_blosc():
-        for c, raw in enumerate(_get_many(array.store_path.store, keys)):
-            lo, hi = c * chunk_rows, min(n, (c + 1) * chunk_rows)
-            if raw is None:
-                out[lo:hi] = array.fill_value
-                continue
-            dest = flat[lo * row_bytes : hi * row_bytes] if hi - lo == chunk_rows else None
-            where = f"{array.path} chunk {c}"
-            data = _decoded_dense(raw, comp, chunk_rows * row_bytes, where, dest)
-            if data is not dest:
-                block = data[: (hi - lo) * row_bytes].view(dtype)
-                out[lo:hi] = block.reshape(hi - lo, *shape[1:])
+    out = np.empty(shape, dtype=array.dtype)
+    for lo, rows in _dense_chunks(array, *fast, out):
+        if not np.may_share_memory(rows, out):  # not decoded in place: copy into place
+            out[lo : lo + len(rows)] = rows
     return out
 
 
@@ -1017,21 +1002,36 @@ def dense_chunks(array: zarr.Array[Any]) -> Iterator[tuple[int, npt.NDArray[Any]
 
 
 def _dense_chunks(
-    array: zarr.Array[Any], chunk_rows: int, comp: NumcodecsCodec | None
+    array: zarr.Array[Any],
+    chunk_rows: int,
+    comp: NumcodecsCodec | None,
+    out: npt.NDArray[Any] | None = None,
 ) -> Iterator[tuple[int, npt.NDArray[Any]]]:
+    """``(first row, rows)`` of each chunk of a dense array, in order.
+
+    Whole Blosc chunks decode straight into their rows of ``out`` when it is given (the
+    array's shape and dtype); other chunks decode into one buffer reused chunk after chunk.
+    """
     dtype = np.dtype(array.dtype)
     shape = tuple(array.shape)
     n = int(shape[0])
     row_bytes = dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))
     keys = _dense_keys(array, range(-(-n // chunk_rows) if n else 0))
-    scratch = np.empty(chunk_rows * row_bytes, dtype=np.uint8)
+    flat = None if out is None else out.reshape(-1).view(np.uint8)
+    scratch: npt.NDArray[np.uint8] | None = None
     for c, raw in enumerate(_get_many(array.store_path.store, keys)):
         lo, hi = c * chunk_rows, min(n, (c + 1) * chunk_rows)
         if raw is None:
             yield lo, np.full((hi - lo, *shape[1:]), array.fill_value, dtype=dtype)
             continue
+        if flat is not None and hi - lo == chunk_rows:
+            dest = flat[lo * row_bytes : hi * row_bytes]
+        else:
+            if scratch is None:
+                scratch = np.empty(chunk_rows * row_bytes, dtype=np.uint8)
+            dest = scratch
         with serial_blosc():
-            data = _decoded_dense(raw, comp, len(scratch), f"{array.path} chunk {c}", scratch)
+            data = _decoded_dense(raw, comp, len(dest), f"{array.path} chunk {c}", dest)
         yield lo, data[: (hi - lo) * row_bytes].view(dtype).reshape(hi - lo, *shape[1:])
 
 
