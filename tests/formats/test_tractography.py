@@ -29,6 +29,18 @@ pytestmark = [
 AFFINE = np.array(
     [[-1.5, 0.0, 0.0, 90.0], [0.0, 1.5, 0.0, -126.0], [0.0, 0.0, 2.0, -72.0], [0, 0, 0, 1]]
 )
+
+
+def trk_header() -> dict[str, Any]:
+    """Header of the test TRK files: a LAS image with anisotropic voxels."""
+    return {
+        "dimensions": np.array([120, 168, 72]),
+        "voxel_sizes": np.array([1.5, 1.5, 2.0]),
+        "voxel_to_rasmm": AFFINE,
+        "voxel_order": "LAS",
+    }
+
+
 OPTS = WriteOptions(chunk_shape=(20.0, 20.0, 20.0), bin_shape=(5.0, 5.0, 5.0))
 
 
@@ -55,14 +67,8 @@ def trk(tmp_path: Path) -> Path:
         data_per_streamline={"weight": rng.random((len(sl), 1)).astype(np.float32)},
         affine_to_rasmm=np.eye(4),
     )
-    header = {
-        "dimensions": np.array([120, 168, 72]),
-        "voxel_sizes": np.array([1.5, 1.5, 2.0]),
-        "voxel_to_rasmm": AFFINE,
-        "voxel_order": "LAS",
-    }
     path = tmp_path / "tracts.trk"
-    TrkFile(tg, header=header).save(str(path))
+    TrkFile(tg, header=trk_header()).save(str(path))
     return path
 
 
@@ -150,14 +156,8 @@ def test_big_trk_reader_matches_nibabel_bit_for_bit(tmp_path: Path) -> None:
     pts = rng.uniform(0, 100, (n * m, 3)).astype(np.float32)
     seq = ArraySequence()
     seq._data, seq._offsets, seq._lengths = pts, np.arange(0, n * m, m), np.full(n, m)
-    header = {
-        "dimensions": np.array([120, 168, 72]),
-        "voxel_sizes": np.array([1.5, 1.5, 2.0]),
-        "voxel_to_rasmm": AFFINE,
-        "voxel_order": "LAS",
-    }
     path = tmp_path / "big.trk"
-    TrkFile(Tractogram(seq, affine_to_rasmm=np.eye(4)), header=header).save(str(path))
+    TrkFile(Tractogram(seq, affine_to_rasmm=np.eye(4)), header=trk_header()).save(str(path))
     ref = nib.streamlines.load(str(path)).streamlines.get_data()
     with open_trk(path) as src:
         got = src.everything().positions
