@@ -224,6 +224,19 @@ def test_locate_over_many_blocks(
     np.testing.assert_array_equal(bins, lay.bin_flat(pos, coords))
 
 
+@pytest.mark.parametrize(
+    ("n_chunks", "dtype"),
+    [(256, np.uint8), (257, np.uint16), (65_536, np.uint16), (65_537, np.int64)],
+)
+def test_locate_gives_flat_indices_in_the_narrowest_type(n_chunks: int, dtype: type) -> None:
+    lay = layout((1.0, 2.0), (0.5, 1.0), origin=(0, -1), shape=(n_chunks, 1))
+    pos = np.array([[0.2, -1.5], [n_chunks - 0.5, -0.5], [n_chunks / 2, -0.1]])
+    flat, _ = lay.locate(pos)
+    assert lay.flat_dtype is dtype
+    assert flat.dtype == dtype
+    assert flat.tolist() == [0, n_chunks - 1, n_chunks // 2]
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_locate_names_the_first_row_outside_the_grid(
     monkeypatch: pytest.MonkeyPatch, threads: int

@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zarr_vectors.core.ragged import (
+    RangeOrder,
+    as_index,
     change_mask,
     concat_ranges,
     offsets_from_counts,
@@ -49,6 +51,31 @@ def test_concat_ranges(ranges: list[tuple[int, int]]) -> None:
 )
 def test_concat_ranges_edges(starts: list[int], counts: list[int], expected: list[int]) -> None:
     assert concat_ranges(starts, counts).tolist() == expected
+
+
+@settings(max_examples=150)
+@given(
+    st.lists(st.tuples(st.integers(0, 50), st.integers(0, 5)), max_size=10),
+    st.integers(-3, 40),
+    st.integers(-3, 40),
+)
+def test_range_order_slices_equal_the_expanded_order(
+    ranges: list[tuple[int, int]], a: int, b: int
+) -> None:
+    starts = np.array([s for s, _ in ranges], dtype=np.int64)
+    counts = np.array([n for _, n in ranges], dtype=np.int64)
+    expected = [v for s, n in ranges for v in range(s, s + n)]
+    order = RangeOrder(starts, counts)
+    assert len(order) == len(expected)
+    assert as_index(order).tolist() == expected
+    got = order[a:b]
+    assert got.dtype == np.int64
+    assert got.tolist() == expected[a:b]
+
+
+def test_range_order_refuses_a_step() -> None:
+    with pytest.raises(ValueError, match="step"):
+        RangeOrder(np.array([0]), np.array([4]))[::2]
 
 
 def naive_run_starts(*keys: list[int]) -> list[int]:

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.plan import GeometryParts, LinkPlan, plan_level
-from zarr_vectors.core.ragged import offsets_from_counts, sort_order, unique_sorted
+from zarr_vectors.core.ragged import as_index, offsets_from_counts, sort_order, unique_sorted
 from zarr_vectors.core.spill import BatchSummary, ColumnInfo
 from zarr_vectors.core.writer import (
     LevelWriter,
@@ -374,26 +374,27 @@ def process_round(
         return RoundResult(empty, empty, np.zeros((0, asm.layout.ndim + 4), np.int64), None)
     parts, gidx = loaded
     plan = plan_level(parts, asm.layout)
+    order = as_index(plan.order)
     counts = np.diff(plan.chunk_offsets)
     row_chunk = np.repeat(plan.chunks, counts)
-    w.payload(L.VERTICES, ArrayKind.VERTICES, take_rows(parts.positions, plan.order), row_chunk)
+    w.payload(L.VERTICES, ArrayKind.VERTICES, take_rows(parts.positions, order), row_chunk)
     w.payload(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, plan.fragments, plan.fragment_chunk)
     for name, col in parts.vertex_attributes.items():
         w.payload(
             L.attribute_path(L.ATTRIBUTES, name),
             ArrayKind.ATTRIBUTE,
-            take_rows(col.rows, plan.order),
+            take_rows(col.rows, order),
             row_chunk,
             column_attrs(col),
         )
     refs = np.zeros((0, asm.layout.ndim + 4), np.int64)
     if asm.has_objects:
-        first = gidx[plan.order[plan.ref_first_row]]
+        first = gidx[order[plan.ref_first_row]]
         refs = np.concatenate([plan.ref_object[:, None], first[:, None], plan.manifest], axis=1)
     where = None
     if need_where:
         rows = np.arange(len(gidx)) - np.repeat(plan.chunk_offsets[:-1], counts)
-        where = np.stack([gidx[plan.order], row_chunk, rows], axis=1).astype(np.int64)
+        where = np.stack([gidx[order], row_chunk, rows], axis=1).astype(np.int64)
     return RoundResult(plan.chunks, counts, refs, where)
 
 

@@ -152,18 +152,26 @@ class ChunkLayout:
         """Narrowest of uint8, uint16 and int64 holding every flat bin index of a chunk."""
         return smallest_uint(int(np.prod(self.bins_per_chunk)))
 
-    def locate(self, positions: FloatArray) -> tuple[IntArray, npt.NDArray[np.integer[Any]]]:
+    @property
+    def flat_dtype(self) -> type[np.integer[Any]]:
+        """Narrowest of uint8, uint16 and int64 holding every flat chunk index of the grid."""
+        return smallest_uint(self.n_chunks)
+
+    def locate(
+        self, positions: FloatArray
+    ) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.integer[Any]]]:
         """Return the flat grid index of each position's chunk and its flat bin in the chunk.
 
-        Bins come as :attr:`bin_dtype` (a chunk rarely has more than 256 bins: an int64 per
-        vertex would be 8x the memory to fill and read).
+        Chunks come as :attr:`flat_dtype` and bins as :attr:`bin_dtype` (a grid rarely has
+        more than 65,536 chunks nor a chunk more than 256 bins: an int64 per vertex would be
+        4-8x the memory to fill and read).
 
         Same arithmetic as :meth:`chunk_coords`, :meth:`flat_index` and :meth:`bin_flat`, fused
         into one pass over blocks of rows that stay in cache.  Chunk and bin coordinates are
         whole numbers below 2**53, so they are combined in float64 exactly and converted once.
         """
         n = len(positions)
-        flat = np.empty(n, dtype=np.int64)
+        flat = np.empty(n, dtype=self.flat_dtype)
         bins = np.zeros(n, dtype=self.bin_dtype)
         if n < _LOCATE_PARALLEL_ROWS:
             ok = self._locate_rows(positions, flat, bins)
@@ -178,7 +186,10 @@ class ChunkLayout:
         return flat, bins
 
     def _locate_rows(
-        self, positions: FloatArray, flat: IntArray, bins: npt.NDArray[np.integer[Any]]
+        self,
+        positions: FloatArray,
+        flat: npt.NDArray[np.integer[Any]],
+        bins: npt.NDArray[np.integer[Any]],
     ) -> bool:
         """Locate rows block by block into ``flat`` and ``bins``; False if one is off the grid."""
         n = len(positions)
@@ -194,7 +205,7 @@ class ChunkLayout:
         self,
         pos: FloatArray,
         bufs: npt.NDArray[np.float64],
-        flat: IntArray,
+        flat: npt.NDArray[np.integer[Any]],
         bins: npt.NDArray[np.integer[Any]],
     ) -> bool:
         """Locate one block of rows into ``flat`` and ``bins``; False if a row is off the grid."""

@@ -16,6 +16,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.core.ragged import RowOrder
+
 __all__ = [
     "GATHER_BYTES",
     "Payload",
@@ -68,7 +70,7 @@ class PayloadBatch(NamedTuple):
 
 def payload_batches(
     rows: npt.NDArray[Any],
-    order: npt.NDArray[np.int64] | None,
+    order: RowOrder | None,
     bounds: npt.NDArray[np.int64],
     batch_bytes: int | None = None,
     encode: Callable[[npt.NDArray[Any]], bytes] | None = None,

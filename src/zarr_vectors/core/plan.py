@@ -18,6 +18,9 @@ from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.gather import take_rows
 from zarr_vectors.core.ragged import (
+    RangeOrder,
+    RowOrder,
+    as_index,
     change_mask,
     concat_ranges,
     offsets_from_counts,
@@ -28,14 +31,27 @@ from zarr_vectors.core.ragged import (
 )
 from zarr_vectors.errors import InvalidInputError
 
-__all__ = ["GeometryParts", "LevelPlan", "OrderHook", "plan_level"]
+__all__ = ["GeometryParts", "LevelPlan", "OrderHook", "object_dtype", "plan_level"]
 
 IntArray = npt.NDArray[np.int64]
 BinArray = npt.NDArray[np.integer[Any]]
 """Flat bin index per vertex (:attr:`ChunkLayout.bin_dtype`: usually uint8)."""
+FlatArray = npt.NDArray[np.integer[Any]]
+"""Flat chunk index per vertex (:attr:`ChunkLayout.flat_dtype`: usually uint16)."""
 
-OrderHook = Callable[[IntArray, IntArray, IntArray], None]
+OrderHook = Callable[[RowOrder, IntArray, IntArray], None]
 """Called with ``(order, chunks, chunk_offsets)`` of a level as soon as they are known."""
+
+
+def object_dtype(n_objects: int) -> type[np.int32 | np.int64]:
+    """Dtype for dense per-vertex object ids: int32 when they fit (half an int64's memory).
+
+    Examples
+    --------
+    >>> object_dtype(100_000), object_dtype(2**31 + 1)
+    (<class 'numpy.int32'>, <class 'numpy.int64'>)
+    """
+    return np.int32 if n_objects <= 2**31 else np.int64
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,8 +60,9 @@ class GeometryParts:
 
     positions: npt.NDArray[np.floating]
     """(N, D) vertex positions, physical units."""
-    vertex_object: IntArray | None = None
-    """(N,) dense object id of each vertex, or None when vertices have no objects."""
+    vertex_object: npt.NDArray[np.int64 | np.int32] | None = None
+    """(N,) dense object id of each vertex (int64, or int32 to save memory), or None when
+    vertices have no objects."""
     n_objects: int = 0
     """Number of objects (ids 0..n_objects-1)."""
     ordered: bool = True
@@ -89,8 +106,8 @@ class LinkPlan:
 class LevelPlan:
     """Where every row of a level goes."""
 
-    order: IntArray
-    """Permutation: sorted row i holds input vertex ``order[i]``."""
+    order: RowOrder
+    """Permutation: sorted row i holds input vertex ``order[i]`` (ranges for paths)."""
     chunks: IntArray
     """Flat indices of non-empty chunks, ascending."""
     chunk_offsets: IntArray
@@ -147,7 +164,7 @@ class _Runs:
 class _Rows:
     """Sorted rows of a level: the order, its chunks, fragments and object refs."""
 
-    order: IntArray
+    order: RowOrder
     chunks: IntArray
     chunk_offsets: IntArray
     fragments: IntArray
@@ -225,7 +242,7 @@ def _chunk_rows(item_chunk: IntArray, item_start: IntArray, n: int) -> tuple[Int
 
 
 def _sort_points(
-    layout: ChunkLayout, flat: IntArray, bins: BinArray, on_order: OrderHook | None
+    layout: ChunkLayout, flat: FlatArray, bins: BinArray, on_order: OrderHook | None
 ) -> _Rows:
     """Rows without objects: sorted by (chunk, bin), one fragment per non-empty bin."""
     n = len(flat)
@@ -233,7 +250,8 @@ def _sort_points(
     total = layout.n_chunks * nbins
     if total >= 2**62:
         return _sort_unordered(None, layout, flat, bins, on_order)
-    key = flat if nbins == 1 else flat * nbins + bins
+    flat64: IntArray = flat.astype(np.int64, copy=False)
+    key = flat64 if nbins == 1 else flat64 * nbins + bins
     order = sort_order([key], [total])
     s_key = key[order]
     f_starts = run_starts(s_key)
@@ -271,7 +289,7 @@ def _traversal(parts: GeometryParts) -> tuple[IntArray | None, npt.NDArray[np.bo
 def _sort_runs(
     parts: GeometryParts,
     layout: ChunkLayout,
-    flat: IntArray,
+    flat: FlatArray,
     bins: BinArray,
     on_order: OrderHook | None,
 ) -> _Rows:
@@ -300,12 +318,14 @@ def _sort_runs(
         run = np.flatnonzero(run_mask)
     del run_mask
     run_len = np.diff(run, append=n)
-    run_flat, run_obj = q_flat[run], q_obj[run]
+    run_flat: IntArray = q_flat[run].astype(np.int64, copy=False)
+    run_obj: IntArray = q_obj[run].astype(np.int64, copy=False)
     by_chunk = sort_order([run_flat], [layout.n_chunks])
     c_flat, c_len = run_flat[by_chunk], run_len[by_chunk]
     c_first = offsets_from_counts(c_len)[:-1]
-    seq_rows = concat_ranges(run[by_chunk], c_len)
-    order = seq_rows if by_rank is None else by_rank[seq_rows]
+    order: RowOrder = RangeOrder(run[by_chunk], c_len)  # runs stay whole: no expanded index
+    if by_rank is not None:
+        order = by_rank[as_index(order)]
     chunks, chunk_offsets, c_row = _chunk_rows(c_flat, c_first, n)
     if on_order is not None:
         on_order(order, chunks, chunk_offsets)
@@ -378,7 +398,7 @@ def _binned_fragments(
 def _sort_unordered(
     parts: GeometryParts | None,
     layout: ChunkLayout,
-    flat: IntArray,
+    flat: FlatArray,
     bins: BinArray,
     on_order: OrderHook | None,
 ) -> _Rows:
@@ -390,7 +410,8 @@ def _sort_unordered(
         order = sort_order([flat, bins], [layout.n_chunks, nbins])
     else:
         order = sort_order([flat, obj, bins], [layout.n_chunks, max(parts.n_objects, 1), nbins])
-    s_flat, s_bin = flat[order], bins[order]
+    s_flat: IntArray = flat[order].astype(np.int64, copy=False)
+    s_bin = bins[order]
     s_obj = np.full(n, -1, dtype=np.int64) if obj is None else obj[order]
 
     starts = run_starts(s_flat)
@@ -410,7 +431,7 @@ def _sort_unordered(
     if obj is not None and parts is not None:
         r_starts = run_starts(s_flat, s_obj)
         r_counts = np.diff(np.append(r_starts, n))
-        ref_obj = s_obj[r_starts]
+        ref_obj: IntArray = s_obj[r_starts].astype(np.int64, copy=False)
         key2 = s_flat[r_starts]
         ref_order = sort_order([ref_obj, key2], [parts.n_objects, max(n, layout.n_chunks, 1)])
         r_starts, r_counts = r_starts[ref_order], r_counts[ref_order]
@@ -504,12 +525,13 @@ def _vertex_tables(rows: _Rows) -> tuple[npt.NDArray[Any], npt.NDArray[np.int32]
     dtype = smallest_uint(nc)
     if runs is None or not 0 < len(runs.start) * 8 <= n < 2**30:
         counts = np.diff(rows.chunk_offsets)
+        order = as_index(rows.order)
         pos = np.empty(n, dtype=dtype)
-        pos[rows.order] = np.repeat(np.arange(nc, dtype=dtype), counts)
+        pos[order] = np.repeat(np.arange(nc, dtype=dtype), counts)
         in_chunk = np.arange(n, dtype=np.int32)
         in_chunk -= np.repeat(rows.chunk_offsets[:-1].astype(np.int32), counts)
         row = np.empty(n, dtype=np.int32)
-        row[rows.order] = in_chunk
+        row[order] = in_chunk
         return pos, row
     r_pos = _chunk_positions(rows.chunks, runs.chunk).astype(dtype)
     pos = np.repeat(r_pos, np.diff(runs.start, append=n))

@@ -13,6 +13,9 @@ import numpy.typing as npt
 
 __all__ = [
     "change_mask",
+    "RangeOrder",
+    "RowOrder",
+    "as_index",
     "concat_ranges",
     "unique_sorted",
     "offsets_from_counts",
@@ -63,6 +66,67 @@ def concat_ranges(starts: npt.ArrayLike, counts: npt.ArrayLike) -> IntArray:
     # at each range start, jump from the previous range's last value to the new start
     out[ends] = s[1:] - (s[:-1] + n[:-1] - 1)
     return np.cumsum(out, out=out)
+
+
+class RangeOrder:
+    """A permutation held as consecutive ranges: ``concat_ranges(starts, counts)``, unexpanded.
+
+    Sorting the vertices of paths by chunk moves whole runs of consecutive rows, so the row
+    order of a level is a few hundred thousand ranges where an expanded index would be tens of
+    millions of int64 values.  Slices expand only their own part, so a writer gathering rows a
+    batch at a time never holds (nor pays to fill) the whole index.
+
+    Parameters
+    ----------
+    starts
+        First value of each range.
+    counts
+        Length of each range (zero allowed).
+
+    Examples
+    --------
+    >>> order = RangeOrder(np.array([10, 0, 5]), np.array([3, 2, 1]))
+    >>> len(order), order[:].tolist(), order[2:5].tolist()
+    (6, [10, 11, 12, 0, 1, 5], [12, 0, 1])
+    """
+
+    def __init__(self, starts: IntArray, counts: IntArray) -> None:
+        self.starts = np.asarray(starts, dtype=np.int64)
+        self.offsets = offsets_from_counts(counts)
+
+    def __len__(self) -> int:
+        return int(self.offsets[-1])
+
+    def __getitem__(self, key: slice) -> IntArray:
+        """Expand positions ``key`` (a slice with step 1) of the permutation."""
+        a, b, step = key.indices(len(self))
+        if step != 1:
+            raise ValueError("RangeOrder slices take no step")
+        if b <= a:
+            return np.zeros(0, dtype=np.int64)
+        off = self.offsets
+        first = int(np.searchsorted(off, a, side="right")) - 1  # range holding position a
+        stop = int(np.searchsorted(off, b, side="left"))  # ranges first..stop-1 reach b
+        starts = self.starts[first:stop].copy()
+        counts = np.diff(off[first : stop + 1])
+        skip = a - int(off[first])
+        starts[0] += skip
+        counts[0] -= skip
+        counts[-1] -= int(off[stop]) - b
+        return concat_ranges(starts, counts)
+
+    def dense(self) -> IntArray:
+        """Return the whole permutation expanded."""
+        return self[:]
+
+
+RowOrder = IntArray | RangeOrder
+"""A level's row order: sorted row ``i`` holds input row ``order[i]``."""
+
+
+def as_index(order: RowOrder) -> IntArray:
+    """Return a row order as an index array (expanding a :class:`RangeOrder`)."""
+    return order.dense() if isinstance(order, RangeOrder) else order
 
 
 def unique_sorted(values: npt.NDArray[Any]) -> npt.NDArray[Any]:

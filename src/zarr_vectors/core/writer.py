@@ -42,7 +42,7 @@ from zarr_vectors.core.io import (
     write_dense,
 )
 from zarr_vectors.core.plan import GeometryParts, LevelPlan, LinkPlan, plan_level
-from zarr_vectors.core.ragged import run_starts
+from zarr_vectors.core.ragged import RowOrder, run_starts
 from zarr_vectors.core.reader import parse_bbox
 from zarr_vectors.core.store import StoreHandle, StoreLike, has_data, init_root, resolve_store
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
@@ -397,7 +397,7 @@ class LevelWriter:
         path: str,
         kind: ArrayKind,
         values: npt.NDArray[Any],
-        order: npt.NDArray[np.int64],
+        order: RowOrder,
         chunks: npt.NDArray[np.int64],
         offsets: npt.NDArray[np.int64],
         extra: Mapping[str, Any] | None = None,
@@ -416,7 +416,7 @@ class LevelWriter:
         path: str,
         kind: ArrayKind,
         rows: npt.NDArray[Any],
-        order: npt.NDArray[np.int64] | None,
+        order: RowOrder | None,
         chunks: npt.NDArray[np.int64],
         bounds: npt.NDArray[np.int64],
         extra: Mapping[str, Any] | None,
@@ -543,7 +543,7 @@ def _write_arrays(
 def _write_rows(
     w: LevelWriter,
     parts: GeometryParts,
-    order: npt.NDArray[np.int64],
+    order: RowOrder,
     chunks: npt.NDArray[np.int64],
     offsets: npt.NDArray[np.int64],
 ) -> None:
@@ -727,7 +727,7 @@ def _plan_and_write(
     queued: list[bool] = []
 
     def queue_rows(
-        order: npt.NDArray[np.int64], chunks: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]
+        order: RowOrder, chunks: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]
     ) -> None:
         _write_rows(w, parts, order, chunks, offsets)
         queued.append(True)

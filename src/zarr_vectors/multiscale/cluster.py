@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import Enum
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -44,7 +45,7 @@ def _bin_key(pos: npt.NDArray[np.floating], layout: ChunkLayout) -> IntArray:
 
 def assign_clusters(
     pos: npt.NDArray[np.floating],
-    vertex_object: IntArray | None,
+    vertex_object: npt.NDArray[np.integer[Any]] | None,
     layout: ChunkLayout,
     rule: MergeRule,
     links: IntArray | None = None,

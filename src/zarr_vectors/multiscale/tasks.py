@@ -219,7 +219,7 @@ def _escaped(parts: GeometryParts, plan: PyramidPlan, level: int, part: Partitio
     """Chunks outside a chunk partition where level ``level`` would bin its vertices."""
     if part.kind is not PartitionKind.CHUNKS or len(parts.positions) == 0:
         return np.zeros(0, np.int64)
-    flat, _ = plan.layout(level).locate(parts.positions)
+    flat = plan.layout(level).locate(parts.positions)[0].astype(np.int64, copy=False)
     return np.unique(flat[(flat < part.start) | (flat >= part.stop)])
 
 

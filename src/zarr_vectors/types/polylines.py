@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from zarr_vectors.core.columns import normalize_columns
 from zarr_vectors.core.io import CompressorSpec
-from zarr_vectors.core.plan import GeometryParts
+from zarr_vectors.core.plan import GeometryParts, object_dtype
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, write_store
@@ -127,7 +127,7 @@ def _path_parts(
     obj_attrs.update(idmap.columns())
     return GeometryParts(
         positions=pos,
-        vertex_object=np.repeat(np.arange(n_obj, dtype=np.int64), counts),
+        vertex_object=np.repeat(np.arange(n_obj, dtype=object_dtype(n_obj)), counts),
         n_objects=n_obj,
         ordered=True,
         sequential=True,
