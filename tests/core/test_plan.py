@@ -203,3 +203,23 @@ def test_links_split_block_by_block_equal_the_reference(
         positions=pos, vertex_object=obj, n_objects=int(obj.max()) + 1, links=links
     )
     assert_same_plan(plan_level(parts, layout), reference_plan(parts, layout))
+
+
+@pytest.mark.parametrize("block", [1, 3, 7])
+def test_binned_fragments_filled_block_by_block_equal_the_reference(
+    monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """Paths cut at bin changes: fragment tables are filled a few runs at a time."""
+    monkeypatch.setattr(plan_module, "_FRAGMENT_BLOCK", block)
+    rng = np.random.default_rng(block)
+    n = 400
+    pos = np.cumsum(rng.normal(0, 0.8, (n, 2)), axis=0)
+    obj = np.sort(rng.integers(0, 9, n))
+    obj = np.unique(obj, return_inverse=True)[1].astype(np.int32)
+    layout = ChunkLayout((4.0, 4.0), (1.0, 2.0), grid_for_bounds(pos.min(0), pos.max(0), (4, 4)))
+    parts = GeometryParts(
+        positions=pos, vertex_object=obj, n_objects=int(obj.max()) + 1, sequential=True
+    )
+    plan = plan_level(parts, layout)
+    assert len(plan.fragments) > 3 * block  # several blocks, the last fragment not sorted last
+    assert_same_plan(plan, reference_plan(parts, layout))

@@ -365,34 +365,39 @@ def _binned_fragments(
     ``f_seq`` are the fragments' first traversal indices (``f_is_run``: also a run's first),
     ``shift`` is each run's first row in its chunk minus its traversal index, ``by_chunk``
     the runs' sorted order and ``c_flat`` their chunks in that order.  A run's fragments are
-    consecutive in both orders: each fragment's sorted slot is its run's first slot plus its
-    place in the run, and every column is scattered straight into the table (no second copy
-    of a table as large as the vertex rows' own order).
+    consecutive in both orders, so the table is filled in sorted order, a block of sorted runs
+    at a time, each row gathered from its traversal-order fragment: the only temporaries are
+    a block's (no per-fragment index as large as the table's own columns).
     """
     n, n_frag = len(q_bin), len(f_seq)
     first_frag = np.flatnonzero(f_is_run)
     per_run = np.diff(first_frag, append=n_frag)
-    run_slot = np.empty(len(first_frag), dtype=np.int64)
-    run_slot[by_chunk] = offsets_from_counts(per_run[by_chunk])[:-1]
-    f_run = np.cumsum(f_is_run, dtype=np.int64)
-    f_run -= 1
-    cell = (run_slot - first_frag)[f_run]
-    cell += np.arange(n_frag, dtype=np.int64)  # sorted slot of each fragment
-    cell *= 4  # its first cell in the flat (F, 4) table
+    s_count = per_run[by_chunk]  # fragments of each sorted run
+    s_first = first_frag[by_chunk]  # traversal index of a sorted run's first fragment
+    s_offsets = offsets_from_counts(s_count)
     table = np.empty((n_frag, 4), dtype=np.int64)
-    cells = table.reshape(-1)
-    cells[cell] = q_bin[f_seq]
-    cell += 1
-    cells[cell] = run_obj[f_run]
-    cell += 1
-    col = shift[f_run]
-    col += f_seq  # row in chunk: the run's first row plus the offset in the run
-    cells[cell] = col
-    cell += 1
-    np.subtract(f_seq[1:], f_seq[:-1], out=col[:-1])
-    col[-1:] = n - f_seq[-1:]
-    cells[cell] = col
-    return table, np.repeat(c_flat, per_run[by_chunk])
+    fragment_chunk = np.empty(n_frag, dtype=np.int64)
+    k0 = 0
+    while k0 < len(by_chunk):  # sorted runs k0:k1 hold sorted fragments j0:j1
+        j0 = int(s_offsets[k0])
+        k1 = int(np.searchsorted(s_offsets, j0 + _FRAGMENT_BLOCK, side="right")) - 1
+        k1 = min(max(k1, k0 + 1), len(by_chunk))
+        j1 = int(s_offsets[k1])
+        counts = s_count[k0:k1]
+        t = concat_ranges(s_first[k0:k1], counts)  # traversal index of each fragment
+        first = f_seq[t]
+        rows = table[j0:j1]
+        rows[:, 0] = q_bin[first]  # bin
+        runs = by_chunk[k0:k1]
+        rows[:, 1] = np.repeat(run_obj[runs], counts)  # object
+        np.add(np.repeat(shift[runs], counts), first, out=rows[:, 2])  # row in chunk
+        t += 1  # the next fragment's first index, or n after the last fragment
+        end = np.take(f_seq, t, mode="clip")
+        end[t == n_frag] = n
+        np.subtract(end, first, out=rows[:, 3])  # vertices
+        fragment_chunk[j0:j1] = np.repeat(c_flat[k0:k1], counts)
+        k0 = k1
+    return table, fragment_chunk
 
 
 def _sort_unordered(
@@ -495,6 +500,7 @@ def _plan_links(parts: GeometryParts, layout: ChunkLayout, rows: _Rows) -> LinkP
 
 
 _LINK_BLOCK = 1 << 16
+_FRAGMENT_BLOCK = 1 << 16  # fragments of a level filled in at a time
 """Links handled at once by :func:`_split_links` (its temporaries stay in cache)."""
 
 
@@ -632,7 +638,8 @@ def _endpoint_rows(
     endpoint[:, :d] = layout.coords_of_flat(chunks)
     record = np.dtype((np.void, endpoint.itemsize * (d + 1)))
     out = np.empty((len(pos), pos.shape[1] * (d + 1)), dtype=np.int64)
-    np.take(endpoint.view(record).reshape(-1), pos, out=out.view(record))
+    # positions are valid: "clip" writes straight into out ("raise" buffers a whole copy)
+    np.take(endpoint.view(record).reshape(-1), pos, out=out.view(record), mode="clip")
     out[:, d :: d + 1] = row
     return out
 
@@ -689,17 +696,16 @@ def _group_order(group: npt.NDArray[Any], n_groups: int) -> tuple[IntArray, IntA
 def _join_links(refs: _Refs, layout: ChunkLayout, chunks: IntArray) -> _CrossLinks:
     """Implicit links joining consecutive refs of one object, in chunk order (source -1).
 
-    ``chunks`` are the level's non-empty chunks, ascending.  Links are built in ref order (the
-    reads stream), then sorted by the position of their chunk (the order by chunk, with
-    smaller keys) in one gather.
+    ``chunks`` are the level's non-empty chunks, ascending.  The joins are sorted by the
+    position of their first ref's chunk (the order by chunk, with smaller keys), then their
+    records are built in that order.
     """
     join = np.flatnonzero(refs.obj[1:] == refs.obj[:-1])  # ref j joins ref j+1
     pos = _chunk_positions(chunks, refs.chunk)
+    join = join[sort_order([pos[join]], [len(chunks)])]
     row = np.stack([refs.row[join] + refs.count[join] - 1, refs.row[join + 1]], axis=1)
-    joins = _endpoint_rows(layout, chunks, pos[np.stack([join, join + 1], axis=1)], row)
-    by_chunk = sort_order([pos[join]], [len(chunks)])
     return _CrossLinks(
-        refs.chunk[join[by_chunk]],
-        np.take(joins, by_chunk, axis=0),
+        refs.chunk[join],
+        _endpoint_rows(layout, chunks, pos[np.stack([join, join + 1], axis=1)], row),
         np.full(len(join), -1, dtype=np.int64),
     )
