@@ -193,6 +193,17 @@ def test_trk_n_count_stops_reading(tmp_path: Path) -> None:
         assert len(read_trk(path)) == 30
 
 
+def test_trk_partial_word_after_the_last_streamline(tmp_path: Path) -> None:
+    """Two stray bytes: ignored after the announced streamlines, a cut count without n_count."""
+    path = save_trk(tmp_path / "t.trk", lines(12))
+    path.write_bytes(path.read_bytes() + b"\x07\x00")
+    with pytest.warns(ZVUserWarning, match="2 bytes after the 12 streamlines"):
+        assert len(read_trk(path)) == 12
+    set_n_count(path, 0)
+    with pytest.raises(InvalidInputError, match="truncated"):
+        TrkReader(path)
+
+
 def test_trk_big_endian(tmp_path: Path) -> None:
     little = save_trk(
         tmp_path / "le.trk",

@@ -39,7 +39,7 @@ from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 import nibabel.orientations
 import nibabel.streamlines.trk
@@ -318,27 +318,27 @@ def _scan_trk(body: npt.NDArray[np.uint8], header: TrkHeader, path: Path) -> Int
     """Byte offset of every record (point count) in ``body``, then the end of the last one.
 
     One tight loop over streamlines (records cannot be found without their predecessors'
-    counts); the vertices are never touched.
+    counts), stepping through the body as 4-byte words (records are whole words); the
+    vertices are never touched.
     """
-    unpack = struct.Struct(header.byteorder + "i").unpack_from
-    row, extra = 4 * (3 + header.n_scalars), 4 * (1 + header.n_properties)
-    view = body.data
+    row, extra = 3 + header.n_scalars, 1 + header.n_properties  # words
+    end = len(body)
+    words = _words(body, header.byteorder)
+    n_words = len(words)
     starts = array("q")
     append = starts.append
-    pos, end = 0, len(body)
+    w = 0
     limit = header.n_count if header.n_count > 0 else sys.maxsize
-    try:
-        for _ in range(limit):
-            if pos >= end:
-                break
-            append(pos)
-            (count,) = unpack(view, pos)
-            if count < 0:
-                raise InvalidInputError(f"{path}: corrupt TRK body (count {count} at byte {pos})")
-            pos += count * row + extra
-    except struct.error:
-        pos = end + 1  # a count cut short
-    if pos > end:
+    for _ in range(limit):
+        if w >= n_words:
+            break
+        append(w)
+        count = words[w]
+        if count < 0:
+            raise InvalidInputError(f"{path}: corrupt TRK body (count {count} at byte {4 * w})")
+        w += count * row + extra
+    pos = 4 * w
+    if pos > end or (w == n_words and pos < end and len(starts) < limit):  # count cut short
         raise InvalidInputError(f"{path}: TRK body is truncated")
     n = len(starts)
     if header.n_count > 0 and n < header.n_count:
@@ -353,8 +353,40 @@ def _scan_trk(body: npt.NDArray[np.uint8], header: TrkHeader, path: Path) -> Int
             ZVUserWarning,
             4,
         )
-    append(pos)
-    return np.frombuffer(starts, np.int64)
+    append(w)
+    return np.frombuffer(starts, np.int64) * 4
+
+
+class _SwappedWords:
+    """Words of a buffer in the other byte order, read one at a time (``words[i]``)."""
+
+    def __init__(self, buffer: memoryview, byteorder: str) -> None:
+        self._unpack = struct.Struct(byteorder + "i").unpack_from
+        self._buffer = buffer
+        self._n = len(buffer) // 4
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> int:
+        value: int = self._unpack(self._buffer, 4 * i)[0]
+        return value
+
+
+class _Words(Protocol):
+    """Read-only indexable ints (a cast memoryview or :class:`_SwappedWords`)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, i: int, /) -> int: ...
+
+
+def _words(body: npt.NDArray[np.uint8], byteorder: str) -> _Words:
+    """Return the whole 4-byte signed words of ``body`` as ints (a cast view when native)."""
+    whole = body[: len(body) // 4 * 4]
+    if np.dtype(byteorder + "i4").isnative:
+        return whole.data.cast("i")
+    return _SwappedWords(whole.data, byteorder)
 
 
 class TrkReader(_Reader):
