@@ -26,7 +26,7 @@ def reference_plan(parts: GeometryParts, layout: ChunkLayout) -> dict[str, Any]:
     """Every table of :class:`LevelPlan`, computed vertex by vertex (FORMAT.md §6, §7)."""
     n = len(parts.positions)
     flat, bins = layout.locate(parts.positions)
-    obj = parts.vertex_object
+    obj = parts.vertex_objects
     rank = np.arange(n) if parts.rank is None else parts.rank
     if parts.rank is None and obj is not None:
         rank = np.empty(n, dtype=np.int64)
@@ -149,6 +149,10 @@ def level_cases(draw: st.DrawFn) -> tuple[GeometryParts, ChunkLayout]:
     # int64 ids, or int32 as polylines pass them
     obj = np.unique(obj, return_inverse=True)[1].astype(draw(st.sampled_from([np.int64, np.int32])))
     kw: dict[str, Any] = {"vertex_object": obj, "n_objects": int(obj.max()) + 1}
+    if mode == "contiguous" and draw(st.booleans()):  # as paths pass them: offsets, no ids
+        empty = draw(st.lists(st.integers(0, kw["n_objects"]), max_size=3))  # empty objects
+        counts = np.insert(np.bincount(obj), np.array(sorted(empty), dtype=np.int64), 0)
+        kw = {"object_offsets": offsets_from_counts(counts), "n_objects": len(counts)}
     if mode in ("ranks", "shuffled_ranks"):  # a batch of a bigger level: ranks with gaps
         rank = np.empty(n, dtype=np.int64)
         rank[np.argsort(obj, kind="stable")] = np.cumsum(rng.integers(1, 3, n)) - 1

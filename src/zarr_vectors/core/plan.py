@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -39,6 +40,9 @@ BinArray = npt.NDArray[np.integer[Any]]
 FlatArray = npt.NDArray[np.integer[Any]]
 """Flat chunk index per vertex (:attr:`ChunkLayout.flat_dtype`: usually uint16)."""
 
+ObjectArray = npt.NDArray[np.int64 | np.int32]
+"""Dense object id per vertex."""
+
 OrderHook = Callable[[RowOrder, IntArray, IntArray], None]
 """Called with ``(order, chunks, chunk_offsets)`` of a level as soon as they are known."""
 
@@ -60,9 +64,12 @@ class GeometryParts:
 
     positions: npt.NDArray[np.floating]
     """(N, D) vertex positions, physical units."""
-    vertex_object: npt.NDArray[np.int64 | np.int32] | None = None
+    vertex_object: ObjectArray | None = None
     """(N,) dense object id of each vertex (int64, or int32 to save memory), or None when
-    vertices have no objects."""
+    vertices have no objects or ``object_offsets`` gives them (read :attr:`vertex_objects`)."""
+    object_offsets: IntArray | None = None
+    """(n_objects + 1,) CSR offsets when each object is one range of rows, in order (paths):
+    planning then needs no per-vertex ids (``vertex_object`` may be None)."""
     n_objects: int = 0
     """Number of objects (ids 0..n_objects-1)."""
     ordered: bool = True
@@ -82,6 +89,19 @@ class GeometryParts:
     rank: IntArray | None = None
     """Traversal rank of each vertex when ``positions`` is a subset of a larger level
     (streaming); by default the rank in (object, input order) is computed here."""
+
+    @property
+    def has_objects(self) -> bool:
+        """Whether vertices belong to objects."""
+        return self.vertex_object is not None or self.object_offsets is not None
+
+    @cached_property
+    def vertex_objects(self) -> ObjectArray | None:
+        """(N,) dense object id of each vertex (expanded from ``object_offsets`` if needed)."""
+        if self.vertex_object is not None or self.object_offsets is None:
+            return self.vertex_object
+        counts = np.diff(self.object_offsets)
+        return np.repeat(np.arange(self.n_objects, dtype=object_dtype(self.n_objects)), counts)
 
 
 @dataclass(frozen=True)
@@ -191,7 +211,7 @@ def plan_level(
     and links are planned (a writer can start gathering rows meanwhile).
     """
     flat, bins = layout.locate(parts.positions)
-    if parts.vertex_object is None:
+    if not parts.has_objects:
         rows = _sort_points(layout, flat, bins, on_order)
     elif parts.ordered:
         rows = _sort_runs(parts, layout, flat, bins, on_order)
@@ -272,9 +292,11 @@ def _traversal(parts: GeometryParts) -> tuple[IntArray | None, npt.NDArray[np.bo
     The permutation is None when input order is traversal order; the skips (they start a new
     run) are None unless ranks are given.
     """
-    obj = parts.vertex_object
-    assert obj is not None
     if parts.rank is None:  # rank in (object, input order)
+        if parts.object_offsets is not None:
+            return None, None
+        obj = parts.vertex_objects
+        assert obj is not None
         if len(obj) == 0 or bool(np.all(obj[1:] >= obj[:-1])):
             return None, None
         return sort_order([obj], [max(parts.n_objects, 1)]), None
@@ -301,13 +323,18 @@ def _sort_runs(
     run is one manifest ref (two runs that end up adjacent differ in chunk or object, or skip
     a rank).
     """
-    obj = parts.vertex_object
-    assert obj is not None
     n = len(flat)
     by_rank, gap = _traversal(parts)
     q_flat = flat if by_rank is None else flat[by_rank]
-    q_obj = obj if by_rank is None else obj[by_rank]
-    run_mask = change_mask(q_flat, q_obj, extra=gap)
+    starts = parts.object_offsets if by_rank is None else None
+    if starts is not None:  # objects are ranges of rows: they start where an offset says
+        run_mask = change_mask(q_flat, extra=gap)
+        run_mask[starts[:-1][starts[:-1] < n]] = True
+    else:
+        obj = parts.vertex_objects
+        assert obj is not None
+        q_obj = obj if by_rank is None else obj[by_rank]
+        run_mask = change_mask(q_flat, q_obj, extra=gap)
     q_bin = None
     if int(np.prod(layout.bins_per_chunk)) > 1:
         q_bin = bins if by_rank is None else bins[by_rank]
@@ -319,7 +346,10 @@ def _sort_runs(
     del run_mask
     run_len = np.diff(run, append=n)
     run_flat: IntArray = q_flat[run].astype(np.int64, copy=False)
-    run_obj: IntArray = q_obj[run].astype(np.int64, copy=False)
+    if starts is not None:  # the last object starting at or before each run
+        run_obj = np.searchsorted(starts, run, side="right") - 1
+    else:
+        run_obj = q_obj[run].astype(np.int64, copy=False)
     by_chunk = sort_order([run_flat], [layout.n_chunks])
     c_flat, c_len = run_flat[by_chunk], run_len[by_chunk]
     c_first = offsets_from_counts(c_len)[:-1]
@@ -410,7 +440,7 @@ def _sort_unordered(
     """Rows sorted by (chunk, object, bin), vertex by vertex (``parts`` None: no objects)."""
     n = len(flat)
     nbins = int(np.prod(layout.bins_per_chunk))
-    obj = None if parts is None else parts.vertex_object
+    obj = None if parts is None else parts.vertex_objects
     if obj is None or parts is None:
         order = sort_order([flat, bins], [layout.n_chunks, nbins])
     else:

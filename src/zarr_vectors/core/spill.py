@@ -170,14 +170,15 @@ def spill_batch(
     fields: dict[str, npt.NDArray[Any] | None] = {
         "pos": pos,
         "lidx": np.arange(n, dtype=np.int64),
-        "obj": parts.vertex_object if user_ids is None else user_ids,
+        "obj": parts.vertex_objects if user_ids is None else user_ids,
     }
     counts = uid_table = None
-    if parts.vertex_object is not None:
-        keys = parts.vertex_object if user_ids is None else user_ids
+    vertex_obj = parts.vertex_objects
+    if vertex_obj is not None:
+        keys = vertex_obj if user_ids is None else user_ids
         fields["occ"], uniq, per_key = _occurrence(keys)
         if user_ids is None:
-            counts = np.bincount(parts.vertex_object, minlength=parts.n_objects).astype(np.int64)
+            counts = np.bincount(vertex_obj, minlength=parts.n_objects).astype(np.int64)
         else:
             uid_table = (uniq, per_key)
     for name, col in parts.vertex_attributes.items():
@@ -206,7 +207,7 @@ def spill_batch(
         hi=tuple(float(pos[:, i].max()) for i in range(d)) if n else None,
         dtype=pos.dtype.str,
         ndim=d,
-        has_objects=parts.vertex_object is not None,
+        has_objects=parts.has_objects,
         arity=0 if parts.links is None else int(parts.links.shape[1]),
         attributes={k: ColumnInfo.of(c) for k, c in parts.vertex_attributes.items()},
         link_attributes={k: ColumnInfo.of(c) for k, c in parts.link_attributes.items()},

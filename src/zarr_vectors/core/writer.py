@@ -529,7 +529,7 @@ def _write_arrays(
         _write_rows(w, parts, plan.order, plan.chunks, plan.chunk_offsets)
     _write_links(w, parts, plan)  # links first: a mesh's largest array
     w.payload(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, plan.fragments, plan.fragment_chunk)
-    has_obj = parts.vertex_object is not None
+    has_obj = parts.has_objects
     write_dense_arrays(
         w,
         plan.vertex_counts,

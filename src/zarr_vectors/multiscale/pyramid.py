@@ -214,8 +214,9 @@ def _keep_objects(
     parts: GeometryParts, keep: npt.NDArray[np.bool_]
 ) -> tuple[GeometryParts, IntArray | None]:
     """Drop vertices (and links touching them) of objects not ``keep``; return kept rows."""
-    assert parts.vertex_object is not None
-    vkeep = keep[parts.vertex_object]
+    obj = parts.vertex_objects
+    assert obj is not None
+    vkeep = keep[obj]
     if vkeep.all():
         return parts, None
     new_index = np.cumsum(vkeep) - 1
@@ -228,7 +229,8 @@ def _keep_objects(
     return replace(
         parts,
         positions=parts.positions[idx],
-        vertex_object=parts.vertex_object[idx],
+        vertex_object=obj[idx],
+        object_offsets=None,
         vertex_attributes={k: c.take(idx) for k, c in parts.vertex_attributes.items()},
         links=links,
         link_attributes=link_attrs,
@@ -250,7 +252,7 @@ def coarsen_parts(
     original vertices behind each metavertex (pass it back in when coarsening again).
     """
     w = np.ones(len(parts.positions)) if weights is None else weights
-    cluster, n = assign_clusters(parts.positions, parts.vertex_object, layout, rule, parts.links)
+    cluster, n = assign_clusters(parts.positions, parts.vertex_objects, layout, rule, parts.links)
     pos = aggregate(parts.positions, cluster, n, Aggregation.MEAN, w)
     used: dict[str, str] = {}
     attrs: dict[str, Column] = {}
@@ -258,11 +260,11 @@ def coarsen_parts(
         how = (aggregation or {}).get(name, default_aggregation(col))
         used[name] = how.value
         attrs[name] = Column(aggregate(col.values, cluster, n, how, w), col.categories)
-    obj = None
-    if parts.vertex_object is not None:
+    obj = parts.vertex_objects
+    if obj is not None:
         first = np.full(n, len(cluster), dtype=np.int64)
         np.minimum.at(first, cluster, np.arange(len(cluster), dtype=np.int64))
-        obj = parts.vertex_object[first]
+        obj = obj[first]
     links, link_attrs = parts.links, dict(parts.link_attributes)
     if links is not None:
         links, link_attrs = remap_links(
@@ -272,6 +274,7 @@ def coarsen_parts(
         parts,
         positions=pos.astype(parts.positions.dtype),
         vertex_object=obj,
+        object_offsets=None,
         vertex_attributes=attrs,
         links=links,
         link_attributes=link_attrs,
@@ -484,7 +487,7 @@ def coarsen_level(
     Metavertices never span objects, so coarsening a contiguous range of whole objects gives
     exactly the corresponding metavertices of coarsening all objects.
     """
-    if parts.vertex_object is not None and keep is not None:
+    if parts.has_objects and keep is not None:
         parts, kept = _keep_objects(parts, keep)
         weights = weights if kept is None else weights[kept]
     coarse, used, weights = coarsen_parts(

@@ -72,7 +72,7 @@ class ObjectScores:
 
 
 def _object_length(parts: GeometryParts) -> FloatArray:
-    obj = parts.vertex_object
+    obj = parts.vertex_objects
     assert obj is not None
     n = parts.n_objects
     if not parts.sequential or len(obj) < 2:
@@ -84,7 +84,7 @@ def _object_length(parts: GeometryParts) -> FloatArray:
 
 
 def _centroid_cell(parts: GeometryParts, layout: ChunkLayout) -> IntArray:
-    obj = parts.vertex_object
+    obj = parts.vertex_objects
     assert obj is not None
     n = parts.n_objects
     counts = np.bincount(obj, minlength=n)

@@ -604,9 +604,9 @@ def as_meshes(
         groups=groups,
         group_attributes=group_attributes,
     )
-    assert parts.vertex_object is not None
+    assert parts.vertex_objects is not None
     assert parts.links is not None
-    obj = parts.vertex_object.astype(np.int64, copy=False)
+    obj = parts.vertex_objects.astype(np.int64, copy=False)
     order = np.argsort(obj, kind="stable")
     where = np.empty(len(order), dtype=np.int64)
     where[order] = np.arange(len(order), dtype=np.int64)

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from zarr_vectors.core.columns import normalize_columns
 from zarr_vectors.core.io import CompressorSpec
-from zarr_vectors.core.plan import GeometryParts, object_dtype
+from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, write_store
@@ -119,7 +119,6 @@ def _path_parts(
 ) -> GeometryParts:
     pos, off = flatten_ragged(paths, offsets, "polylines")
     n_obj = len(off) - 1
-    counts = np.diff(off)
     idmap = UserIdMap.from_user(ids, n_obj)
     obj_attrs = normalize_columns(object_attributes, n_obj, "object attribute")
     if "id" in obj_attrs:
@@ -127,7 +126,7 @@ def _path_parts(
     obj_attrs.update(idmap.columns())
     return GeometryParts(
         positions=pos,
-        vertex_object=np.repeat(np.arange(n_obj, dtype=object_dtype(n_obj)), counts),
+        object_offsets=off,
         n_objects=n_obj,
         ordered=True,
         sequential=True,
