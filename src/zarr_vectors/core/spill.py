@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.plan import GeometryParts
+from zarr_vectors.core.ragged import sort_order
 from zarr_vectors.core.writer import take_rows
 from zarr_vectors.errors import InvalidInputError
 
@@ -119,14 +120,28 @@ def _blocks(
     for d in range(ndim):
         key *= extent[d]
         key += cells[:, d] - lo[d]
-    keys, inverse = np.unique(key, return_inverse=True)
+    keys, inverse = _dense_unique(key, int(np.prod(extent)))
     uniq = np.stack(np.unravel_index(keys, tuple(extent.tolist())), axis=1) + lo
-    return [block_prefix("v", b) for b in uniq], inverse.ravel().astype(np.int64)
+    return [block_prefix("v", b) for b in uniq], inverse
+
+
+def _dense_unique(key: IntArray, size: int) -> tuple[IntArray, IntArray]:
+    """``np.unique(key, return_inverse=True)`` for keys in ``0..size-1``.
+
+    With no more possible keys than rows, one count over the key range replaces the sort
+    (numpy's unique sorts, or hashes, all rows: ~90 ms for 1M rows, against ~10 ms).
+    """
+    if size > max(len(key), 1 << 16):
+        keys, inverse = np.unique(key, return_inverse=True)
+        return keys, inverse.ravel().astype(np.int64)
+    present = np.bincount(key, minlength=size) > 0
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    return np.flatnonzero(present), rank[key]
 
 
 def _members(group: IntArray, n_groups: int) -> list[IntArray]:
     """Rows of each group, ascending (one stable sort instead of a scan per group)."""
-    order = np.argsort(group, kind="stable")
+    order = sort_order([group], [n_groups])
     bounds = np.searchsorted(group[order], np.arange(n_groups + 1))
     return [order[a:b] for a, b in itertools.pairwise(bounds.tolist())]
 
