@@ -164,36 +164,3 @@ def test_failed_new_local_write_leaves_nothing(tmp_path: Path) -> None:
         zv.write_polylines(new, paths, chunk_shape=(4, 4, 4))
     assert sorted(p.relative_to(new) for p in new.rglob("*")) == before
     assert zv.validate(new).ok
-
-
-@pytest.mark.parametrize("compressor", ["lz4", "default"])
-def test_big_arrays_written_in_two_halves_are_the_same_files(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, compressor: str
-) -> None:
-    """Local arrays above _SPLIT_BYTES are written by two threads, half the chunks each."""
-    rng = np.random.default_rng(9)
-    pos = np.cumsum(rng.normal(0, 0.7, (4000, 3)), axis=0).astype(np.float32)
-    offsets = np.array([0, 1000, 1001, 2500, 4000])
-    kw: dict[str, Any] = {"chunk_shape": (4, 4, 4), "bin_shape": (2, 2, 2)}
-    trees = []
-    halves: list[int] = []
-    real_halves = writer._halves
-    monkeypatch.setattr(writer, "_halves", lambda b: halves.append(len(b)) or real_halves(b))
-    for split in (10**12, 1):
-        monkeypatch.setattr(writer, "_SPLIT_BYTES", split)
-        folder = tmp_path / f"s{split}"
-        zv.write_streamlines(
-            str(folder / "lines"), pos, offsets=offsets, compressor=compressor, **kw
-        )
-        zv.write_points(str(folder / "points"), pos, attributes={"a": pos[:, :2]}, **kw)
-        files = sorted(p for p in folder.rglob("*") if p.is_file())
-        trees.append(
-            {
-                str(p.relative_to(folder)): p.read_bytes()
-                for p in files
-                if p.name != "zarr.json" or p.parent.name not in ("lines", "points")
-            }
-        )
-    assert len(halves) >= 4  # vertices, fragments, links, attributes: all split
-    assert trees[0].keys() == trees[1].keys()
-    assert trees[0] == trees[1]

@@ -260,26 +260,16 @@ def column_attrs(col: Column) -> dict[str, Any]:
 
 
 _WRITER_THREADS = 4
-_SPLIT_BYTES = 16 << 20
-"""Rows of an array (local, one file per chunk) above which two threads write its halves."""
 """Writer threads of a :class:`LevelWriter`: jobs of different arrays run side by side, so a
 large array (a mesh's ``links``) does not wait behind small ones.  The threads mostly wait for
 zstd (which compresses on native threads of its own) and file writes."""
 
 
-def _after(previous: Sequence[Future[None]], func: Callable[..., None], *args: Any) -> None:
-    """Run ``func(*args)`` once ``previous`` are done (FIFO queue: they already run or ran)."""
-    for job in previous:
-        job.result()  # its failure is reported by finish() first
+def _after(previous: Future[None] | None, func: Callable[..., None], *args: Any) -> None:
+    """Run ``func(*args)`` once ``previous`` is done (FIFO queue: it already runs or ran)."""
+    if previous is not None:
+        previous.result()  # its failure is reported by finish() first
     func(*args)
-
-
-def _halves(bounds: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
-    """Chunk ranges ``[(0, k), (k, n)]`` splitting the rows of CSR ``bounds`` about evenly."""
-    n = len(bounds) - 1
-    k = int(np.searchsorted(bounds, (int(bounds[0]) + int(bounds[-1])) // 2))
-    k = min(max(k, 1), n - 1)
-    return [(0, k), (k, n)]
 
 
 def _write_chunks(
@@ -324,8 +314,8 @@ class LevelWriter:
         # them with each other and with the caller's next step
         self._pool = ThreadPoolExecutor(max_workers=_WRITER_THREADS)
         self._pending: list[Future[None]] = []
-        self._last: dict[str, list[Future[None]]] = {}
-        """Latest queued jobs of each array path: jobs of one array run in queue order."""
+        self._last: dict[str, Future[None]] = {}
+        """Latest queued job of each array path: jobs of one array run in queue order."""
         self._arrays: dict[str, PayloadArray] = {}
 
     def declare(
@@ -380,16 +370,9 @@ class LevelWriter:
 
     def _submit(self, path: str, func: Callable[..., None], *args: Any) -> None:
         """Queue ``func(*args)`` on the writer threads, after the earlier jobs of ``path``."""
-        self._submit_parts(path, [(func, args)])
-
-    def _submit_parts(
-        self, path: str, parts: Sequence[tuple[Callable[..., None], tuple[Any, ...]]]
-    ) -> None:
-        """Queue independent jobs of ``path`` side by side, all after its earlier jobs."""
-        before = self._last.get(path, [])
-        jobs = [self._pool.submit(_after, before, func, *args) for func, args in parts]
-        self._last[path] = jobs
-        self._pending.extend(jobs)
+        job = self._pool.submit(_after, self._last.get(path), func, *args)
+        self._last[path] = job
+        self._pending.append(job)
 
     def payload(
         self,
@@ -442,24 +425,8 @@ class LevelWriter:
         if path == L.VERTICES and self.draco is not None:
             extra, encode = {**(extra or {}), **self.draco.array_attributes()}, self.draco.encode
         arr = self._array(path, kind, rows, extra)
-        spans = [(0, len(chunks))]
-        big = len(chunks) > 1 and rows[:1].nbytes * len(rows) >= _SPLIT_BYTES
-        if big and arr.write_batch_bytes is not None:
-            spans = _halves(bounds)  # files of distinct chunks: two writer threads at once
-        self._submit_parts(
-            path,
-            [
-                (
-                    _write_chunks,
-                    (
-                        arr,
-                        chunks[a:b],
-                        partial(payload_batches, rows, order, bounds[a : b + 1], encode=encode),
-                    ),
-                )
-                for a, b in spans
-            ],
-        )
+        batches = partial(payload_batches, rows, order, bounds, encode=encode)
+        self._submit(path, _write_chunks, arr, chunks, batches)
 
     def _array(
         self, path: str, kind: ArrayKind, rows: npt.NDArray[Any], extra: Mapping[str, Any] | None
