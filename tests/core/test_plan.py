@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from zarr_vectors.core import plan as plan_module
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
-from zarr_vectors.core.plan import GeometryParts, LevelPlan, plan_level
+from zarr_vectors.core.plan import GeometryParts, LevelPlan, as_table, plan_level
 from zarr_vectors.core.ragged import as_index, offsets_from_counts, run_starts
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
@@ -47,7 +47,8 @@ def reference_plan(parts: GeometryParts, layout: ChunkLayout) -> dict[str, Any]:
         "chunks": s_flat[starts],
         "chunk_offsets": offsets,
         "fragments": np.stack([s_bin[f], s_obj[f], row[f], np.diff(np.append(f, n))], axis=1),
-        "fragment_chunk": s_flat[f],
+        # each non-empty chunk's fragments, as CSR offsets
+        "fragment_offsets": np.append(_runs(len(f), s_flat[f]), len(f)),
     }
     counts = np.zeros(layout.n_chunks, dtype=np.int64)
     counts[s_flat[starts]] = np.diff(offsets)
@@ -99,6 +100,8 @@ def assert_same_plan(plan: LevelPlan, ref: dict[str, Any]) -> None:
         got = getattr(plan, f.name)
         if f.name == "order":
             got = as_index(got)
+        if f.name == "fragments":
+            got = as_table(got)
         assert got.dtype == np.int64, f.name
         np.testing.assert_array_equal(got, np.asarray(ref[f.name]).reshape(got.shape), f.name)
     lp = plan.links
@@ -227,3 +230,7 @@ def test_binned_fragments_filled_block_by_block_equal_the_reference(
     plan = plan_level(parts, layout)
     assert len(plan.fragments) > 3 * block  # several blocks, the last fragment not sorted last
     assert_same_plan(plan, reference_plan(parts, layout))
+    table = as_table(plan.fragments)
+    for a in range(0, len(table), 7):  # any slice, as a writer's batches ask for them
+        for b in (a, a + 1, a + 13, len(table) + 5):
+            np.testing.assert_array_equal(plan.fragments[a:b], table[a:b])

@@ -378,7 +378,13 @@ def process_round(
     counts = np.diff(plan.chunk_offsets)
     row_chunk = np.repeat(plan.chunks, counts)
     w.payload(L.VERTICES, ArrayKind.VERTICES, take_rows(parts.positions, order), row_chunk)
-    w.payload(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, plan.fragments, plan.fragment_chunk)
+    w.payload_chunks(
+        L.VERTEX_FRAGMENTS,
+        ArrayKind.VERTEX_FRAGMENTS,
+        plan.fragments,
+        plan.chunks,
+        plan.fragment_offsets,
+    )
     for name, col in parts.vertex_attributes.items():
         w.payload(
             L.attribute_path(L.ATTRIBUTES, name),

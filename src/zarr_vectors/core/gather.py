@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from itertools import pairwise
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -60,6 +60,24 @@ def _records(rows: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
 
 
+class RowSource(Protocol):
+    """(n, K) rows computed a slice at a time (e.g. :class:`~zarr_vectors.core.plan.FragmentTable`)."""
+
+    @property
+    def shape(self) -> tuple[int, int]: ...
+
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, key: slice, /) -> npt.NDArray[Any]: ...
+
+
+Rows = npt.NDArray[Any] | RowSource
+"""Rows of a payload array: an array, or a source computing slices on demand."""
+
+
 class PayloadBatch(NamedTuple):
     """The payloads of chunks ``first..last-1`` (indices into the chunk list)."""
 
@@ -69,7 +87,7 @@ class PayloadBatch(NamedTuple):
 
 
 def payload_batches(
-    rows: npt.NDArray[Any],
+    rows: Rows,
     order: RowOrder | None,
     bounds: npt.NDArray[np.int64],
     batch_bytes: int | None = None,
@@ -77,7 +95,9 @@ def payload_batches(
 ) -> Iterator[PayloadBatch]:
     """Yield the payloads of the chunks in batches of whole chunks.
 
-    Chunk ``i`` holds the sorted (n, K) rows ``bounds[i]:bounds[i + 1]``; the sorted rows are ``rows[order]``, or ``rows`` when ``order`` is None.  ``encode``
+    Chunk ``i`` holds the sorted (n, K) rows ``bounds[i]:bounds[i + 1]``; the sorted rows are
+    ``rows[order]``, or ``rows`` when ``order`` is None (``rows`` may then be a
+    :class:`RowSource`, asked for one batch of rows at a time).  ``encode``
     turns one chunk's rows into its payload (default: the raw little-endian bytes, as a byte
     view of the gathered block or, without ``order``, of ``rows`` itself: no copy).  Each
     batch gathers about ``batch_bytes`` (default :data:`GATHER_BYTES`) bytes of rows, at least
@@ -92,19 +112,23 @@ def payload_batches(
     >>> [np.frombuffer(p, dtype="<i2").tolist() for b in batches for p in b.payloads]
     [[4, 5], [0, 1, 2, 3]]
     """
-    data = np.ascontiguousarray(rows)
+    data = np.ascontiguousarray(rows) if isinstance(rows, np.ndarray) else rows
     edges = bounds.tolist()
     size = GATHER_BYTES if batch_bytes is None else batch_bytes
-    limit = max(1, size // max(data[:1].nbytes, 1))  # rows per batch
+    row_bytes = data.dtype.itemsize * int(np.prod(data.shape[1:]))
+    limit = max(1, size // max(row_bytes, 1))  # rows per batch
     first = 0
     while first < len(edges) - 1:
         last = first + 1  # the batch holds chunks first..last-1
         while last < len(edges) - 1 and edges[last] - edges[first] < limit:
             last += 1
         base = edges[first]
-        block = data[base : edges[last]]
-        if order is not None:
+        if order is None:
+            block = data[base : edges[last]]
+        elif isinstance(data, np.ndarray):
             block = take_rows(data, order[base : edges[last]])
+        else:
+            raise TypeError("a row order gathers rows from an array, not a row source")
         out: list[Payload] = []
         for a, b in pairwise(edges[first : last + 1]):
             part = block[a - base : b - base]

@@ -32,7 +32,16 @@ from zarr_vectors.core.ragged import (
 )
 from zarr_vectors.errors import InvalidInputError
 
-__all__ = ["GeometryParts", "LevelPlan", "OrderHook", "object_dtype", "plan_level"]
+__all__ = [
+    "FragmentRows",
+    "FragmentTable",
+    "GeometryParts",
+    "LevelPlan",
+    "OrderHook",
+    "as_table",
+    "object_dtype",
+    "plan_level",
+]
 
 IntArray = npt.NDArray[np.int64]
 BinArray = npt.NDArray[np.integer[Any]]
@@ -134,10 +143,11 @@ class LevelPlan:
     """CSR offsets of each non-empty chunk's rows in sorted order."""
     vertex_counts: IntArray
     """Vertices per chunk over the whole grid (grid shape)."""
-    fragments: IntArray
-    """(F, 4) ``[bin_flat, object_id, start, count]`` rows, in sorted order."""
-    fragment_chunk: IntArray
-    """Flat chunk index of each fragment."""
+    fragments: FragmentRows
+    """(F, 4) ``[bin_flat, object_id, start, count]`` rows, in sorted order (for paths cut
+    at bins, a :class:`FragmentTable` built on demand; :func:`as_table` expands it)."""
+    fragment_offsets: IntArray
+    """CSR offsets of each non-empty chunk's fragments (``len(chunks) + 1``)."""
     manifest: IntArray
     """(R, D+2) ``[chunk coords..., start, count]`` refs, grouped by object in traversal order."""
     object_offsets: IntArray
@@ -187,8 +197,8 @@ class _Rows:
     order: RowOrder
     chunks: IntArray
     chunk_offsets: IntArray
-    fragments: IntArray
-    fragment_chunk: IntArray
+    fragments: FragmentRows
+    fragment_offsets: IntArray
     refs: _Refs | None
     runs: _Runs | None = None
 
@@ -240,13 +250,18 @@ def plan_level(
         chunk_offsets=rows.chunk_offsets,
         vertex_counts=vertex_counts.reshape(layout.grid.shape),
         fragments=rows.fragments,
-        fragment_chunk=rows.fragment_chunk,
+        fragment_offsets=rows.fragment_offsets,
         manifest=manifest,
         object_offsets=object_offsets,
         links=links,
         ref_object=ref_obj,
         ref_first_row=ref_first,
     )
+
+
+def _bounds(item_chunk: IntArray) -> IntArray:
+    """CSR offsets of the runs of equal chunks in ``item_chunk`` (items sorted by chunk)."""
+    return np.append(run_starts(item_chunk), len(item_chunk)).astype(np.int64, copy=False)
 
 
 def _chunk_rows(item_chunk: IntArray, item_start: IntArray, n: int) -> tuple[IntArray, ...]:
@@ -283,7 +298,7 @@ def _sort_points(
     fragments = np.stack(
         [f_bin, np.full_like(f_key, -1), f_row, np.diff(f_starts, append=n)], axis=1
     ).astype(np.int64, copy=False)
-    return _Rows(order, chunks, chunk_offsets, fragments.reshape(-1, 4), f_flat, None)
+    return _Rows(order, chunks, chunk_offsets, fragments.reshape(-1, 4), _bounds(f_flat), None)
 
 
 def _traversal(parts: GeometryParts) -> tuple[IntArray | None, npt.NDArray[np.bool_] | None]:
@@ -363,14 +378,15 @@ def _sort_runs(
     first[by_chunk] = c_first
     row = np.empty(len(run), dtype=np.int64)
     row[by_chunk] = c_row
+    fragments: FragmentRows
     if q_bin is None:  # one bin per chunk: fragments are the runs
         fragments = np.stack([np.zeros_like(c_len), run_obj[by_chunk], c_row, c_len], axis=1)
-        fragment_chunk = c_flat
+        fragments = fragments.astype(np.int64, copy=False).reshape(-1, 4)
+        fragment_offsets = _bounds(c_flat)
     else:
-        fragments, fragment_chunk = _binned_fragments(
+        fragments, fragment_offsets = _binned_fragments(
             f_seq, f_is_run, q_bin, run_obj, row - run, by_chunk, c_flat
         )
-    fragments = fragments.astype(np.int64, copy=False).reshape(-1, 4)
     # refs by (object, rank): runs are in rank order already
     if len(run) < 2 or bool(np.all(run_obj[1:] >= run_obj[:-1])):
         refs = _Refs(run_obj, run_flat, first, row, run_len)
@@ -378,7 +394,89 @@ def _sort_runs(
         o = sort_order([run_obj], [max(parts.n_objects, 1)])
         refs = _Refs(run_obj[o], run_flat[o], first[o], row[o], run_len[o])
     runs = _Runs(run, run_flat, row, by_rank)
-    return _Rows(order, chunks, chunk_offsets, fragments, fragment_chunk, refs, runs)
+    return _Rows(order, chunks, chunk_offsets, fragments, fragment_offsets, refs, runs)
+
+
+class FragmentTable:
+    """The (F, 4) fragment rows of a level of paths cut at bin changes, built on demand.
+
+    Runs (see :func:`_sort_runs`) are cut into fragments where the bin changes; a run's
+    fragments are consecutive in traversal order and in sorted order.  So sorted fragment
+    ``j`` is traversal fragment ``RangeOrder(run first fragments, fragments per run)[j]``,
+    and any slice of the table is gathered from traversal-order data when asked for: a writer
+    encoding the table a batch at a time never holds it whole (32 bytes a fragment; a
+    streamline has one every ~4 vertices).
+
+    Parameters
+    ----------
+    f_seq
+        First traversal index of each fragment (ascending).
+    q_bin
+        Flat bin of each vertex in traversal order.
+    n
+        Vertices of the level.
+    runs
+        Each sorted run's fragments as a range of traversal fragment indices.
+    s_obj, s_shift
+        Per sorted run: its object, and its first row in its chunk minus its first traversal
+        index.
+    """
+
+    dtype = np.dtype(np.int64)
+
+    def __init__(
+        self,
+        f_seq: IntArray,
+        q_bin: BinArray,
+        n: int,
+        runs: RangeOrder,
+        s_obj: IntArray,
+        s_shift: IntArray,
+    ) -> None:
+        self._f_seq, self._q_bin, self._n = f_seq, q_bin, n
+        self._runs, self._obj, self._shift = runs, s_obj, s_shift
+        self.shape = (len(f_seq), 4)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key: slice) -> IntArray:
+        """Rows ``key`` (a slice with step 1) of the table."""
+        a, b, step = key.indices(len(self))
+        if step != 1:
+            raise ValueError("FragmentTable slices take no step")
+        out = np.empty((max(b - a, 0), 4), dtype=np.int64)
+        for j0 in range(a, b, _FRAGMENT_BLOCK):  # cache-sized temporaries
+            self._fill(
+                j0, min(j0 + _FRAGMENT_BLOCK, b), out[j0 - a : min(j0 + _FRAGMENT_BLOCK, b) - a]
+            )
+        return out
+
+    def dense(self) -> IntArray:
+        """Return the whole table."""
+        return self[:]
+
+    def _fill(self, a: int, b: int, rows: IntArray) -> None:
+        first_run, t_first, counts = self._runs.span(a, b)
+        t = concat_ranges(t_first, counts)  # traversal index of each fragment
+        first = self._f_seq[t]
+        rows[:, 0] = self._q_bin[first]  # bin
+        runs = slice(first_run, first_run + len(counts))
+        rows[:, 1] = np.repeat(self._obj[runs], counts)  # object
+        np.add(np.repeat(self._shift[runs], counts), first, out=rows[:, 2])  # row in chunk
+        t += 1  # the next fragment's first index, or n after the last fragment
+        end = np.take(self._f_seq, t, mode="clip")
+        end[t == len(self._f_seq)] = self._n
+        np.subtract(end, first, out=rows[:, 3])  # vertices
+
+
+FragmentRows = IntArray | FragmentTable
+"""A level's (F, 4) fragment rows, in sorted order."""
+
+
+def as_table(fragments: FragmentRows) -> IntArray:
+    """Return fragment rows as an array (building a :class:`FragmentTable`)."""
+    return fragments.dense() if isinstance(fragments, FragmentTable) else fragments
 
 
 def _binned_fragments(
@@ -389,45 +487,20 @@ def _binned_fragments(
     shift: IntArray,
     by_chunk: IntArray,
     c_flat: IntArray,
-) -> tuple[IntArray, IntArray]:
-    """Fragment table and fragment chunks when runs are cut at bin changes.
+) -> tuple[FragmentTable, IntArray]:
+    """Fragment table and per-chunk fragment offsets when runs are cut at bin changes.
 
     ``f_seq`` are the fragments' first traversal indices (``f_is_run``: also a run's first),
     ``shift`` is each run's first row in its chunk minus its traversal index, ``by_chunk``
-    the runs' sorted order and ``c_flat`` their chunks in that order.  A run's fragments are
-    consecutive in both orders, so the table is filled in sorted order, a block of sorted runs
-    at a time, each row gathered from its traversal-order fragment: the only temporaries are
-    a block's (no per-fragment index as large as the table's own columns).
+    the runs' sorted order and ``c_flat`` their chunks in that order.
     """
-    n, n_frag = len(q_bin), len(f_seq)
+    n_frag = len(f_seq)
     first_frag = np.flatnonzero(f_is_run)
     per_run = np.diff(first_frag, append=n_frag)
-    s_count = per_run[by_chunk]  # fragments of each sorted run
-    s_first = first_frag[by_chunk]  # traversal index of a sorted run's first fragment
-    s_offsets = offsets_from_counts(s_count)
-    table = np.empty((n_frag, 4), dtype=np.int64)
-    fragment_chunk = np.empty(n_frag, dtype=np.int64)
-    k0 = 0
-    while k0 < len(by_chunk):  # sorted runs k0:k1 hold sorted fragments j0:j1
-        j0 = int(s_offsets[k0])
-        k1 = int(np.searchsorted(s_offsets, j0 + _FRAGMENT_BLOCK, side="right")) - 1
-        k1 = min(max(k1, k0 + 1), len(by_chunk))
-        j1 = int(s_offsets[k1])
-        counts = s_count[k0:k1]
-        t = concat_ranges(s_first[k0:k1], counts)  # traversal index of each fragment
-        first = f_seq[t]
-        rows = table[j0:j1]
-        rows[:, 0] = q_bin[first]  # bin
-        runs = by_chunk[k0:k1]
-        rows[:, 1] = np.repeat(run_obj[runs], counts)  # object
-        np.add(np.repeat(shift[runs], counts), first, out=rows[:, 2])  # row in chunk
-        t += 1  # the next fragment's first index, or n after the last fragment
-        end = np.take(f_seq, t, mode="clip")
-        end[t == n_frag] = n
-        np.subtract(end, first, out=rows[:, 3])  # vertices
-        fragment_chunk[j0:j1] = np.repeat(c_flat[k0:k1], counts)
-        k0 = k1
-    return table, fragment_chunk
+    runs = RangeOrder(first_frag[by_chunk], per_run[by_chunk])
+    table = FragmentTable(f_seq, q_bin, len(q_bin), runs, run_obj[by_chunk], shift[by_chunk])
+    cs = run_starts(c_flat)  # first sorted run of each chunk
+    return table, np.append(runs.offsets[cs], n_frag)
 
 
 def _sort_unordered(
@@ -473,7 +546,7 @@ def _sort_unordered(
         refs = _Refs(
             ref_obj[ref_order], s_flat[r_starts], r_starts, row_in_chunk[r_starts], r_counts
         )
-    return _Rows(order, chunks, chunk_offsets, fragments, s_flat[f_starts], refs)
+    return _Rows(order, chunks, chunk_offsets, fragments, _bounds(s_flat[f_starts]), refs)
 
 
 class _LocalLinks(NamedTuple):

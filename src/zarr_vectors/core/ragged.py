@@ -102,8 +102,23 @@ class RangeOrder:
         a, b, step = key.indices(len(self))
         if step != 1:
             raise ValueError("RangeOrder slices take no step")
+        _, starts, counts = self.span(a, b)
+        return concat_ranges(starts, counts)
+
+    def span(self, a: int, b: int) -> tuple[int, IntArray, IntArray]:
+        """Return the ranges covering positions ``a:b``, cut to them.
+
+        Returns the index of the first range and the cut ranges' starts and counts (none
+        when ``b <= a``).
+
+        Examples
+        --------
+        >>> first, starts, counts = RangeOrder(np.array([10, 0, 5]), np.array([3, 2, 1])).span(2, 4)
+        >>> first, starts.tolist(), counts.tolist()
+        (0, [12, 0], [1, 1])
+        """
         if b <= a:
-            return np.zeros(0, dtype=np.int64)
+            return 0, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         off = self.offsets
         first = int(np.searchsorted(off, a, side="right")) - 1  # range holding position a
         stop = int(np.searchsorted(off, b, side="left"))  # ranges first..stop-1 reach b
@@ -113,7 +128,7 @@ class RangeOrder:
         starts[0] += skip
         counts[0] -= skip
         counts[-1] -= int(off[stop]) - b
-        return concat_ranges(starts, counts)
+        return first, starts, counts
 
     def dense(self) -> IntArray:
         """Return the whole permutation expanded."""

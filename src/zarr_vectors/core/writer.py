@@ -28,7 +28,7 @@ from zarr.storage import ZipStore
 from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
-from zarr_vectors.core.gather import GATHER_BYTES, PayloadBatch, payload_batches, take_rows
+from zarr_vectors.core.gather import GATHER_BYTES, PayloadBatch, Rows, payload_batches, take_rows
 from zarr_vectors.core.io import (
     DEFAULT_FRAME_BYTES,
     Compressor,
@@ -244,7 +244,7 @@ _FINITE_BLOCK = 1 << 16
 
 def _array_attrs(
     kind: ArrayKind,
-    values: npt.NDArray[Any],
+    values: Rows,
     width: int,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -374,6 +374,21 @@ class LevelWriter:
         self._last[path] = job
         self._pending.append(job)
 
+    def payload_chunks(
+        self,
+        path: str,
+        kind: ArrayKind,
+        rows: Rows,
+        chunks: npt.NDArray[np.int64],
+        offsets: npt.NDArray[np.int64],
+    ) -> None:
+        """Queue (n, K) rows sorted by chunk: chunk ``chunks[i]`` holds ``offsets[i]:offsets[i+1]``.
+
+        ``rows`` may be a :class:`~zarr_vectors.core.gather.RowSource` (computed a batch at a
+        time on the writer thread); it must not change until :meth:`finish`.
+        """
+        self._queue(path, kind, rows, None, chunks, offsets, None)
+
     def payload(
         self,
         path: str,
@@ -415,7 +430,7 @@ class LevelWriter:
         self,
         path: str,
         kind: ArrayKind,
-        rows: npt.NDArray[Any],
+        rows: Rows,
         order: RowOrder | None,
         chunks: npt.NDArray[np.int64],
         bounds: npt.NDArray[np.int64],
@@ -429,7 +444,7 @@ class LevelWriter:
         self._submit(path, _write_chunks, arr, chunks, batches)
 
     def _array(
-        self, path: str, kind: ArrayKind, rows: npt.NDArray[Any], extra: Mapping[str, Any] | None
+        self, path: str, kind: ArrayKind, rows: Rows, extra: Mapping[str, Any] | None
     ) -> PayloadArray:
         """Return the payload array ``path``, opened or created on first use.
 
@@ -528,7 +543,13 @@ def _write_arrays(
     if not rows_queued:
         _write_rows(w, parts, plan.order, plan.chunks, plan.chunk_offsets)
     _write_links(w, parts, plan)  # links first: a mesh's largest array
-    w.payload(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, plan.fragments, plan.fragment_chunk)
+    w.payload_chunks(
+        L.VERTEX_FRAGMENTS,
+        ArrayKind.VERTEX_FRAGMENTS,
+        plan.fragments,
+        plan.chunks,
+        plan.fragment_offsets,
+    )
     has_obj = parts.has_objects
     write_dense_arrays(
         w,
