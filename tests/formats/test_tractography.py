@@ -189,7 +189,8 @@ def test_trk_round_trip(trk: Path, tmp_path: Path) -> None:
     assert a.header["voxel_order"] == b.header["voxel_order"]
 
 
-def test_trk_streaming_gives_the_same_store(trk: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("partition", [1, 3])
+def test_trk_streaming_gives_the_same_store(trk: Path, tmp_path: Path, partition: int) -> None:
     a, b = str(tmp_path / "a.zarrvectors"), str(tmp_path / "b.zarrvectors")
     with open_trk(trk) as src:
         src.write(a, OPTS)
@@ -201,6 +202,7 @@ def test_trk_streaming_gives_the_same_store(trk: Path, tmp_path: Path) -> None:
                 bin_shape=OPTS.bin_shape,
                 streaming=True,
                 batch_size=100,
+                partition_chunks=partition,
             ),
         )
     assert_same_store(a, b)

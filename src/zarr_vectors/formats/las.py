@@ -327,7 +327,9 @@ class LasSource(Source):
             return write_points(
                 store, _positions(las.points), attributes=_attributes(las.points, dims), **kwargs
             )
-        writer = open_writer(store, "point_cloud", **kwargs)
+        writer = open_writer(
+            store, "point_cloud", partition_chunks=options.partition_chunks, **kwargs
+        )
         try:
             report.start(f"reading {self.path.name}", n)
             with laspy.open(self.path) as reader:

@@ -223,7 +223,9 @@ class _StreamlineSource(Source):
                 groups=b.groups or None,
                 **kwargs,
             )
-        writer = open_writer(store, "streamline", **kwargs)
+        writer = open_writer(
+            store, "streamline", partition_chunks=options.partition_chunks, **kwargs
+        )
         try:
             report.start(f"reading {self.path.name}", self.n_vertices)
             for a, z in self.ranges(options.batch_size):
