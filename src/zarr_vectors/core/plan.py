@@ -237,7 +237,9 @@ def plan_level(
         ref_obj, ref_first = refs.obj, refs.first
         d = layout.ndim
         manifest = np.empty((len(ref_obj), d + 2), dtype=np.int64)
-        manifest[:, :d] = layout.coords_of_flat(refs.chunk)
+        # coordinates from a table of the non-empty chunks (few), not unravelled per ref
+        coords = layout.coords_of_flat(rows.chunks)
+        manifest[:, :d] = coords[_chunk_positions(rows.chunks, refs.chunk)]
         manifest[:, d] = refs.row
         manifest[:, d + 1] = refs.count
         object_offsets = offsets_from_counts(np.bincount(refs.obj, minlength=parts.n_objects))
@@ -806,7 +808,11 @@ def _join_links(refs: _Refs, layout: ChunkLayout, chunks: IntArray) -> _CrossLin
     join = np.flatnonzero(refs.obj[1:] == refs.obj[:-1])  # ref j joins ref j+1
     pos = _chunk_positions(chunks, refs.chunk)
     join = join[sort_order([pos[join]], [len(chunks)])]
-    row = np.stack([refs.row[join] + refs.count[join] - 1, refs.row[join + 1]], axis=1)
+    row = np.empty((len(join), 2), dtype=np.int64)  # last row of ref j, first of ref j+1
+    row[:, 0] = refs.row[join]
+    row[:, 0] += refs.count[join]
+    row[:, 0] -= 1
+    row[:, 1] = refs.row[join + 1]
     return _CrossLinks(
         refs.chunk[join],
         _endpoint_rows(layout, chunks, pos[np.stack([join, join + 1], axis=1)], row),
