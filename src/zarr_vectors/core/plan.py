@@ -238,8 +238,9 @@ def plan_level(
         d = layout.ndim
         manifest = np.empty((len(ref_obj), d + 2), dtype=np.int64)
         # coordinates from a table of the non-empty chunks (few), not unravelled per ref
-        coords = layout.coords_of_flat(rows.chunks)
-        manifest[:, :d] = coords[_chunk_positions(rows.chunks, refs.chunk)]
+        if len(refs.chunk):
+            coords = layout.coords_of_flat(rows.chunks)
+            manifest[:, :d] = coords[_chunk_positions(rows.chunks, refs.chunk)]
         manifest[:, d] = refs.row
         manifest[:, d + 1] = refs.count
         object_offsets = offsets_from_counts(np.bincount(refs.obj, minlength=parts.n_objects))
@@ -352,21 +353,10 @@ def _sort_runs(
         assert obj is not None
         q_obj = obj if by_rank is None else obj[by_rank]
         run_mask = change_mask(q_flat, q_obj, extra=gap)
-    q_bin = None
-    if int(np.prod(layout.bins_per_chunk)) > 1:
-        q_bin = bins if by_rank is None else bins[by_rank]
-        f_seq = np.flatnonzero(change_mask(q_bin, extra=run_mask))
-        f_is_run = run_mask[f_seq]
-        run = f_seq[f_is_run]
-    else:
-        run = np.flatnonzero(run_mask)
-    del run_mask
+    # the row order needs only the runs: the writer starts on the rows before fragments
+    run = np.flatnonzero(run_mask)
     run_len = np.diff(run, append=n)
     run_flat: IntArray = q_flat[run].astype(np.int64, copy=False)
-    if starts is not None:  # the last object starting at or before each run
-        run_obj = np.searchsorted(starts, run, side="right") - 1
-    else:
-        run_obj = q_obj[run].astype(np.int64, copy=False)
     by_chunk = sort_order([run_flat], [layout.n_chunks])
     c_flat, c_len = run_flat[by_chunk], run_len[by_chunk]
     c_first = offsets_from_counts(c_len)[:-1]
@@ -376,6 +366,16 @@ def _sort_runs(
     chunks, chunk_offsets, c_row = _chunk_rows(c_flat, c_first, n)
     if on_order is not None:
         on_order(order, chunks, chunk_offsets)
+    q_bin = None
+    if int(np.prod(layout.bins_per_chunk)) > 1:
+        q_bin = bins if by_rank is None else bins[by_rank]
+        f_seq = np.flatnonzero(change_mask(q_bin, extra=run_mask))
+        f_is_run = run_mask[f_seq]
+    del run_mask
+    if starts is not None:  # the last object starting at or before each run
+        run_obj = np.searchsorted(starts, run, side="right") - 1
+    else:
+        run_obj = q_obj[run].astype(np.int64, copy=False)
     first = np.empty(len(run), dtype=np.int64)
     first[by_chunk] = c_first
     row = np.empty(len(run), dtype=np.int64)
