@@ -234,3 +234,19 @@ def test_binned_fragments_filled_block_by_block_equal_the_reference(
     for a in range(0, len(table), 7):  # any slice, as a writer's batches ask for them
         for b in (a, a + 1, a + 13, len(table) + 5):
             np.testing.assert_array_equal(plan.fragments[a:b], table[a:b])
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_edges_sort_without_a_packed_key(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """Chunk, row and row indices too wide for one int64 key still sort edges in each chunk."""
+    monkeypatch.setattr(plan_module, "_EDGE_KEY_BITS", 3)
+    rng = np.random.default_rng(seed)
+    n = 200
+    pos = np.cumsum(rng.normal(0, 1.5, (n, 3)), axis=0)
+    obj = np.unique(np.sort(rng.integers(0, 6, n)), return_inverse=True)[1].astype(np.int64)
+    links = rng.integers(0, n, (301, 2))
+    layout = ChunkLayout((4.0,) * 3, (4.0,) * 3, grid_for_bounds(pos.min(0), pos.max(0), (4,) * 3))
+    parts = GeometryParts(
+        positions=pos, vertex_object=obj, n_objects=int(obj.max()) + 1, links=links
+    )
+    assert_same_plan(plan_level(parts, layout), reference_plan(parts, layout))

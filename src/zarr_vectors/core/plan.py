@@ -605,6 +605,8 @@ def _plan_links(parts: GeometryParts, layout: ChunkLayout, rows: _Rows) -> LinkP
 
 
 _LINK_BLOCK = 1 << 16
+_EDGE_KEY_BITS = 62
+"""Bits of a packed (chunk, row, row) edge sort key; wider keys sort with numpy's lexsort."""
 _FRAGMENT_BLOCK = 1 << 16  # fragments of a level filled in at a time
 """Links handled at once by :func:`_split_links` (its temporaries stay in cache)."""
 
@@ -715,8 +717,10 @@ def _edges_by_rows(
         return None
     a = max(first_bound - 1, 1).bit_length()
     b = 0 if second is None else max(second_bound - 1, 1).bit_length()
-    if max(len(per_chunk) - 1, 1).bit_length() + a + b > 62:
-        return None
+    if max(len(per_chunk) - 1, 1).bit_length() + a + b > _EDGE_KEY_BITS:  # no packed key
+        chunk = np.repeat(np.arange(len(per_chunk), dtype=np.int64), per_chunk)
+        by = np.lexsort((first, chunk) if second is None else (second, first, chunk))
+        return None if _is_identity(by) else by.astype(np.int64, copy=False)
     key = np.repeat(np.arange(len(per_chunk), dtype=np.int64), per_chunk)
     key <<= a
     key |= first
