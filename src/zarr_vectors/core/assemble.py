@@ -29,6 +29,7 @@ from zarr_vectors.core.writer import (
     column_attrs,
     take_rows,
     write_dense_arrays,
+    write_fragments,
     write_link_plan,
 )
 from zarr_vectors.errors import InvalidInputError
@@ -378,13 +379,7 @@ def process_round(
     counts = np.diff(plan.chunk_offsets)
     row_chunk = np.repeat(plan.chunks, counts)
     w.payload(L.VERTICES, ArrayKind.VERTICES, take_rows(parts.positions, order), row_chunk)
-    w.payload_chunks(
-        L.VERTEX_FRAGMENTS,
-        ArrayKind.VERTEX_FRAGMENTS,
-        plan.fragments,
-        plan.chunks,
-        plan.fragment_offsets,
-    )
+    write_fragments(w, plan)
     for name, col in parts.vertex_attributes.items():
         w.payload(
             L.attribute_path(L.ATTRIBUTES, name),

@@ -543,13 +543,7 @@ def _write_arrays(
     if not rows_queued:
         _write_rows(w, parts, plan.order, plan.chunks, plan.chunk_offsets)
     _write_links(w, parts, plan)  # links first: a mesh's largest array
-    w.payload_chunks(
-        L.VERTEX_FRAGMENTS,
-        ArrayKind.VERTEX_FRAGMENTS,
-        plan.fragments,
-        plan.chunks,
-        plan.fragment_offsets,
-    )
+    write_fragments(w, plan)
     has_obj = parts.has_objects
     write_dense_arrays(
         w,
@@ -559,6 +553,12 @@ def _write_arrays(
         parts.object_attributes,
         parts.groups,
     )
+
+
+def write_fragments(w: LevelWriter, plan: LevelPlan) -> None:
+    """Queue the ``vertex_fragments`` of a planned level (a table built a batch at a time)."""
+    fragments, chunks, offsets = plan.fragments, plan.chunks, plan.fragment_offsets
+    w.payload_chunks(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, fragments, chunks, offsets)
 
 
 def _write_rows(
