@@ -171,6 +171,16 @@ def test_bad_batch_leaves_writer_usable() -> None:
     assert len(zv.read_points(store)) == 3
 
 
+@pytest.mark.parametrize("gtype", ["streamline", "polyline"])
+def test_non_finite_path_vertex_is_refused_when_appended(gtype: str) -> None:
+    """In-memory path writes check NaN/inf in ``write_store``; batches are checked at append."""
+    w = zv.open_writer(MemoryStore(), gtype, chunk_shape=(1, 1))
+    pos = np.array([[0.0, 0.0], [0.5, 0.5], [0.2, np.inf], [0.1, 0.1]])
+    with pytest.raises(zv.InvalidInputError, match="row 2"):
+        w.append(pos, offsets=np.array([0, 2, 4]))
+    w.abort()
+
+
 def test_graph_stream_equals_in_memory() -> None:
     rng = np.random.default_rng(11)
     pieces = []

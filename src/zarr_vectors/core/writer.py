@@ -208,8 +208,13 @@ class WriteSummary:
     """Chunk grid of the store."""
 
 
-def check_positions(positions: Any, *, ndim: int | None = None) -> npt.NDArray[np.floating]:
+def check_positions(
+    positions: Any, *, ndim: int | None = None, finite: bool = True
+) -> npt.NDArray[np.floating]:
     """Validate vertex positions: a finite (N, D) float array; float32 kept, others -> float64.
+
+    ``finite=False`` leaves the NaN/inf scan to :func:`write_store` (it finds the column
+    extents in the same pass).
 
     Raises
     ------
@@ -228,6 +233,13 @@ def check_positions(positions: Any, *, ndim: int | None = None) -> npt.NDArray[n
     else:
         arr = arr.astype(np.float64)
     arr = np.ascontiguousarray(arr)
+    if finite:
+        _refuse_non_finite(arr)
+    return arr
+
+
+def _refuse_non_finite(arr: npt.NDArray[np.floating]) -> None:
+    """Raise for the first NaN or infinite coordinate of C-contiguous (N, D) ``arr``."""
     flat = arr.reshape(-1)
     for a in range(0, len(flat), _FINITE_BLOCK):  # a cache-sized mask, not an (N, D) one
         bad = ~np.isfinite(flat[a : a + _FINITE_BLOCK])
@@ -236,7 +248,6 @@ def check_positions(positions: Any, *, ndim: int | None = None) -> npt.NDArray[n
             raise InvalidInputError(
                 f"positions: non-finite coordinate {arr[row, col]} at row {row}, column {col}"
             )
-    return arr
 
 
 _FINITE_BLOCK = 1 << 16
@@ -730,6 +741,8 @@ def write_store(
     d = parts.positions.shape[1]
     shapes = _shapes(opts, d)  # names chunk_shape / bin_shape problems before anything else
     extent = _column_extent(parts.positions)
+    if extent is not None and not (np.isfinite(extent[0]).all() and np.isfinite(extent[1]).all()):
+        _refuse_non_finite(parts.positions)  # NaN and inf show in the extents: name the row
     _check_chunk_range(parts.positions, shapes[0], extent)
     grid, data_box = _store_bounds(extent, opts, d)
     # every input error surfaces above, before the store is touched: planning is pure

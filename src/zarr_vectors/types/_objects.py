@@ -52,9 +52,13 @@ def in_box(pos: npt.NDArray[np.floating], box: BoundingBox) -> npt.NDArray[np.bo
 
 
 def flatten_ragged(
-    items: Any, offsets: Any, what: str
+    items: Any, offsets: Any, what: str, *, finite: bool = True
 ) -> tuple[npt.NDArray[np.floating], IntArray]:
-    """Accept a list of (Ni, D) arrays or flat positions + offsets; return both flat."""
+    """Accept a list of (Ni, D) arrays or flat positions + offsets; return both flat.
+
+    ``finite=False``: the caller's :func:`~zarr_vectors.core.writer.write_store` refuses
+    NaN and infinite coordinates (see :func:`~zarr_vectors.core.writer.check_positions`).
+    """
     if offsets is None:
         if isinstance(items, np.ndarray) and items.ndim == 2:
             raise InvalidInputError(f"{what}: a flat (N, D) array needs offsets=")
@@ -82,8 +86,8 @@ def flatten_ragged(
         flat = np.concatenate(arrays, axis=0)
         off = np.zeros(len(arrays) + 1, dtype=np.int64)
         np.cumsum(counts, out=off[1:])
-        return check_positions(flat), off
-    pos = check_positions(items)
+        return check_positions(flat, finite=finite), off
+    pos = check_positions(items, finite=finite)
     off = np.asarray(offsets)
     if off.ndim != 1 or off.size < 1 or off.dtype.kind not in "iu":
         raise InvalidInputError(f"{what}: offsets must be a 1-D integer array of n+1 entries")

@@ -116,8 +116,11 @@ def _path_parts(
     ids: Any,
     groups: Mapping[str, Any] | None,
     group_attributes: Mapping[str, Any] | None,
+    *,
+    finite: bool = True,
 ) -> GeometryParts:
-    pos, off = flatten_ragged(paths, offsets, "polylines")
+    """Paths as write-pipeline parts (``finite=False``: :func:`write_store` checks NaN/inf)."""
+    pos, off = flatten_ragged(paths, offsets, "polylines", finite=finite)
     n_obj = len(off) - 1
     idmap = UserIdMap.from_user(ids, n_obj)
     obj_attrs = normalize_columns(object_attributes, n_obj, "object attribute")
@@ -215,7 +218,14 @@ def write_polylines(
     if gtype not in (GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE):
         raise InvalidInputError(f"geometry_type must be 'polyline' or 'streamline', got {gtype}")
     parts = _path_parts(
-        polylines, offsets, attributes, object_attributes, ids, groups, group_attributes
+        polylines,
+        offsets,
+        attributes,
+        object_attributes,
+        ids,
+        groups,
+        group_attributes,
+        finite=False,
     )
     return write_store(store, gtype, parts, write_options(parts, locals(), type_metadata))
 
