@@ -448,10 +448,9 @@ class FragmentTable:
         if step != 1:
             raise ValueError("FragmentTable slices take no step")
         out = np.empty((max(b - a, 0), 4), dtype=np.int64)
-        for j0 in range(a, b, _FRAGMENT_BLOCK):  # cache-sized temporaries
-            self._fill(
-                j0, min(j0 + _FRAGMENT_BLOCK, b), out[j0 - a : min(j0 + _FRAGMENT_BLOCK, b) - a]
-            )
+        for j0 in range(a, b, _FRAGMENT_BLOCK):
+            j1 = min(j0 + _FRAGMENT_BLOCK, b)
+            self._fill(j0, j1, out[j0 - a : j1 - a])
         return out
 
     def dense(self) -> IntArray:
@@ -605,10 +604,11 @@ def _plan_links(parts: GeometryParts, layout: ChunkLayout, rows: _Rows) -> LinkP
 
 
 _LINK_BLOCK = 1 << 16
+"""Links handled at once by :func:`_split_links` (its temporaries stay in cache)."""
 _EDGE_KEY_BITS = 62
 """Bits of a packed (chunk, row, row) edge sort key; wider keys sort with numpy's lexsort."""
-_FRAGMENT_BLOCK = 1 << 16  # fragments of a level filled in at a time
-"""Links handled at once by :func:`_split_links` (its temporaries stay in cache)."""
+_FRAGMENT_BLOCK = 1 << 16
+"""Fragment rows a :class:`FragmentTable` fills at a time (its temporaries stay in cache)."""
 
 
 def _chunk_positions(chunks: IntArray, flat: IntArray) -> IntArray:
