@@ -27,10 +27,10 @@ from zarr_vectors.core.writer import (
     LevelWriter,
     StoreOptions,
     column_attrs,
-    take_rows,
     write_dense_arrays,
     write_fragments,
     write_link_plan,
+    write_rows,
 )
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec import layout as L
@@ -377,17 +377,8 @@ def process_round(
     plan = plan_level(parts, asm.layout)
     order = as_index(plan.order)
     counts = np.diff(plan.chunk_offsets)
-    row_chunk = np.repeat(plan.chunks, counts)
-    w.payload(L.VERTICES, ArrayKind.VERTICES, take_rows(parts.positions, order), row_chunk)
+    write_rows(w, parts, order, plan.chunks, plan.chunk_offsets)
     write_fragments(w, plan)
-    for name, col in parts.vertex_attributes.items():
-        w.payload(
-            L.attribute_path(L.ATTRIBUTES, name),
-            ArrayKind.ATTRIBUTE,
-            take_rows(col.rows, order),
-            row_chunk,
-            column_attrs(col),
-        )
     refs = np.zeros((0, asm.layout.ndim + 4), np.int64)
     if asm.has_objects:
         first = gidx[order[plan.ref_first_row]]
@@ -395,6 +386,7 @@ def process_round(
     where = None
     if need_where:
         rows = np.arange(len(gidx)) - np.repeat(plan.chunk_offsets[:-1], counts)
+        row_chunk = np.repeat(plan.chunks, counts)
         where = np.stack([gidx[order], row_chunk, rows], axis=1).astype(np.int64)
     return RoundResult(plan.chunks, counts, refs, where)
 

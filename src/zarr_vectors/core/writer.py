@@ -392,13 +392,14 @@ class LevelWriter:
         rows: Rows,
         chunks: npt.NDArray[np.int64],
         offsets: npt.NDArray[np.int64],
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
         """Queue (n, K) rows sorted by chunk: chunk ``chunks[i]`` holds ``offsets[i]:offsets[i+1]``.
 
         ``rows`` may be a :class:`~zarr_vectors.core.gather.RowSource` (computed a batch at a
         time on the writer thread); it must not change until :meth:`finish`.
         """
-        self._queue(path, kind, rows, None, chunks, offsets, None)
+        self._queue(path, kind, rows, None, chunks, offsets, extra)
 
     def payload(
         self,
@@ -416,7 +417,7 @@ class LevelWriter:
         rows = rows.reshape(len(rows), -1) if rows.ndim != 2 else rows
         starts = run_starts(chunk_of_row) if len(rows) else np.zeros(0, dtype=np.int64)
         bounds = np.append(starts, len(rows)).astype(np.int64, copy=False)
-        self._queue(path, kind, rows, None, chunk_of_row[starts], bounds, extra)
+        self.payload_chunks(path, kind, rows, chunk_of_row[starts], bounds, extra)
 
     def payload_rows(
         self,
@@ -552,7 +553,7 @@ def _write_arrays(
 ) -> None:
     """Queue every array of a level (the vertex rows too unless ``rows_queued``)."""
     if not rows_queued:
-        _write_rows(w, parts, plan.order, plan.chunks, plan.chunk_offsets)
+        write_rows(w, parts, plan.order, plan.chunks, plan.chunk_offsets)
     _write_links(w, parts, plan)  # links first: a mesh's largest array
     write_fragments(w, plan)
     has_obj = parts.has_objects
@@ -572,7 +573,7 @@ def write_fragments(w: LevelWriter, plan: LevelPlan) -> None:
     w.payload_chunks(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, fragments, chunks, offsets)
 
 
-def _write_rows(
+def write_rows(
     w: LevelWriter,
     parts: GeometryParts,
     order: RowOrder,
@@ -763,7 +764,7 @@ def _plan_and_write(
     def queue_rows(
         order: RowOrder, chunks: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]
     ) -> None:
-        _write_rows(w, parts, order, chunks, offsets)
+        write_rows(w, parts, order, chunks, offsets)
         queued.append(True)
 
     plan = plan_level(parts, layout, on_order=queue_rows)
