@@ -69,9 +69,9 @@ def payload_reads(read: Callable[[], T]) -> tuple[T, list[str]] | tuple[T, None]
     original = zv_io._get_many
     original_local = payload_cls.decode_rows_local  # type: ignore[union-attr]
 
-    def spy(store: Any, keys: Sequence[str]) -> Any:
+    def spy(store: Any, keys: Sequence[str], *rest: Any) -> Any:
         seen.extend(keys)
-        return original(store, keys)
+        return original(store, keys, *rest)
 
     def spy_local(self: Any, flat: int, *args: Any, **kwargs: Any) -> Any:
         seen.append(self._key(flat))

@@ -254,3 +254,59 @@ def test_payload_keys_match_zarr_encoding(
         for f in flats
     ]
     assert PayloadArray(arr)._keys(flats) == expected
+
+
+def test_local_files_are_read_in_batches_into_shared_buffers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Missing, empty and multi-batch files read back exactly, as read-only views."""
+    from zarr_vectors.core import io as zv_io
+    from zarr_vectors.core.scratch import ScratchPool
+
+    monkeypatch.setattr(zv_io, "_OPEN_FILES", 3)
+    rng = np.random.default_rng(0)
+    contents: list[bytes | None] = []
+    for i in range(8):
+        data = None if i == 2 else b"" if i == 5 else rng.bytes(int(rng.integers(1, 5000)))
+        if data is not None:
+            (tmp_path / f"f{i}").write_bytes(data)
+        contents.append(data)
+    paths = [str(tmp_path / f"f{i}") for i in range(8)]
+    pool = ScratchPool(limit=64 << 20)
+    for lease_pool in (None, pool):
+        if lease_pool is None:
+            got = zv_io._read_files(paths)
+        else:
+            with lease_pool.lease() as lease:
+                got = [None if g is None else bytes(g) for g in zv_io._read_files(paths, lease)]
+        assert [None if g is None else bytes(g) for g in got] == contents
+    views = zv_io._read_files(paths)
+    assert all(v is None or v.readonly for v in views)
+
+
+def test_lz4_arrays_read_whole_are_single_lz4_blocks(tmp_path: Path) -> None:
+    """``"lz4"`` links are Blosc buffers of 64 KiB unsplit LZ4 blocks that zarr-python reads."""
+    from zarr_vectors.core.blosc_blocks import blosc_table
+    from zarr_vectors.core.io import LZ4_WHOLE_BLOCK
+
+    rng = np.random.default_rng(1)
+    n = 60_000
+    positions = rng.random((n, 3)) * 10
+    parents = np.arange(-1, n - 1)
+    path = tmp_path / "s.zv"
+    zv.write_skeleton(path, positions, parents, chunk_shape=(5.0,) * 3, compressor="lz4")
+    links = zarr.open_array(LocalStore(path), path="0/links", mode="r")
+    seen = 0
+    for key in sorted((path / "0" / "links" / "c").rglob("*")):
+        if key.is_file():
+            raw = key.read_bytes()
+            table = blosc_table(raw, str(key))
+            assert raw[2] & 0x10  # "do not split": one LZ4 stream per block
+            assert table.blocksize == min(LZ4_WHOLE_BLOCK, table.nbytes)
+            seen += 1
+    assert seen > 0
+    ours = open_payload_array(zarr.open_group(LocalStore(path), mode="r", path="0"), "links")
+    flats = np.arange(int(np.prod(links.shape)), dtype=np.int64)
+    assert [bytes(p) for p in ours.read(flats)] == native(links)  # zarr-python decodes the same
+    back = zv.read_skeleton(path)
+    np.testing.assert_array_equal(back.parents, parents)

@@ -330,9 +330,9 @@ class PathOracle:
         original = zv_io._get_many
         original_local = zv_io.PayloadArray.decode_rows_local
 
-        def spy(store: Any, keys: Sequence[str]) -> Any:
+        def spy(store: Any, keys: Sequence[str], *rest: Any) -> Any:
             seen.extend(keys)
-            return original(store, keys)
+            return original(store, keys, *rest)
 
         def spy_local(self: Any, flat: int, *args: Any) -> Any:  # local files, read in place
             seen.append(self._key(flat))

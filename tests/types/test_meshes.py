@@ -369,9 +369,9 @@ def test_one_object_read_touches_only_its_chunks(grid_store: Any) -> None:
     seen: list[str] = []
     original = zv_io._get_many
 
-    def spy(s: Any, keys: Sequence[str]) -> Any:
+    def spy(s: Any, keys: Sequence[str], *rest: Any) -> Any:
         seen.extend(k for k in keys if "/object_index/" not in k and "/vertex_counts/" not in k)
-        return original(s, keys)
+        return original(s, keys, *rest)
 
     with mock.patch.object(zv_io, "_get_many", spy):
         read_mesh(store, object_ids=[30])

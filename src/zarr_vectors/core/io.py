@@ -74,6 +74,7 @@ from zarr_vectors.core.blosc_blocks import (
     table_length,
 )
 from zarr_vectors.core.ragged import concat_ranges, unique_sorted
+from zarr_vectors.core.scratch import Lease
 from zarr_vectors.core.shards import ShardFormat
 from zarr_vectors.errors import CorruptPayloadError, StoreNotFoundError
 from zarr_vectors.spec.conventions import Compression
@@ -107,6 +108,8 @@ Compressor: TypeAlias = BytesBytesCodec | NumcodecsCodec | None
 """A zarr v3 bytes-to-bytes codec, a numcodecs codec (Zarr v2), or None for no compression."""
 
 CompressorSpec: TypeAlias = Compressor | str | Mapping[str, Compressor | str]
+Blob: TypeAlias = bytes | memoryview
+"""Stored bytes of one key: local reads hand out read-only views of a shared buffer."""
 """One compressor for every array, or a mapping from array path to compressor (``"*"``: rest)."""
 
 _HEADER = struct.Struct("<II")
@@ -209,15 +212,27 @@ COMPRESSOR_NAMES = ("default", *(c.value for c in Compression))
 object index in 16 KiB blocks, other dense arrays zstd)."""
 
 
+LZ4_WHOLE_BLOCK = 65536
+"""Blosc block of ``"lz4"`` payloads read whole (links, fragments; point clouds' vertices).
+
+Written by :func:`~zarr_vectors.core.blosc_blocks.encode_lz4_blocks` as single LZ4 blocks
+("do not split"): ~1.8x faster to decode than c-blosc's own blocks of per-byte streams, and
+no larger (a million skeleton links: 2.2 vs 4.0 ms, 0.38 vs 0.39 MB; BENCHMARKS.md)."""
+
+
 def _lz4_blosc(zarr_format: int, typesize: int, blocksize: int | None) -> Any:
-    """Blosc LZ4 + byte shuffle over ``typesize``-byte values, ``blocksize`` bytes a block."""
+    """Blosc LZ4 + byte shuffle over ``typesize``-byte values, ``blocksize`` bytes a block.
+
+    ``blocksize`` None (payloads always read whole) means :data:`LZ4_WHOLE_BLOCK`.
+    """
     typesize = max(1, min(int(typesize), 255))
+    blocksize = blocksize or LZ4_WHOLE_BLOCK
     if zarr_format == 2:
         return numcodecs.Blosc(
             cname="lz4",
             clevel=LZ4_LEVEL,
             shuffle=numcodecs.Blosc.SHUFFLE,
-            blocksize=blocksize or 0,
+            blocksize=blocksize,
             typesize=typesize,
         )
     return BloscCodec(
@@ -225,7 +240,7 @@ def _lz4_blosc(zarr_format: int, typesize: int, blocksize: int | None) -> Any:
         clevel=LZ4_LEVEL,
         shuffle="shuffle",
         typesize=typesize,
-        blocksize=blocksize or 0,
+        blocksize=blocksize,
     )
 
 
@@ -366,7 +381,7 @@ class _ElementCodec:
             out[i] = data
         return out
 
-    def decode(self, data: bytes, where: str) -> bytes | memoryview:
+    def decode(self, data: Blob, where: str) -> bytes | memoryview:
         try:
             raw = data if self.compressor is None else self.compressor.decode(data)
         except Exception as exc:  # any codec error on untrusted bytes (zlib, blosc, ...)
@@ -385,7 +400,7 @@ class _ElementCodec:
 
     def decode_rows(
         self,
-        data: bytes,
+        data: Blob,
         where: str,
         out: npt.NDArray[np.uint8],
         starts: npt.NDArray[np.int64],
@@ -421,7 +436,7 @@ class _ElementCodec:
             return
         decode_frames(data, table, out, starts, stops, _HEADER.size, where)
 
-    def _whole_into(self, data: bytes, where: str, out: npt.NDArray[np.uint8]) -> None:
+    def _whole_into(self, data: Blob, where: str, out: npt.NDArray[np.uint8]) -> None:
         rows = self.decode(data, where)
         if len(rows) != len(out):
             raise CorruptPayloadError(f"{where}: {len(rows)} bytes, expected {len(out)}")
@@ -436,7 +451,7 @@ def _blosc_blocks(data: bytes | memoryview, where: str) -> BloscTable | None:
 
 
 def decode_frames(
-    data: bytes,
+    data: Blob,
     table: FrameTable,
     out: npt.NDArray[np.uint8],
     starts: npt.NDArray[np.int64],
@@ -730,33 +745,60 @@ def _local_root(store: Store) -> Path | None:
     return Path(store.root) if isinstance(store, LocalStore) else None
 
 
-def _read_file(path: str) -> bytes | None:
-    """Whole content of a local file (None if absent), with two syscalls besides open."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        size = os.fstat(fd).st_size
-        data = os.read(fd, size)
-        if len(data) < size:  # very large files come in pieces
-            parts = [data]
-            while size > (got := sum(len(p) for p in parts)):
-                more = os.read(fd, size - got)
-                if not more:
-                    break
-                parts.append(more)
-            data = b"".join(parts)
-        return data
-    finally:
-        os.close(fd)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_OPEN_FILES = 256
+"""Files a local batch read holds open at once (their sizes size its one buffer)."""
 
 
-def _get_many(store: Store, keys: Sequence[str]) -> list[bytes | None]:
+def _read_files(paths: Sequence[str], lease: Lease | None = None) -> list[memoryview | None]:
+    """Whole contents of local files (None where absent), read into one buffer per batch.
+
+    Each content is a read-only view of a buffer shared by up to :data:`_OPEN_FILES` files:
+    one allocation instead of a ``bytes`` object per file, which for chunk-sized files
+    (> 128 KiB: each its own ``mmap``, faulted in page by page) is ~4x slower to fill.  With
+    a ``lease`` the buffers are borrowed from it (the views are valid while it lasts).
+    """
+    out: list[memoryview | None] = []
+    for at in range(0, len(paths), _OPEN_FILES):
+        fds: list[int] = []
+        try:
+            for path in paths[at : at + _OPEN_FILES]:
+                try:
+                    fds.append(os.open(path, os.O_RDONLY | _CLOEXEC))
+                except FileNotFoundError:
+                    fds.append(-1)
+            sizes = [os.fstat(fd).st_size if fd >= 0 else 0 for fd in fds]
+            total = sum(sizes)  # np.empty, not bytearray: no zero fill
+            buffer = (np.empty(total, np.uint8) if lease is None else lease.empty(total)).data
+            start = 0
+            for fd, size in zip(fds, sizes, strict=True):
+                if fd < 0:
+                    out.append(None)
+                    continue
+                view = buffer[start : start + size]
+                got = 0
+                while got < size:  # large files come in pieces; a file cut short ends early
+                    n = os.readv(fd, [view[got:]])
+                    if not n:
+                        break
+                    got += n
+                out.append(view[:got].toreadonly())
+                start += size
+        finally:
+            for fd in fds:
+                if fd >= 0:
+                    os.close(fd)
+    return out
+
+
+def _get_many(
+    store: Store, keys: Sequence[str], lease: Lease | None = None
+) -> Sequence[Blob | None]:
+    """Return the stored bytes of ``keys`` (None where absent); local reads use ``lease``."""
     root = _local_root(store)
     if root is not None:
         base = str(root)
-        return [_read_file(os.path.join(base, k)) for k in keys]
+        return _read_files([os.path.join(base, k) for k in keys], lease)
     proto = default_buffer_prototype()
 
     async def fetch() -> list[bytes | None]:
@@ -808,7 +850,7 @@ def _set_many(store: Store, items: Sequence[tuple[str, bytes]]) -> None:
     sync(put())
 
 
-_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _CLOEXEC
 
 
 def _write_file(item: tuple[str, bytes | memoryview]) -> None:
@@ -1036,7 +1078,7 @@ def _dense_chunks(
 
 
 def _decoded_dense(
-    raw: bytes,
+    raw: Blob,
     comp: NumcodecsCodec | None,
     nbytes: int,
     where: str,
@@ -1168,7 +1210,7 @@ class PayloadArray:
             keys = self._keys([i for i, _ in pairs])
             _set_many(store, list(zip(keys, encoded, strict=True)))
             return
-        shards: dict[tuple[int, ...], dict[int, bytes]] = {}
+        shards: dict[tuple[int, ...], dict[int, Blob]] = {}
         for (flat, _), data in zip(pairs, encoded, strict=True):
             shard, inner = self._shard_of(flat, fmt)
             shards.setdefault(shard, {})[inner] = data
@@ -1214,7 +1256,7 @@ class PayloadArray:
             )
 
     def read_concat(
-        self, flat_indices: npt.NDArray[np.int64]
+        self, flat_indices: npt.NDArray[np.int64], lease: Lease | None = None
     ) -> tuple[npt.NDArray[np.uint8], list[int]] | None:
         """Return the elements' rows concatenated, and each element's length in bytes.
 
@@ -1222,13 +1264,14 @@ class PayloadArray:
         element ``i`` decodes over the end of element ``i - 1``'s slot, its 8-byte vlen
         header landing where the previous element's last bytes go, so elements are decoded
         last to first and each header is checked before it is overwritten.  Returns None for
-        other codecs (use :meth:`read`).
+        other codecs (use :meth:`read`).  With a ``lease``, the rows (and the stored bytes
+        fetched on the way) are in its buffers: valid while it lasts.
         """
         fast = self._fast
         if fast is None or fast[0].compressor is None or fast[0].compressor.codec_id != "blosc":
             return None
         flats = [int(i) for i in flat_indices]
-        raw = self._fetch(flats, fast[1])
+        raw = self._fetch(flats, fast[1], lease)
         sizes = []
         for flat, data in zip(flats, raw, strict=True):
             if data is None:
@@ -1241,7 +1284,8 @@ class PayloadArray:
                 raise CorruptPayloadError(f"{self.name} chunk {flat}: truncated element header")
             sizes.append(nbytes - _HEADER.size)
         starts = [0, *accumulate(sizes)]
-        out = np.empty(_HEADER.size + starts[-1], dtype=np.uint8)
+        size = _HEADER.size + starts[-1]
+        out = np.empty(size, dtype=np.uint8) if lease is None else lease.empty(size)
         with serial_blosc():
             for i in reversed(range(len(flats))):
                 data = raw[i]
@@ -1261,7 +1305,7 @@ class PayloadArray:
                     )
         return out[_HEADER.size :], sizes
 
-    def fetch(self, flat_indices: npt.NDArray[np.int64]) -> list[bytes | None] | None:
+    def fetch(self, flat_indices: npt.NDArray[np.int64]) -> Sequence[Blob | None] | None:
         """Return the stored (still encoded) bytes of each element, None where nothing is.
 
         Returns None for codec chains this module does not decode itself (then use
@@ -1273,16 +1317,18 @@ class PayloadArray:
         flats = [int(i) for i in flat_indices]
         return self._fetch(flats, fast[1]) if flats else []
 
-    def _fetch(self, flats: list[int], fmt: ShardFormat | None) -> list[bytes | None]:
+    def _fetch(
+        self, flats: list[int], fmt: ShardFormat | None, lease: Lease | None = None
+    ) -> Sequence[Blob | None]:
         """Fetch the stored bytes of the elements ``flats`` (None where absent) in one batch."""
         if fmt is None:
-            return _get_many(self.array.store_path.store, self._keys(flats))
-        return self._read_sharded(flats, fmt)
+            return _get_many(self.array.store_path.store, self._keys(flats), lease)
+        return self._read_sharded(flats, fmt, lease)
 
     def decode_rows(
         self,
         flat: int,
-        data: bytes | None,
+        data: Blob | None,
         out: npt.NDArray[np.uint8],
         starts: npt.NDArray[np.int64],
         stops: npt.NDArray[np.int64],
@@ -1385,11 +1431,13 @@ class PayloadArray:
         except _TailTooShort as short:
             return frame_table(os.pread(fd, short.needed, size - short.needed), where, size)
 
-    def _read_sharded(self, flats: list[int], fmt: ShardFormat) -> list[bytes | None]:
+    def _read_sharded(
+        self, flats: list[int], fmt: ShardFormat, lease: Lease | None = None
+    ) -> list[Blob | None]:
         where = [self._shard_of(f, fmt) for f in flats]
         shard_ids = sorted({s for s, _ in where})
         keys = [self._shard_key(s) for s in shard_ids]
-        blobs = _get_many(self.array.store_path.store, keys)
+        blobs = _get_many(self.array.store_path.store, keys, lease)
         inner = {
             s: {} if b is None else fmt.split(b, f"{self.name} shard {k}")
             for s, k, b in zip(shard_ids, keys, blobs, strict=True)
@@ -1732,7 +1780,7 @@ def _dense_codec(array: zarr.Array[Any]) -> tuple[int, NumcodecsCodec | None] | 
 class _SeekableChunk:
     """A seekable zstd or Blosc dense chunk, decoded frame by frame as rows are asked for."""
 
-    data: bytes
+    data: Blob
     table: FrameTable | BloscTable
     decoded: npt.NDArray[np.uint8]
     done: set[int] = field(default_factory=set)
@@ -1780,7 +1828,7 @@ def read_dense_rows(
 
 
 def _dense_chunk(
-    raw: bytes, comp: NumcodecsCodec | None, nbytes: int, where: str
+    raw: Blob, comp: NumcodecsCodec | None, nbytes: int, where: str
 ) -> _SeekableChunk | npt.NDArray[np.uint8]:
     """Prepare a stored dense chunk for row lookups: seekable when it can be, else decoded."""
     if comp is not None and comp.codec_id == "zstd":

@@ -42,8 +42,12 @@ def offsets_from_counts(counts: npt.ArrayLike) -> IntArray:
     return out
 
 
-def concat_ranges(starts: npt.ArrayLike, counts: npt.ArrayLike) -> IntArray:
+def concat_ranges(
+    starts: npt.ArrayLike, counts: npt.ArrayLike, out: IntArray | None = None
+) -> IntArray:
     """Return ``concatenate([arange(s, s + n) for s, n in zip(starts, counts)])``, vectorised.
+
+    ``out`` (optional) receives the values: an int64 array of ``sum(counts)``.
 
     Examples
     --------
@@ -60,7 +64,10 @@ def concat_ranges(starts: npt.ArrayLike, counts: npt.ArrayLike) -> IntArray:
     if not n.all():
         keep = n > 0
         s, n = s[keep], n[keep]
-    out = np.ones(total, dtype=np.int64)
+    if out is None:
+        out = np.ones(total, dtype=np.int64)
+    else:
+        out.fill(1)
     out[0] = s[0]
     ends = np.cumsum(n[:-1])
     # at each range start, jump from the previous range's last value to the new start

@@ -44,11 +44,11 @@ class ShardFormat:
         """Size of the encoded index."""
         return 16 * self.n_inner + (4 if self.checksum else 0)
 
-    def encode(self, inner: Mapping[int, bytes]) -> bytes:
+    def encode(self, inner: Mapping[int, bytes | memoryview]) -> bytes:
         """Pack encoded inner chunks (by C-order inner index) into shard bytes."""
         index = np.full((self.n_inner, 2), _EMPTY, dtype="<u8")
         offset = 0 if self.index_at_end else self.index_nbytes
-        parts: list[bytes] = []
+        parts: list[bytes | memoryview] = []
         for i in sorted(inner):
             data = inner[i]
             index[i] = (offset, len(data))
@@ -67,7 +67,7 @@ class ShardFormat:
             raise ValueError("the shard size is needed to locate an index at the end")
         return shard_size - self.index_nbytes, shard_size
 
-    def decode_index(self, raw: bytes, where: str) -> npt.NDArray[np.uint64]:
+    def decode_index(self, raw: bytes | memoryview, where: str) -> npt.NDArray[np.uint64]:
         """Decode (and verify) an index into an (n_inner, 2) array of offset, nbytes."""
         if len(raw) != self.index_nbytes:
             raise CorruptPayloadError(
@@ -76,11 +76,12 @@ class ShardFormat:
         body = raw[: 16 * self.n_inner]
         if self.checksum:
             stored = raw[16 * self.n_inner :]
-            if np.uint32(google_crc32c.value(body)).astype("<u4").tobytes() != stored:
+            crc = google_crc32c.value(bytes(body))  # it takes bytes only, not views
+            if np.uint32(crc).astype("<u4").tobytes() != stored:
                 raise CorruptPayloadError(f"{where}: shard index checksum mismatch")
         return np.frombuffer(body, dtype="<u8").reshape(self.n_inner, 2)
 
-    def split(self, shard: bytes, where: str) -> dict[int, bytes]:
+    def split(self, shard: bytes | memoryview, where: str) -> dict[int, bytes | memoryview]:
         """Return every non-empty inner chunk of a whole shard."""
         if len(shard) < self.index_nbytes:
             raise CorruptPayloadError(
@@ -88,7 +89,7 @@ class ShardFormat:
             )
         lo, hi = self.index_range(len(shard))
         index = self.decode_index(shard[lo:hi], where)
-        out: dict[int, bytes] = {}
+        out: dict[int, bytes | memoryview] = {}
         for i in np.flatnonzero(index[:, 0] != _EMPTY).tolist():
             start, size = int(index[i, 0]), int(index[i, 1])
             if start + size > len(shard):

@@ -47,6 +47,7 @@ from zarr_vectors.core.reader import (
     check_link_rows,
     parse_bbox,
 )
+from zarr_vectors.core.scratch import SCRATCH, Lease
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
@@ -645,24 +646,29 @@ def read_with_links(
     ``links`` in a second thread beside the vertex decoding: reads, decompression and numpy
     release the GIL, and the two touch different arrays.
     """
-    where = reader.gather_objects(dense)
+    with SCRATCH.lease() as lease:  # row maps live only until vertices and links are out
+        where = reader.gather_objects(dense, lease)
 
-    def linked() -> _T:
-        return links(where, _row_index(where, int(reader.vertex_counts[where.chunks].sum())))
+        def linked() -> _T:
+            size = int(reader.vertex_counts[where.chunks].sum())
+            return links(where, _row_index(where, size, lease))
 
-    if len(where.rows) < _OVERLAP_ROWS:
-        got = object_vertices(reader, where, names)
-        found = linked()
-    else:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            future = pool.submit(linked)
+        if len(where.rows) < _OVERLAP_ROWS:
             got = object_vertices(reader, where, names)
-            found = future.result()
+            found = linked()
+        else:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                future = pool.submit(linked)
+                got = object_vertices(reader, where, names)
+                found = future.result()
     return WholeObjects(got.positions, got.attributes, where.offsets, where.chunks), found
 
 
-def _row_index(where: ObjectRows, size: int) -> IntArray:
-    """Map each of the ``size`` fetched rows to its returned position (-1: not returned)."""
+def _row_index(where: ObjectRows, size: int, lease: Lease | None = None) -> IntArray:
+    """Map each of the ``size`` fetched rows to its returned position (-1: not returned).
+
+    With a ``lease`` the map may be in its buffers.
+    """
     starts, counts = where.ranges.starts, where.ranges.counts
     if 0 < 64 * len(starts) <= size:  # long refs (skeletons): sort the refs, not the rows
         order = np.argsort(starts, kind="stable")
@@ -670,7 +676,8 @@ def _row_index(where: ObjectRows, size: int) -> IntArray:
         ends = first + n
         if first[0] == 0 and ends[-1] == size and np.array_equal(first[1:], ends[:-1]):
             # the refs tile every row (full reads): one sequential pass instead of a scatter
-            return concat_ranges(offsets_from_counts(counts)[:-1][order], n)
+            out = None if lease is None else lease.array(size, np.int64)
+            return concat_ranges(offsets_from_counts(counts)[:-1][order], n, out)
     index = np.full(size, -1, dtype=np.int64)
     index[where.rows] = np.arange(len(where.rows), dtype=np.int64)
     return index
