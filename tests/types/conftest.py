@@ -54,6 +54,14 @@ def plain_root(store: Any) -> Iterator[zarr.Group]:
         yield zarr.open_group(store, mode="r")
 
 
+_DENSE_PARTS = ("/object_index/", "/vertex_counts/", "/object_attributes/", "/groupings")
+
+
+def _is_dense_key(key: str) -> bool:
+    """Whether ``key`` belongs to a dense (per-object or per-chunk table) array, not a payload."""
+    return any(part in key for part in _DENSE_PARTS)
+
+
 class PathOracle:
     """Brute-force expectations over input paths (static helpers, exposed as a fixture)."""
 
@@ -344,7 +352,7 @@ class PathOracle:
         ):
             read()
         # dense index arrays (object manifests) use the same batched path; keep payloads only
-        return [k for k in seen if "/object_index/" not in k and "/vertex_counts/" not in k]
+        return [k for k in seen if not _is_dense_key(k)]
 
     @classmethod
     def check_single_object_reads(

@@ -520,8 +520,12 @@ class LevelReader:
         return max(int(self.node(L.OBJECT_OFFSETS).shape[0]) - 1, 0)
 
     def _offsets_of(self, ids: IntArray) -> tuple[IntArray, IntArray]:
-        """Manifest ranges ``[starts, ends)`` of ``ids`` (reads only their offsets)."""
-        if "object_offsets" in self.__dict__ or len(ids) > 4096:
+        """Manifest ranges ``[starts, ends)`` of ``ids`` (reads only their offsets).
+
+        Many ids, or a large share of them, read all offsets at once (row lookups decode
+        block by block: for all 1000 objects of a store, 1.2 ms against 0.1 ms).
+        """
+        if "object_offsets" in self.__dict__ or len(ids) > 4096 or 4 * len(ids) > self.n_objects:
             offsets = self.object_offsets
             return offsets[ids], offsets[ids + 1]
         node = self.node(L.OBJECT_OFFSETS)
@@ -716,7 +720,9 @@ class LevelReader:
         """Read the whole dense array at ``path``, naming it when it cannot be decoded."""
         node = self.node(path)
         try:
-            return np.asarray(node[...])
+            return read_dense_whole(node)  # zarr's own path: ~1.5 ms for 1000 offsets
+        except CorruptPayloadError:
+            raise
         except Exception as exc:  # any codec error on untrusted bytes
             raise CorruptPayloadError(f"{node.path}: cannot decode ({exc!r})") from exc
 
