@@ -50,6 +50,7 @@ __all__ = [
     "BBoxLike",
     "LevelReader",
     "LinkBlock",
+    "ObjectRanges",
     "ObjectRows",
     "RowBlock",
     "RowRanges",
@@ -158,19 +159,41 @@ class RowRanges:
 
 
 @dataclass(frozen=True)
-class ObjectRows:
-    """Where the vertices of some objects are, in traversal order."""
+class ObjectRanges:
+    """Where the vertices of some objects are, as row ranges, in traversal order."""
 
     object_ids: IntArray
     """Dense ids of the objects, in the requested order."""
     offsets: IntArray
-    """(n + 1,) CSR offsets of each object's vertices in ``rows``."""
+    """(n + 1,) CSR offsets of each object's vertices in the ranges' rows."""
     chunks: IntArray
     """Flat indices of the chunks fetched, ascending."""
+    ranges: RowRanges
+    """The rows, in order, as ranges (one per manifest ref) of the chunks' concatenated rows
+    (``RowBlock`` order)."""
+
+    @property
+    def n_rows(self) -> int:
+        """Number of vertices of all the objects."""
+        return int(self.offsets[-1])
+
+    def expand(self, lease: Lease | None = None) -> ObjectRows:
+        """Return the rows one by one (in ``lease`` buffers, when given)."""
+        starts, counts = self.ranges.starts, self.ranges.counts
+        if bool((counts == 1).all()):  # refs of one vertex each: the rows are the starts
+            rows = starts
+        else:
+            out = None if lease is None else lease.array(self.n_rows, np.int64)
+            rows = concat_ranges(starts, counts, out)
+        return ObjectRows(self.object_ids, self.offsets, self.chunks, self.ranges, rows)
+
+
+@dataclass(frozen=True)
+class ObjectRows(ObjectRanges):
+    """:class:`ObjectRanges` with the rows one by one."""
+
     rows: IntArray
     """Indices into the concatenated rows of ``chunks`` (``RowBlock`` order)."""
-    ranges: RowRanges
-    """The same rows as ranges (one per manifest ref), for partial decoding."""
 
 
 @dataclass(frozen=True)
@@ -682,24 +705,17 @@ class LevelReader:
 
         With a ``lease`` the returned rows (:attr:`ObjectRows.rows`) may be in its buffers.
         """
+        return self.locate_objects(ids).expand(lease)
+
+    def locate_objects(self, ids: IntArray) -> ObjectRanges:
+        """:meth:`gather_objects` with the rows left as ranges."""
         per_object, (ref_flat, first, n) = self._ref_locations(ids)
         bound = int(np.prod(self.layout.grid.shape, dtype=np.int64))
         chunks, starts = _chunk_starts(ref_flat, bound, self.vertex_counts)
         starts += first
-        # refs of one vertex each (objects scattered over chunks): the rows are the starts
-        if bool((n == 1).all()):
-            rows = starts
-        else:
-            out = None if lease is None else lease.array(int(n.sum()), np.int64)
-            rows = concat_ranges(starts, n, out)
         # objects' refs are consecutive: their vertex offsets are the ref offsets' row totals
-        return ObjectRows(
-            ids,
-            offsets_from_counts(n)[offsets_from_counts(per_object)],
-            chunks,
-            rows,
-            RowRanges(starts, n),
-        )
+        offsets = offsets_from_counts(n)[offsets_from_counts(per_object)]
+        return ObjectRanges(ids, offsets, chunks, RowRanges(starts, n))
 
     def object_attributes(self, ids: IntArray | None) -> dict[str, Column]:
         """Per-object attributes for ``ids`` (all objects when None)."""

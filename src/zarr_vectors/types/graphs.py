@@ -42,7 +42,7 @@ from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts, sort_ke
 from zarr_vectors.core.reader import (
     BBoxLike,
     LevelReader,
-    ObjectRows,
+    ObjectRanges,
     RowBlock,
     check_link_rows,
     parse_bbox,
@@ -637,34 +637,34 @@ def read_with_links(
     reader: LevelReader,
     dense: IntArray,
     names: Sequence[str],
-    links: Callable[[ObjectRows, IntArray], _T],
+    links: Callable[[ObjectRanges, IntArray], _T],
 ) -> tuple[WholeObjects, _T]:
     """Fetch objects ``dense`` whole (global order) and ``links(where, index)`` of them.
 
-    ``where`` locates the objects' rows (:meth:`LevelReader.gather_objects`) and ``index``
+    ``where`` locates the objects' rows (:meth:`LevelReader.locate_objects`) and ``index``
     maps each row of their chunks to its returned position (-1: not returned).  Big reads run
     ``links`` in a second thread beside the vertex decoding: reads, decompression and numpy
     release the GIL, and the two touch different arrays.
     """
     with SCRATCH.lease() as lease:  # row maps live only until vertices and links are out
-        where = reader.gather_objects(dense, lease)
+        located = reader.locate_objects(dense)
 
         def linked() -> _T:
-            size = int(reader.vertex_counts[where.chunks].sum())
-            return links(where, _row_index(where, size, lease))
+            size = int(reader.vertex_counts[located.chunks].sum())
+            return links(located, _row_index(located, size, lease))
 
-        if len(where.rows) < _OVERLAP_ROWS:
-            got = object_vertices(reader, where, names)
+        if located.n_rows < _OVERLAP_ROWS:
+            got = object_vertices(reader, located.expand(lease), names)
             found = linked()
-        else:
+        else:  # the links start before the rows are listed one by one
             with ThreadPoolExecutor(max_workers=1) as pool:
                 future = pool.submit(linked)
-                got = object_vertices(reader, where, names)
+                got = object_vertices(reader, located.expand(lease), names)
                 found = future.result()
-    return WholeObjects(got.positions, got.attributes, where.offsets, where.chunks), found
+    return WholeObjects(got.positions, got.attributes, located.offsets, located.chunks), found
 
 
-def _row_index(where: ObjectRows, size: int, lease: Lease | None = None) -> IntArray:
+def _row_index(where: ObjectRanges, size: int, lease: Lease | None = None) -> IntArray:
     """Map each of the ``size`` fetched rows to its returned position (-1: not returned).
 
     With a ``lease`` the map may be in its buffers.
@@ -679,7 +679,7 @@ def _row_index(where: ObjectRows, size: int, lease: Lease | None = None) -> IntA
             out = None if lease is None else lease.array(size, np.int64)
             return concat_ranges(offsets_from_counts(counts)[:-1][order], n, out)
     index = np.full(size, -1, dtype=np.int64)
-    index[where.rows] = np.arange(len(where.rows), dtype=np.int64)
+    index[where.expand().rows] = np.arange(where.n_rows, dtype=np.int64)
     return index
 
 
@@ -907,11 +907,11 @@ def read_whole_objects(
     when they are the chunks of ``dense``.
     """
 
-    def edges(where: ObjectRows, index: IntArray) -> tuple[IntArray, dict[str, Column]]:
+    def edges(where: ObjectRanges, index: IntArray) -> tuple[IntArray, dict[str, Column]]:
         fetched = None
         if early is not None and np.array_equal(early[0], where.chunks):
             fetched = early[1].result()
-        return linked_edges(reader, where.chunks, index, edge_names, len(where.rows), fetched)
+        return linked_edges(reader, where.chunks, index, edge_names, where.n_rows, fetched)
 
     got, (edges_sorted, eattrs) = read_with_links(reader, dense, names, edges)
     obj = np.repeat(dense, np.diff(got.offsets))

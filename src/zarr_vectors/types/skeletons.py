@@ -28,7 +28,7 @@ import numpy.typing as npt
 from zarr_vectors.core.columns import Column, normalize_columns
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.reader import BBoxLike, LevelReader, ObjectRows
+from zarr_vectors.core.reader import BBoxLike, LevelReader, ObjectRanges
 from zarr_vectors.core.scratch import SCRATCH
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
@@ -461,12 +461,12 @@ def write_skeleton(
 # -- reading --------------------------------------------------------------------------------
 
 
-def _parents(reader: LevelReader, where: ObjectRows, index: IntArray) -> IntArray:
+def _parents(reader: LevelReader, where: ObjectRanges, index: IntArray) -> IntArray:
     """Parent of each returned node from the stored ``[child, parent]`` links (-1: a root).
 
     ``index`` maps each row of the chunks ``where.chunks`` to its returned position.
     """
-    parents = np.full(len(where.rows), -1, dtype=np.int64)
+    parents = np.full(where.n_rows, -1, dtype=np.int64)
     n_links = 0
     if reader.has(L.LINKS):
         with SCRATCH.lease() as lease:  # the links live only until mapped
