@@ -23,6 +23,8 @@ import zarr_vectors as zv
 from zarr_vectors.core.io import PayloadArray, quiet_vlen
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
+
+IntArrayT = npt.NDArray[np.int64]
 from zarr_vectors.testing.strategies import bboxes, trees
 from zarr_vectors.types._base import Query, get_geometry_type
 from zarr_vectors.types.graphs import read_graph
@@ -330,6 +332,48 @@ def test_read_rejects_a_stored_node_with_two_parents() -> None:
         read_skeleton(store)
     with pytest.raises(CorruptPayloadError, match="two parents"):
         read_skeleton(store, object_ids=[0])
+
+
+def _long_chunk_store(compressor: str) -> tuple[MemoryStore, npt.NDArray[Any], IntArrayT]:
+    """Two skeletons of 800 nodes in two chunks: long chunks, mapped chunk by chunk."""
+    rng = np.random.default_rng(5)
+    n = 800
+    pos = np.concatenate([rng.random((n, 3)) * [0.9, 1, 1], rng.random((n, 3)) * [0.9, 1, 1]])
+    pos[n:, 0] += 1.0
+    parents = np.concatenate([np.arange(-1, n - 1), np.arange(n - 1, 2 * n - 1)])
+    parents[n] = -1
+    store = MemoryStore()
+    write_skeleton(
+        store, pos, parents, offsets=[0, n, 2 * n], chunk_shape=(1, 1, 1), compressor=compressor
+    )
+    return store, pos, parents
+
+
+def _rewrite_links(store: MemoryStore, change: Any) -> None:
+    with quiet_vlen():
+        links = PayloadArray(zarr.open_array(store, path="0/links", mode="r+"))
+    flat = np.zeros(1, dtype=np.int64)  # the first chunk
+    rows = np.frombuffer(links.read(flat)[0], dtype="<i4").reshape(-1, 2)
+    links.write(flat, [np.asarray(change(rows), dtype="<i4").tobytes()])
+
+
+@pytest.mark.parametrize("compressor", ["lz4", "default", None])
+def test_long_chunks_map_links_chunk_by_chunk(compressor: str | None) -> None:
+    store, pos, parents = _long_chunk_store(compressor)  # type: ignore[arg-type]
+    full = read_skeleton(store)
+    assert full.parents.tolist() == parents.tolist()
+    np.testing.assert_array_equal(full.positions, pos)
+    one = read_skeleton(store, object_ids=[1])
+    assert one.parents.tolist() == (parents[800:] - 800).clip(-1).tolist()
+    _rewrite_links(store, lambda rows: np.vstack([rows, [[5, 0]]]))
+    with pytest.raises(CorruptPayloadError, match="two parents"):
+        read_skeleton(store)
+    _rewrite_links(store, lambda rows: np.vstack([rows[:-1], [[5, 900]]]))
+    with pytest.raises(CorruptPayloadError, match="outside its chunk"):
+        read_skeleton(store)
+    _rewrite_links(store, lambda rows: np.hstack([rows, rows[:, :1]]).ravel()[:-1])
+    with pytest.raises(CorruptPayloadError, match="whole number"):
+        read_skeleton(store)
 
 
 def test_helpers() -> None:

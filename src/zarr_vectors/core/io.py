@@ -1122,6 +1122,17 @@ _FAST: dict[int, tuple[Any, tuple[_ElementCodec, ShardFormat | None] | None]] = 
 """Fast codec of each array metadata object (kept alive here, so its id stays its own)."""
 
 
+def _check_element_header(element: npt.NDArray[np.uint8], where: str) -> None:
+    """Raise unless ``element`` (decoded) starts with the vlen header of its own length."""
+    count, length = _HEADER.unpack(element[: _HEADER.size].tobytes())
+    present = len(element) - _HEADER.size
+    if count != 1 or length != present:
+        raise CorruptPayloadError(
+            f"{where}: malformed vlen-bytes element (count {count}, length {length}, "
+            f"{present} bytes present)"
+        )
+
+
 @dataclass(frozen=True)
 class PayloadArray:
     """A per-chunk payload array: one variable-length element per spatial chunk."""
@@ -1272,17 +1283,10 @@ class PayloadArray:
             return None
         flats = [int(i) for i in flat_indices]
         raw = self._fetch(flats, fast[1], lease)
-        sizes = []
-        for flat, data in zip(flats, raw, strict=True):
-            if data is None:
-                sizes.append(0)
-                continue
-            if len(data) < BLOSC_HEADER_BYTES:
-                raise CorruptPayloadError(f"{self.name} chunk {flat}: truncated Blosc header")
-            nbytes = int.from_bytes(data[4:8], "little")
-            if nbytes < _HEADER.size:
-                raise CorruptPayloadError(f"{self.name} chunk {flat}: truncated element header")
-            sizes.append(nbytes - _HEADER.size)
+        sizes = [
+            0 if data is None else self._decoded_size(flat, data) - _HEADER.size
+            for flat, data in zip(flats, raw, strict=True)
+        ]
         starts = [0, *accumulate(sizes)]
         size = _HEADER.size + starts[-1]
         out = np.empty(size, dtype=np.uint8) if lease is None else lease.empty(size)
@@ -1297,13 +1301,54 @@ class PayloadArray:
                     blosc.decompress(data, slot)
                 except (RuntimeError, ValueError) as exc:
                     raise CorruptPayloadError(f"{where}: cannot decompress ({exc!r})") from exc
-                count, length = _HEADER.unpack(slot[: _HEADER.size].tobytes())
-                if count != 1 or length != sizes[i]:
-                    raise CorruptPayloadError(
-                        f"{where}: malformed vlen-bytes element (count {count}, length {length}, "
-                        f"{sizes[i]} bytes present)"
-                    )
+                _check_element_header(slot, where)
         return out[_HEADER.size :], sizes
+
+    def iter_decoded(
+        self, flat_indices: npt.NDArray[np.int64], lease: Lease
+    ) -> Iterator[tuple[int, npt.NDArray[np.uint8]]] | None:
+        """Decode Blosc elements one at a time: ``(i, rows bytes of element i)``, in order.
+
+        The stored bytes are fetched in one batch (into ``lease`` buffers); each element then
+        decodes into one small buffer reused for the next, so a consumer working chunk by
+        chunk keeps its data in cache and never holds every decoded row.  Use (or copy) the
+        bytes before advancing.  Elements with nothing stored are skipped.  Returns None for
+        other codecs (use :meth:`read_concat` or :meth:`read`).
+        """
+        fast = self._fast
+        if fast is None or fast[0].compressor is None or fast[0].compressor.codec_id != "blosc":
+            return None
+        flats = [int(i) for i in flat_indices]
+        return self._iter_decoded(flats, self._fetch(flats, fast[1], lease))
+
+    def _iter_decoded(
+        self, flats: list[int], raw: Sequence[Blob | None]
+    ) -> Iterator[tuple[int, npt.NDArray[np.uint8]]]:
+        sizes = [
+            0 if r is None else self._decoded_size(f, r) for f, r in zip(flats, raw, strict=True)
+        ]
+        scratch = np.empty(max(sizes, default=0), dtype=np.uint8)
+        with serial_blosc():
+            for i, (flat, data) in enumerate(zip(flats, raw, strict=True)):
+                if data is None:
+                    continue
+                slot = scratch[: sizes[i]]
+                where = f"{self.name} chunk {flat}"
+                try:
+                    blosc.decompress(data, slot)
+                except (RuntimeError, ValueError) as exc:
+                    raise CorruptPayloadError(f"{where}: cannot decompress ({exc!r})") from exc
+                _check_element_header(slot, where)
+                yield i, slot[_HEADER.size :]
+
+    def _decoded_size(self, flat: int, data: Blob) -> int:
+        """Return the decoded bytes (vlen header included) of a stored Blosc element."""
+        if len(data) < BLOSC_HEADER_BYTES:
+            raise CorruptPayloadError(f"{self.name} chunk {flat}: truncated Blosc header")
+        nbytes = int.from_bytes(data[4:8], "little")
+        if nbytes < _HEADER.size:
+            raise CorruptPayloadError(f"{self.name} chunk {flat}: truncated element header")
+        return nbytes
 
     def fetch(self, flat_indices: npt.NDArray[np.int64]) -> Sequence[Blob | None] | None:
         """Return the stored (still encoded) bytes of each element, None where nothing is.

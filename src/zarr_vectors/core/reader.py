@@ -340,6 +340,38 @@ class LevelReader:
             arr.name, path, flats, dtype, width, data, [len(p) for p in payloads]
         )
 
+    def chunk_rows(self, path: str, flats: IntArray) -> Iterator[tuple[int, npt.NDArray[Any]]]:
+        """Yield ``(i, rows of chunk flats[i])`` for the chunks holding rows, in order.
+
+        Blosc payloads are decoded one chunk at a time into a buffer reused for the next
+        chunk (use or copy the rows before advancing): a consumer working chunk by chunk
+        keeps its data in cache.  Other payloads are decoded whole first.
+        """
+        arr = self.payload(path)
+        dtype, width = self._dtype_width(arr)
+        raw = arr.attrs.get("encoding", Encoding.RAW.value) == Encoding.RAW.value
+        cache = self._cache
+        cached = cache is not None and any((path, f) in cache for f in flats.tolist())
+        with SCRATCH.lease() as lease:
+            chunks = arr.iter_decoded(flats, lease) if raw and not cached else None
+            if chunks is None:
+                block = self.rows(path, flats)
+                off = block.offsets.tolist()
+                for i in range(len(flats)):
+                    if off[i + 1] > off[i]:
+                        yield i, block.values[off[i] : off[i + 1]]
+                return
+            row_bytes = dtype.itemsize * width
+            for i, data in chunks:
+                if len(data) % row_bytes:
+                    coords = self.layout.coords_of_flat(flats[i : i + 1])[0].tolist()
+                    raise CorruptPayloadError(
+                        f"{arr.name} chunk {coords}: {len(data)} bytes is not a whole number "
+                        f"of {width}x{dtype} rows"
+                    )
+                if len(data):
+                    yield i, data.view(dtype).reshape(-1, width)
+
     def _concat_rows(
         self,
         arr: PayloadArray,

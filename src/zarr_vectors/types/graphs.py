@@ -807,16 +807,42 @@ def cross_link_piece(
 
 
 def local_link_parents(
-    reader: LevelReader, flats: IntArray, block: RowBlock, index: IntArray, parents: IntArray
+    reader: LevelReader, flats: IntArray, index: IntArray, parents: IntArray
 ) -> int:
-    """Set ``parents[child] = parent`` for the ``links`` rows ``block`` of chunks ``flats``.
+    """Set ``parents[child] = parent`` from the ``links`` rows of chunks ``flats``.
 
     ``[child, parent]`` rows map to returned positions through ``index`` (as in
     :func:`cross_link_piece`; links with an end not returned are skipped).  Returns the
-    number of links set.
+    number of links set.  Long chunks are decoded, checked and mapped one at a time, in
+    cache (a million skeleton links: ~1.5 ms less than decoding them all first).
     """
     done = 0
-    for _, child, parent in _returned_links(reader, flats, block, index):
+    counts = reader.vertex_counts[flats]
+    if int(counts.sum()) < _CHUNK_LINKS * len(flats):  # short chunks: one vectorised batch
+        for _, child, parent in _returned_links(reader, flats, reader.rows(L.LINKS, flats), index):
+            parents[child] = parent
+            done += len(child)
+        return done
+    every = not len(index) or bool(index.min() >= 0)
+    first = offsets_from_counts(counts).tolist()
+    buf = np.empty((2, 0), dtype=np.int64)
+    for i, rows in reader.chunk_rows(L.LINKS, flats):
+        if rows.shape[1] != 2:
+            raise CorruptPayloadError(f"{L.LINKS} rows have width {rows.shape[1]}, expected 2")
+        if rows.min() < 0 or rows.max() >= counts[i]:
+            raise CorruptPayloadError(f"{L.LINKS}: a link names a row outside its chunk")
+        n = len(rows)
+        if buf.shape[1] < n:
+            buf = np.empty((2, n), dtype=np.int64)
+        part = index[first[i] : first[i + 1]]
+        for j in (0, 1):  # widened first: np.take is ~7x slower with int32 indices
+            slot = buf[j, :n]
+            slot[...] = rows[:, j]
+            np.take(part, slot, out=slot, mode="clip")  # rows checked: "clip" never clips
+        child, parent = buf[0, :n], buf[1, :n]
+        if not every:
+            keep = (child >= 0) & (parent >= 0)
+            child, parent = child[keep], parent[keep]
         parents[child] = parent
         done += len(child)
     return done

@@ -29,7 +29,6 @@ from zarr_vectors.core.columns import Column, normalize_columns
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader, ObjectRanges
-from zarr_vectors.core.scratch import SCRATCH
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
@@ -469,9 +468,7 @@ def _parents(reader: LevelReader, where: ObjectRanges, index: IntArray) -> IntAr
     parents = np.full(where.n_rows, -1, dtype=np.int64)
     n_links = 0
     if reader.has(L.LINKS):
-        with SCRATCH.lease() as lease:  # the links live only until mapped
-            block = reader.rows(L.LINKS, where.chunks, lease)
-            n_links += local_link_parents(reader, where.chunks, block, index, parents)
+        n_links += local_link_parents(reader, where.chunks, index, parents)
     if reader.has(L.CROSS_CHUNK_LINKS):
         block = reader.rows(L.CROSS_CHUNK_LINKS, where.chunks)
         piece = cross_link_piece(reader, where.chunks, index, (), block)
