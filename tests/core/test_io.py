@@ -284,10 +284,13 @@ def test_local_files_are_read_in_batches_into_shared_buffers(
     assert all(v is None or v.readonly for v in views)
 
 
-def test_lz4_arrays_read_whole_are_single_lz4_blocks(tmp_path: Path) -> None:
-    """``"lz4"`` links are Blosc buffers of 64 KiB unsplit LZ4 blocks that zarr-python reads."""
+def test_lz4_links_are_single_lz4_blocks(tmp_path: Path) -> None:
+    """``"lz4"`` links are Blosc buffers of 64 KiB unsplit LZ4 blocks that zarr-python reads.
+
+    The other arrays read whole keep c-blosc's own blocks.
+    """
     from zarr_vectors.core.blosc_blocks import blosc_table
-    from zarr_vectors.core.io import LZ4_WHOLE_BLOCK
+    from zarr_vectors.core.io import LZ4_LINKS_BLOCK
 
     rng = np.random.default_rng(1)
     n = 60_000
@@ -302,9 +305,11 @@ def test_lz4_arrays_read_whole_are_single_lz4_blocks(tmp_path: Path) -> None:
             raw = key.read_bytes()
             table = blosc_table(raw, str(key))
             assert raw[2] & 0x10  # "do not split": one LZ4 stream per block
-            assert table.blocksize == min(LZ4_WHOLE_BLOCK, table.nbytes)
+            assert table.blocksize == min(LZ4_LINKS_BLOCK, table.nbytes)
             seen += 1
     assert seen > 0
+    fragments = zarr.open_array(LocalStore(path), path="0/vertex_fragments", mode="r")
+    assert fragments.metadata.codecs[-1].blocksize == 0  # type: ignore[union-attr]
     ours = open_payload_array(zarr.open_group(LocalStore(path), mode="r", path="0"), "links")
     flats = np.arange(int(np.prod(links.shape)), dtype=np.int64)
     assert [bytes(p) for p in ours.read(flats)] == native(links)  # zarr-python decodes the same

@@ -212,21 +212,23 @@ COMPRESSOR_NAMES = ("default", *(c.value for c in Compression))
 object index in 16 KiB blocks, other dense arrays zstd)."""
 
 
-LZ4_WHOLE_BLOCK = 65536
-"""Blosc block of ``"lz4"`` payloads read whole (links, fragments; point clouds' vertices).
+LZ4_LINKS_BLOCK = 65536
+"""Blosc block of ``"lz4"`` ``links`` payloads (read whole, and in full by every object read).
 
 Written by :func:`~zarr_vectors.core.blosc_blocks.encode_lz4_blocks` as single LZ4 blocks
 ("do not split"): ~1.8x faster to decode than c-blosc's own blocks of per-byte streams, and
-no larger (a million skeleton links: 2.2 vs 4.0 ms, 0.38 vs 0.39 MB; BENCHMARKS.md)."""
+no larger (a million skeleton links: 2.2 vs 4.0 ms, 0.38 vs 0.39 MB; BENCHMARKS.md).  Other
+arrays read whole keep c-blosc's blocks: it encodes them faster (multi-threaded C), which
+large path stores' fragment and cross-link arrays need (100k streamlines: ~100 ms)."""
 
 
 def _lz4_blosc(zarr_format: int, typesize: int, blocksize: int | None) -> Any:
     """Blosc LZ4 + byte shuffle over ``typesize``-byte values, ``blocksize`` bytes a block.
 
-    ``blocksize`` None (payloads always read whole) means :data:`LZ4_WHOLE_BLOCK`.
+    ``blocksize`` None lets c-blosc choose.
     """
     typesize = max(1, min(int(typesize), 255))
-    blocksize = blocksize or LZ4_WHOLE_BLOCK
+    blocksize = blocksize or 0
     if zarr_format == 2:
         return numcodecs.Blosc(
             cname="lz4",

@@ -31,6 +31,7 @@ from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.gather import GATHER_BYTES, PayloadBatch, Rows, payload_batches, take_rows
 from zarr_vectors.core.io import (
     DEFAULT_FRAME_BYTES,
+    LZ4_LINKS_BLOCK,
     Compressor,
     CompressorSpec,
     PayloadArray,
@@ -47,7 +48,7 @@ from zarr_vectors.core.reader import parse_bbox
 from zarr_vectors.core.store import StoreHandle, StoreLike, has_data, init_root, resolve_store
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.conventions import ArrayKind, GeometryTypeName
+from zarr_vectors.spec.conventions import ArrayKind, Compression, GeometryTypeName
 from zarr_vectors.spec.metadata import (
     Axis,
     BoundingBox,
@@ -345,17 +346,22 @@ class LevelWriter:
             attributes=L.array_attributes(kind, dtype, width, extra),
             compressor=self._compressor(path),
             shards=self.shards,
-            frame_bytes=self._frames(kind),
+            frame_bytes=self._frames(kind, path),
         )
 
-    def _frames(self, kind: ArrayKind) -> int | None:
-        """Seekable frame (block) size of a new payload array of ``kind``.
+    def _frames(self, kind: ArrayKind, path: str) -> int | None:
+        """Seekable frame (block) size of a new payload array of ``kind`` at ``path``.
 
         Only vertex-aligned arrays are read in part (rows of some objects); the others
         (fragments, links and their attributes) are always read whole, so they are one zstd
-        frame, or Blosc blocks of c-blosc's own size, per chunk: smaller and faster.
+        frame, or Blosc blocks of c-blosc's own size, per chunk: smaller and faster.  The
+        ``"lz4"`` preset's links are the exception: :data:`LZ4_LINKS_BLOCK` blocks.
         """
-        return self.frame_bytes if kind in (ArrayKind.VERTICES, ArrayKind.ATTRIBUTE) else None
+        if kind in (ArrayKind.VERTICES, ArrayKind.ATTRIBUTE):
+            return self.frame_bytes
+        if kind is ArrayKind.LINKS and self._compressor(path) == Compression.LZ4:
+            return LZ4_LINKS_BLOCK
+        return None
 
     def _compressor(self, path: str) -> Compressor | str:
         spec = self.compressor
@@ -473,7 +479,7 @@ class LevelWriter:
                 attributes=_array_attrs(kind, rows, rows.shape[1], extra),
                 compressor=self._compressor(path),
                 shards=self.shards,
-                frame_bytes=self._frames(kind),
+                frame_bytes=self._frames(kind, path),
             )
         return arr
 
