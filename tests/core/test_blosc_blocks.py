@@ -19,6 +19,8 @@ from numcodecs import blosc
 import zarr_vectors as zv
 from zarr_vectors.core import io as zv_io
 from zarr_vectors.core.blosc_blocks import (
+    _C_BLOSC,
+    _encode_lz4_blocks,
     blosc_table,
     decode_blocks,
     encode_lz4_blocks,
@@ -102,6 +104,36 @@ def test_partial_decode_of_any_blosc_buffer(
     enc = bytes(codec.encode(np.frombuffer(raw, dtype=np.uint8)))
     if raw:
         _check_partial(enc, raw, 8 if len(raw) > 8 else 0, pairs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    raw=_DATA,
+    typesize=st.sampled_from([1, 4, 12]),
+    blocksize=st.sampled_from([64, 1000, 4096]),
+    pairs=_PAIRS,
+)
+def test_python_block_encoder_is_plain_blosc_and_seekable(
+    raw: bytes, typesize: int, blocksize: int, pairs: list[tuple[int, int]]
+) -> None:
+    """The fallback encoder (numcodecs builds without c-blosc's symbols) writes the same kind."""
+    enc = _encode_lz4_blocks(np.frombuffer(raw, np.uint8), typesize, blocksize)
+    if raw:
+        assert bytes(blosc.decompress(enc)) == raw
+        _check_partial(enc, raw, 8 if len(raw) > 8 else 0, pairs)
+
+
+def test_c_blosc_split_mode_is_restored_after_encoding() -> None:
+    values = np.arange(300_000, dtype="<f4")
+    plain = numcodecs.Blosc(cname="lz4", shuffle=1, typesize=4)
+    before = bytes(plain.encode(values))
+    enc = encode_lz4_blocks(values.tobytes(), 4, 4096)
+    assert enc[2] & 0x10  # unsplit blocks
+    assert blosc_table(enc, "x").blocksize == 4096
+    after = bytes(plain.encode(values))
+    assert not before[2] & 0x10  # c-blosc's default: split streams, 64 KiB+ blocks
+    assert after == before
+    assert _C_BLOSC.available  # the fast path ran (numcodecs wheels export the symbols)
 
 
 def test_blocks_have_the_requested_size() -> None:

@@ -102,9 +102,9 @@ def test_early_rows_write_what_the_writer_writes(
     kw: dict[str, Any] = {"chunk_shape": (4, 4, 4), "bin_shape": (2, 2, 2)}
     stores = []
     for early in (True, False):
-        if not early:  # no row-order hook: the rows are queued after planning
+        if not early:  # no hooks: the rows and fragments are queued after planning
             monkeypatch.setattr(
-                writer, "plan_level", lambda parts, layout, on_order=None: plan_level(parts, layout)
+                writer, "plan_level", lambda parts, layout, **_: plan_level(parts, layout)
             )
         store = MemoryStore()
         if kind == "points":

@@ -37,6 +37,7 @@ __all__ = [
     "FragmentTable",
     "GeometryParts",
     "LevelPlan",
+    "FragmentHook",
     "OrderHook",
     "as_table",
     "object_dtype",
@@ -54,6 +55,9 @@ ObjectArray = npt.NDArray[np.int64 | np.int32]
 
 OrderHook = Callable[[RowOrder, IntArray, IntArray], None]
 """Called with ``(order, chunks, chunk_offsets)`` of a level as soon as they are known."""
+
+FragmentHook = Callable[["FragmentRows", IntArray, IntArray], None]
+"""Called with ``(fragments, chunks, fragment_offsets)`` of a level as soon as they are known."""
 
 
 def object_dtype(n_objects: int) -> type[np.int32 | np.int64]:
@@ -208,7 +212,11 @@ def _is_identity(rank: IntArray) -> bool:
 
 
 def plan_level(
-    parts: GeometryParts, layout: ChunkLayout, *, on_order: OrderHook | None = None
+    parts: GeometryParts,
+    layout: ChunkLayout,
+    *,
+    on_order: OrderHook | None = None,
+    on_fragments: FragmentHook | None = None,
 ) -> LevelPlan:
     """Compute the placement of every vertex, fragment, manifest ref and link.
 
@@ -218,7 +226,8 @@ def plan_level(
     boundary every ~10 vertices) and only the final row order is expanded per vertex.
 
     ``on_order`` receives the row order and chunk table before fragments, the object index
-    and links are planned (a writer can start gathering rows meanwhile).
+    and links are planned (a writer can start gathering rows meanwhile); ``on_fragments``
+    the fragment table before the object index and links are.
     """
     flat, bins = layout.locate(parts.positions)
     if not parts.has_objects:
@@ -227,6 +236,8 @@ def plan_level(
         rows = _sort_runs(parts, layout, flat, bins, on_order)
     else:
         rows = _sort_unordered(parts, layout, flat, bins, on_order)
+    if on_fragments is not None:
+        on_fragments(rows.fragments, rows.chunks, rows.fragment_offsets)
     vertex_counts = np.zeros(layout.n_chunks, dtype=np.int64)
     vertex_counts[rows.chunks] = np.diff(rows.chunk_offsets)
     refs = rows.refs

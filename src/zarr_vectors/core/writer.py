@@ -42,7 +42,7 @@ from zarr_vectors.core.io import (
     settle_pending_writes,
     write_dense,
 )
-from zarr_vectors.core.plan import GeometryParts, LevelPlan, LinkPlan, plan_level
+from zarr_vectors.core.plan import FragmentRows, GeometryParts, LevelPlan, LinkPlan, plan_level
 from zarr_vectors.core.ragged import RowOrder, run_starts
 from zarr_vectors.core.reader import parse_bbox
 from zarr_vectors.core.store import StoreHandle, StoreLike, has_data, init_root, resolve_store
@@ -555,13 +555,19 @@ def write_level(
 
 
 def _write_arrays(
-    w: LevelWriter, parts: GeometryParts, plan: LevelPlan, *, rows_queued: bool = False
+    w: LevelWriter,
+    parts: GeometryParts,
+    plan: LevelPlan,
+    *,
+    rows_queued: bool = False,
+    fragments_queued: bool = False,
 ) -> None:
-    """Queue every array of a level (the vertex rows too unless ``rows_queued``)."""
+    """Queue every array of a level (the rows and fragments too unless queued already)."""
     if not rows_queued:
         write_rows(w, parts, plan.order, plan.chunks, plan.chunk_offsets)
     _write_links(w, parts, plan)  # links first: a mesh's largest array
-    write_fragments(w, plan)
+    if not fragments_queued:
+        write_fragments(w, plan)
     has_obj = parts.has_objects
     write_dense_arrays(
         w,
@@ -765,16 +771,29 @@ def _plan_and_write(
     The vertex rows are queued as soon as their order is known: they are gathered, encoded and
     written while the rest of the level is planned.
     """
-    queued: list[bool] = []
+    queued: set[str] = set()
 
     def queue_rows(
         order: RowOrder, chunks: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]
     ) -> None:
         write_rows(w, parts, order, chunks, offsets)
-        queued.append(True)
+        queued.add(L.VERTICES)
 
-    plan = plan_level(parts, layout, on_order=queue_rows)
-    _write_arrays(w, parts, plan, rows_queued=bool(queued))
+    def queue_fragments(
+        fragments: FragmentRows, chunks: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]
+    ) -> None:
+        # written while the links are planned (100k streamlines: ~80 ms sooner done)
+        w.payload_chunks(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, fragments, chunks, offsets)
+        queued.add(L.VERTEX_FRAGMENTS)
+
+    plan = plan_level(parts, layout, on_order=queue_rows, on_fragments=queue_fragments)
+    _write_arrays(
+        w,
+        parts,
+        plan,
+        rows_queued=L.VERTICES in queued,
+        fragments_queued=L.VERTEX_FRAGMENTS in queued,
+    )
     objects = int(np.count_nonzero(np.diff(plan.object_offsets)))
     return len(parts.positions), objects, len(plan.chunks)
 
