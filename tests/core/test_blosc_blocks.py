@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+import threading
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -134,6 +135,40 @@ def test_c_blosc_split_mode_is_restored_after_encoding() -> None:
     assert not before[2] & 0x10  # c-blosc's default: split streams, 64 KiB+ blocks
     assert after == before
     assert _C_BLOSC.available  # the fast path ran (numcodecs wheels export the symbols)
+
+
+def test_concurrent_encodes_stay_unsplit_and_restore_the_split_mode() -> None:
+    rng = np.random.default_rng(3)
+    payloads = [rng.normal(size=50_000 + 1000 * i).astype("<f4").tobytes() for i in range(8)]
+    results: dict[int, bytes] = {}
+    barrier = threading.Barrier(4)
+
+    def work(k: int) -> None:
+        barrier.wait()
+        for i in range(k, len(payloads), 4):
+            for _ in range(5):
+                results[i] = encode_lz4_blocks(payloads[i], 4, 4096)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, raw in enumerate(payloads):
+        enc = results[i]
+        assert enc[2] & 0x10
+        assert blosc_table(enc, "x").blocksize == 4096
+        assert bytes(blosc.decompress(enc)) == raw
+    plain = bytes(numcodecs.Blosc(cname="lz4", shuffle=1, typesize=4).encode(payloads[0]))
+    assert not plain[2] & 0x10  # c-blosc's default split mode is back
+
+
+def test_python_encoder_is_used_without_c_blosc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_C_BLOSC, "available", False)
+    raw = np.arange(100_000, dtype="<f4").tobytes()
+    enc = encode_lz4_blocks(raw, 4, 4096)
+    assert enc == _encode_lz4_blocks(np.frombuffer(raw, np.uint8), 4, 4096)
+    assert bytes(blosc.decompress(enc)) == raw
 
 
 def test_blocks_have_the_requested_size() -> None:
