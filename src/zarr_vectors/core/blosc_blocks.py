@@ -356,8 +356,13 @@ class _CBlosc:
                 if self._users == 0:
                     self._set_split(_FORWARD_COMPAT_SPLIT)
 
-    def encode(self, data: npt.NDArray[np.uint8], typesize: int, blocksize: int) -> bytes | None:
-        """Unsplit LZ4 + shuffle Blosc buffer of ``data``; None if c-blosc did otherwise."""
+    def encode(
+        self, data: npt.NDArray[np.uint8], typesize: int, blocksize: int
+    ) -> memoryview | None:
+        """Unsplit LZ4 + shuffle Blosc buffer of ``data``; None if c-blosc did otherwise.
+
+        The buffer is a view of the array c-blosc wrote (no copy into a ``bytes``).
+        """
         out = np.empty(len(data) + BLOSC_HEADER_BYTES, dtype=np.uint8)
         with self._unsplit():  # the GIL is released during the call
             n = self._compress(
@@ -369,13 +374,13 @@ class _CBlosc:
         flags, _, _, got_block, _ = _parse_header(out[:BLOSC_HEADER_BYTES].tobytes(), "c-blosc")
         if not flags & (_DONT_SPLIT | _MEMCPYED) or got_block > blocksize:
             return None  # split after all (BLOSC_SPLITMODE set in the environment)
-        return out[:n].tobytes()
+        return out[:n].data.toreadonly()
 
 
 _C_BLOSC = _CBlosc()
 
 
-def encode_lz4_blocks(raw: bytes | memoryview, typesize: int, blocksize: int) -> bytes:
+def encode_lz4_blocks(raw: bytes | memoryview, typesize: int, blocksize: int) -> bytes | memoryview:
     """Encode ``raw`` as a Blosc 1 buffer: LZ4, byte shuffle, ``blocksize``-byte blocks.
 
     Parameters
@@ -389,7 +394,7 @@ def encode_lz4_blocks(raw: bytes | memoryview, typesize: int, blocksize: int) ->
 
     Returns
     -------
-    bytes
+    bytes-like
         The buffer; blocks that LZ4 cannot shrink are stored as they are, and a buffer that
         would not shrink at all is stored uncompressed (Blosc's "memcpyed" flag).  c-blosc
         (used when it can be) rounds ``blocksize`` down to whole values of ``typesize``.

@@ -356,8 +356,9 @@ class _ElementCodec:
     """``(typesize, blocksize)``: Blosc LZ4 with byte shuffle written in blocks of exactly
     ``blocksize`` bytes (:func:`~zarr_vectors.core.blosc_blocks.encode_lz4_blocks`)."""
 
-    def encode(self, payload: bytes | memoryview) -> bytes:
-        raw = _HEADER.pack(1, len(payload)) + bytes(payload)
+    def encode(self, payload: bytes | memoryview) -> Blob:
+        """Return the stored bytes of one element (vlen header + ``payload``, encoded)."""
+        raw = _with_header(payload)
         if self.compressor is None:
             return raw
         if self.lz4_blocks is not None:
@@ -367,7 +368,7 @@ class _ElementCodec:
             return bytes(self.compressor.encode(raw))
         return _encode_frames(raw, frame, self.compressor)
 
-    def encode_many(self, payloads: Sequence[bytes | memoryview]) -> list[bytes]:
+    def encode_many(self, payloads: Sequence[bytes | memoryview]) -> list[Blob]:
         """:meth:`encode` every payload; the frames of all seekable ones in one zstd batch.
 
         The batch compresses on native threads without the GIL (same bytes as :meth:`encode`).
@@ -377,7 +378,7 @@ class _ElementCodec:
         if comp is None or frame is None or comp.codec_id != "zstd" or not _BATCH_ZSTD:
             return _map(self.encode, views, sum(len(v) for v in views))
         framed = [i for i, v in enumerate(views) if _HEADER.size + len(v) > frame]
-        out = [b"" if _HEADER.size + len(v) > frame else self.encode(v) for v in views]
+        out: list[Blob] = [b"" if _HEADER.size + len(v) > frame else self.encode(v) for v in views]
         batch = _encode_frames_many([views[i] for i in framed], frame, comp)
         for i, data in zip(framed, batch, strict=True):
             out[i] = data
@@ -578,7 +579,7 @@ def _segments(starts: npt.ArrayLike, size: int, frame: int) -> bytes:
     return segments.tobytes()
 
 
-def _encode_frames(raw: bytes, frame: int, compressor: NumcodecsCodec) -> bytes:
+def _encode_frames(raw: Blob, frame: int, compressor: NumcodecsCodec) -> bytes:
     cctx = _frame_compressor(compressor)
     view = memoryview(raw)
     frames = [cctx.compress(view[i : i + frame]) for i in range(0, len(raw), frame)]
@@ -829,7 +830,7 @@ def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(coords))
 
 
-def _set_many(store: Store, items: Sequence[tuple[str, bytes]]) -> None:
+def _set_many(store: Store, items: Sequence[tuple[str, Blob]]) -> None:
     root = _local_root(store)
     if root is not None:
         paths = [os.path.join(root, k) for k, _ in items]  # str: pathlib costs ~10 µs a file
@@ -843,7 +844,7 @@ def _set_many(store: Store, items: Sequence[tuple[str, bytes]]) -> None:
     async def put() -> None:
         sem = asyncio.Semaphore(_MAX_IN_FLIGHT)
 
-        async def one(k: str, v: bytes) -> None:
+        async def one(k: str, v: Blob) -> None:
             async with sem:
                 await store.set(k, proto.buffer.from_bytes(v))
 
@@ -866,7 +867,7 @@ def _write_file(item: tuple[str, bytes | memoryview]) -> None:
         os.close(fd)
 
 
-def set_many(store: Store, items: Sequence[tuple[str, bytes]]) -> None:
+def set_many(store: Store, items: Sequence[tuple[str, Blob]]) -> None:
     """Write raw keys to a store in one batch."""
     _set_many(store, items)
 
@@ -1122,6 +1123,15 @@ _MAX_TABLES = 16384  # a table is a few hundred bytes to a few KiB
 
 _FAST: dict[int, tuple[Any, tuple[_ElementCodec, ShardFormat | None] | None]] = {}
 """Fast codec of each array metadata object (kept alive here, so its id stays its own)."""
+
+
+def _with_header(payload: bytes | memoryview) -> memoryview:
+    """Return the vlen-bytes element of ``payload`` (8-byte header, then the bytes; one copy)."""
+    data = np.frombuffer(payload, dtype=np.uint8)
+    out = np.empty(_HEADER.size + len(data), dtype=np.uint8)
+    out[: _HEADER.size] = np.frombuffer(_HEADER.pack(1, len(data)), dtype=np.uint8)
+    out[_HEADER.size :] = data
+    return out.data.toreadonly()
 
 
 def _check_element_header(element: npt.NDArray[np.uint8], where: str) -> None:
@@ -1719,7 +1729,7 @@ def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
         if block.reshape(-1).view(np.uint8).any():
             blocks.append((c, block))
 
-    def encode(item: tuple[int, npt.NDArray[Any]]) -> bytes:
+    def encode(item: tuple[int, npt.NDArray[Any]]) -> Blob:
         block = item[1]
         if len(block) < rows:  # partial last chunk: padded with the fill value
             padded = np.zeros(full, dtype=data.dtype)
