@@ -123,6 +123,38 @@ def make_graphml(path: Path) -> None:
     nx.write_graphml(G, path)
 
 
+SWC_TEXT = """# a neuron written by hand from the SWC specification
+# ORIGINAL_SOURCE hand
+# SCALE 1.0 1.0 1.0
+1 1 20.0 20.0 20.0 5.0 -1
+2 3 24.5 21.0 20.0 1.25 1
+3 3 29.0 23.5 21.0 1.0 2
+4 3 33.0 27.0 22.5 0.75 3
+5 3 31.0 33.0 22.0 0.5 3
+6 2 15.0 18.0 19.0 1.5 1
+7 2 9.5 14.0 18.5 1.0 6
+10 2 4.0 9.0 18.0 0.75 7
+"""
+
+
+def make_swc(path: Path) -> None:
+    path.write_text(SWC_TEXT)
+
+
+def _icosphere() -> trimesh.Trimesh:
+    mesh = trimesh.creation.icosphere(subdivisions=2, radius=15.0)
+    mesh.apply_translation([20.0, 20.0, 20.0])
+    return mesh
+
+
+def make_obj(path: Path) -> None:
+    _icosphere().export(str(path))
+
+
+def make_stl(path: Path) -> None:
+    _icosphere().export(str(path))
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -156,6 +188,9 @@ CASES = (
     Case("tck", make_tck, "streamline", _n_streamline_points),
     Case("trx", make_trx, "streamline", _n_trx),
     Case("graphml", make_graphml, "graph", lambda p: 60),
+    Case("swc", make_swc, "skeleton", lambda p: 8),
+    Case("obj", make_obj, "mesh", lambda p: len(_icosphere().vertices)),
+    Case("stl", make_stl, "mesh", lambda p: len(_icosphere().vertices)),
 )
 
 
@@ -391,3 +426,56 @@ def test_convert_with_lz4_compressor(tmp_path: Path, make: str) -> None:
         app, ["convert", str(source), str(tmp_path / "x.zarrvectors"), "--compressor", "lzma"]
     )
     assert bad.exit_code == 2
+
+
+# -- fidelity of the files written back -------------------------------------------------------
+
+
+def _convert_and_export(src: Path, out: Path) -> None:
+    store = src.with_suffix(".zarrvectors")
+    for args in (["convert", str(src), str(store)], ["export", str(store), str(out)]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.stderr
+
+
+def test_swc_comes_back_node_for_node_with_its_header(tmp_path: Path) -> None:
+    src, out = tmp_path / "n.swc", tmp_path / "back.swc"
+    make_swc(src)
+    _convert_and_export(src, out)
+    lines = [ln for ln in out.read_text().splitlines() if ln.strip()]
+    want = [ln for ln in SWC_TEXT.splitlines() if ln.strip()]
+    assert [ln for ln in lines if ln.startswith("#")] == [w for w in want if w.startswith("#")]
+    got = np.array([ln.split() for ln in lines if not ln.startswith("#")], dtype=float)
+    expected = np.array([w.split() for w in want if not w.startswith("#")], dtype=float)
+    np.testing.assert_array_equal(got, expected)
+
+
+def _faces(mesh: trimesh.Trimesh) -> set[tuple[int, ...]]:
+    """Faces as vertex triples up to rotation (winding kept)."""
+    out = set()
+    for f in mesh.faces.tolist():
+        k = f.index(min(f))
+        out.add(tuple(f[k:] + f[:k]))
+    return out
+
+
+def test_obj_comes_back_vertex_for_vertex(tmp_path: Path) -> None:
+    src, out = tmp_path / "m.obj", tmp_path / "back.obj"
+    make_obj(src)
+    _convert_and_export(src, out)
+    a = trimesh.load(str(src), force="mesh", process=False)
+    b = trimesh.load(str(out), force="mesh", process=False)
+    np.testing.assert_allclose(b.vertices, a.vertices, rtol=0, atol=1e-6)
+    assert _faces(b) == _faces(a)
+
+
+def test_stl_comes_back_as_the_same_surface(tmp_path: Path) -> None:
+    src, out = tmp_path / "m.stl", tmp_path / "back.stl"
+    make_stl(src)
+    _convert_and_export(src, out)
+    a = trimesh.load(str(src), force="mesh", process=True)
+    b = trimesh.load(str(out), force="mesh", process=True)
+    assert len(b.faces) == len(a.faces)
+    np.testing.assert_allclose(np.sort(b.vertices, axis=0), np.sort(a.vertices, axis=0), atol=1e-5)
+    assert b.volume == pytest.approx(a.volume, rel=1e-6)
+    assert b.is_watertight

@@ -100,6 +100,8 @@ _EXTRA = "pip install 'zarr-vectors[formats]'"
 _POINTS = (GeometryTypeName.POINT_CLOUD,)
 _PATHS = (GeometryTypeName.STREAMLINE, GeometryTypeName.POLYLINE)
 _GRAPHS = (GeometryTypeName.GRAPH, GeometryTypeName.SKELETON)
+_SKELETONS = (GeometryTypeName.SKELETON,)
+_MESHES = (GeometryTypeName.MESH,)
 
 
 # -- the protocol ---------------------------------------------------------------------------
@@ -264,6 +266,8 @@ FORMATS: tuple[FormatInfo, ...] = (
     FormatInfo("tck", (".tck",), "tractography", _PATHS, "MRtrix streamlines (nibabel)"),
     FormatInfo("trx", (".trx",), "tractography", _PATHS, "TRX tractograms (trx-python)"),
     FormatInfo("graphml", (".graphml",), "graphml", _GRAPHS, "GraphML graphs (networkx)"),
+    FormatInfo("swc", (".swc",), "swc", _SKELETONS, "SWC neuron morphologies, one per file"),
+    FormatInfo("mesh", (".obj", ".stl"), "meshfiles", _MESHES, "OBJ and STL meshes (trimesh)"),
 )
 """Every convertible format, in ``--help`` order."""
 

@@ -29,9 +29,20 @@ import numpy.typing as npt
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import GeometryError, InvalidInputError
+from zarr_vectors.formats.registry import Extent, NullProgress, Progress, Source, WriteOptions
+from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.types.skeletons import Skeleton, read_skeleton, write_skeleton
 
-__all__ = ["SwcData", "read_swc", "skeleton_to_swc", "store_to_swc", "swc_to_store", "write_swc"]
+__all__ = [
+    "SwcData",
+    "SwcSource",
+    "open_swc",
+    "read_swc",
+    "skeleton_to_swc",
+    "store_to_swc",
+    "swc_to_store",
+    "write_swc",
+]
 
 IntArray = npt.NDArray[np.int64]
 PathLike = str | os.PathLike[str]
@@ -281,6 +292,40 @@ def swc_to_store(
     )
 
 
+class SwcSource(Source):
+    """An SWC file opened for conversion: one skeleton (the file is read here)."""
+
+    geometry_type = GeometryTypeName.SKELETON
+
+    def __init__(self, path: PathLike) -> None:
+        super().__init__(path)
+        self.data = read_swc(self.path)
+
+    def extent(self) -> Extent:
+        """Return the sample count and bounding box."""
+        return Extent.of(self.data.positions)
+
+    def write(
+        self, store: StoreLike, options: WriteOptions, progress: Progress | None = None
+    ) -> WriteSummary:
+        """Write the file as one skeleton of a new store (comments kept, node for node)."""
+        (progress or NullProgress()).start("writing store", None)
+        return swc_to_store(
+            self.data,
+            store,
+            chunk_shape=options.chunk_shape,
+            bin_shape=options.bin_shape,
+            overwrite=options.overwrite,
+            compressor=options.compressor,
+            source_description=f"SWC morphology: {self.path.name}",
+        )
+
+
+def open_swc(path: PathLike) -> SwcSource:
+    """Open an SWC file for conversion (see :class:`SwcSource`)."""
+    return SwcSource(path)
+
+
 def store_to_swc(
     store: StoreLike,
     path: PathLike | None,
@@ -288,6 +333,7 @@ def store_to_swc(
     object_id: Any = None,
     level: int = 0,
     storage_options: Mapping[str, Any] | None = None,
+    progress: Progress | None = None,
 ) -> SwcData:
     """Write one skeleton of a store to an SWC file and return its samples.
 
@@ -303,6 +349,8 @@ def store_to_swc(
         Resolution level.
     storage_options
         fsspec options for URL stores.
+    progress
+        Receiver of progress reports.
 
     Returns
     -------
@@ -314,6 +362,7 @@ def store_to_swc(
     InvalidInputError
         ``object_id`` omitted for a store with several skeletons, or the store is not 3-D.
     """
+    (progress or NullProgress()).start("reading store", None)
     sks = read_skeleton(
         store,
         level=level,

@@ -36,7 +36,14 @@ try:
 except ImportError:  # the optional ``formats`` extra is not installed
     HAVE_TRIMESH = False
 
-__all__ = ["HAVE_TRIMESH", "from_trimesh", "read_trimesh", "to_trimesh", "write_trimesh"]
+__all__ = [
+    "HAVE_TRIMESH",
+    "from_trimesh",
+    "load_trimesh",
+    "read_trimesh",
+    "to_trimesh",
+    "write_trimesh",
+]
 
 COLOR = "color"
 """Attribute name of per-vertex RGBA colours ((N, 4) uint8)."""
@@ -184,6 +191,24 @@ def write_trimesh(
     :func:`~zarr_vectors.types.meshes.write_mesh`.
     """
     return write_mesh(store, from_trimesh(meshes, attributes=attributes), **kwargs)
+
+
+def load_trimesh(path: str, *, merge: bool = False) -> trimesh.Trimesh:
+    """Read a mesh file (any format trimesh reads) as one ``trimesh.Trimesh``.
+
+    ``merge`` merges coincident vertices (for formats such as STL that repeat them per
+    triangle); otherwise vertices keep their file order.
+
+    Raises
+    ------
+    InvalidInputError
+        The file holds no triangle mesh.
+    """
+    _require()
+    mesh = trimesh.load(path, force="mesh", process=merge)
+    if not isinstance(mesh, trimesh.Trimesh) or mesh.faces.shape[1:] != (3,):
+        raise InvalidInputError(f"{path}: not a triangle mesh")
+    return mesh
 
 
 def read_trimesh(store: StoreLike, **kwargs: Any) -> trimesh.Trimesh:
