@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +32,7 @@ import numpy.typing as npt
 from lz4 import block as lz4_block
 from numcodecs import blosc
 
+from zarr_vectors.core.shared import SharedSetting
 from zarr_vectors.errors import CorruptPayloadError
 
 __all__ = [
@@ -316,8 +315,6 @@ class _CBlosc:
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._users = 0
         try:
             lib = ctypes.CDLL(blosc.__file__)
             self._compress = lib.blosc_compress_ctx
@@ -341,20 +338,10 @@ class _CBlosc:
         self._compress.restype = ctypes.c_int
         self._set_split.argtypes = [ctypes.c_int]
         self._set_split.restype = None
-
-    @contextmanager
-    def _unsplit(self) -> Iterator[None]:
-        with self._lock:
-            if self._users == 0:
-                self._set_split(_NEVER_SPLIT)
-            self._users += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._users -= 1
-                if self._users == 0:
-                    self._set_split(_FORWARD_COMPAT_SPLIT)
+        self._unsplit = SharedSetting(
+            lambda: self._set_split(_NEVER_SPLIT),
+            lambda _: self._set_split(_FORWARD_COMPAT_SPLIT),  # c-blosc has no getter
+        )
 
     def encode(
         self, data: npt.NDArray[np.uint8], typesize: int, blocksize: int
@@ -364,7 +351,7 @@ class _CBlosc:
         The buffer is a view of the array c-blosc wrote (no copy into a ``bytes``).
         """
         out = np.empty(len(data) + BLOSC_HEADER_BYTES, dtype=np.uint8)
-        with self._unsplit():  # the GIL is released during the call
+        with self._unsplit.held():  # the GIL is released during the call
             n = self._compress(
                 _CLEVEL, 1, typesize, len(data), data.ctypes.data, out.ctypes.data, len(out),
                 b"lz4", blocksize, 1,

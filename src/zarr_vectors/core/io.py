@@ -29,7 +29,7 @@ import warnings
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import accumulate
@@ -76,6 +76,7 @@ from zarr_vectors.core.blosc_blocks import (
 from zarr_vectors.core.ragged import concat_ranges, unique_sorted
 from zarr_vectors.core.scratch import Lease
 from zarr_vectors.core.shards import ShardFormat
+from zarr_vectors.core.shared import SharedSetting
 from zarr_vectors.errors import CorruptPayloadError, StoreNotFoundError
 from zarr_vectors.spec.conventions import Compression
 
@@ -108,44 +109,14 @@ Compressor: TypeAlias = BytesBytesCodec | NumcodecsCodec | None
 """A zarr v3 bytes-to-bytes codec, a numcodecs codec (Zarr v2), or None for no compression."""
 
 CompressorSpec: TypeAlias = Compressor | str | Mapping[str, Compressor | str]
+"""One compressor for every array, or a mapping from array path to compressor (``"*"``: rest)."""
+
 Blob: TypeAlias = bytes | memoryview
 """Stored bytes of one key: local reads hand out read-only views of a shared buffer."""
-"""One compressor for every array, or a mapping from array path to compressor (``"*"``: rest)."""
 
 _HEADER = struct.Struct("<II")
 _PARALLEL_BYTES = 4 << 20  # below this, a thread pool costs more than it saves
 _MAX_IN_FLIGHT = 64
-
-
-class _SharedSetting:
-    """A process-wide setting held while any caller, in any thread, is inside :meth:`held`.
-
-    The first caller in applies it (``apply`` returns what ``restore`` needs) and the last one
-    out restores it: a plain save/restore per call would let one thread's exit undo the
-    setting under another thread that still relies on it.
-    """
-
-    def __init__(self, apply: Callable[[], Any], restore: Callable[[Any], None]) -> None:
-        self._apply, self._restore = apply, restore
-        self._lock = threading.Lock()
-        self._users = 0
-        self._saved: Any = None
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """Hold the setting for the duration of the block."""
-        with self._lock:
-            if self._users == 0:
-                self._saved = self._apply()
-            self._users += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._users -= 1
-                if self._users == 0:
-                    saved, self._saved = self._saved, None
-                    self._restore(saved)
 
 
 def _silence_vlen() -> warnings.catch_warnings[None]:
@@ -165,8 +136,8 @@ def _restore_blosc(saved: bool) -> None:
     blosc.use_threads = saved
 
 
-_QUIET = _SharedSetting(_silence_vlen, lambda saved: saved.__exit__(None, None, None))
-_SERIAL = _SharedSetting(_serial_blosc, _restore_blosc)
+_QUIET = SharedSetting(_silence_vlen, lambda saved: saved.__exit__(None, None, None))
+_SERIAL = SharedSetting(_serial_blosc, _restore_blosc)
 
 
 def quiet_vlen() -> AbstractContextManager[None]:

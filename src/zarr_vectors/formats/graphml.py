@@ -154,10 +154,7 @@ class GraphmlSource(Source):
             directed=g.directed,
             attributes=g.attributes,
             edge_attributes=g.edge_attributes,
-            chunk_shape=options.chunk_shape,
-            bin_shape=options.bin_shape,
-            overwrite=options.overwrite,
-            compressor=options.compressor,
+            **options.store_kwargs,
             custom_metadata={KEY: self.settings},
             source_description=f"GraphML graph: {self.path.name}",
         )

@@ -50,10 +50,7 @@ class MeshSource(Source):
         return write_trimesh(
             store,
             self.mesh,
-            chunk_shape=options.chunk_shape,
-            bin_shape=options.bin_shape,
-            overwrite=options.overwrite,
-            compressor=options.compressor,
+            **options.store_kwargs,
             source_description=f"{self.path.suffix[1:].upper()} mesh: {self.path.name}",
         )
 

@@ -333,10 +333,7 @@ class PlySource(Source):
             store,
             self.points.positions,
             attributes=self.points.attributes,
-            chunk_shape=options.chunk_shape,
-            bin_shape=options.bin_shape,
-            overwrite=options.overwrite,
-            compressor=options.compressor,
+            **options.store_kwargs,
             custom_metadata={KEY: cast(dict[str, Any], self.points.metadata)},
             source_description=f"PLY vertices: {self.path.name}",
         )

@@ -175,6 +175,16 @@ class WriteOptions:
     """Chunks per axis of a spill partition of the streaming writer (see
     :func:`~zarr_vectors.open_writer`; :func:`convert` sizes it from the data extent)."""
 
+    @property
+    def store_kwargs(self) -> dict[str, Any]:
+        """Keywords of the ``write_*`` functions for the new store's layout."""
+        return {
+            "chunk_shape": self.chunk_shape,
+            "bin_shape": self.bin_shape,
+            "overwrite": self.overwrite,
+            "compressor": self.compressor,
+        }
+
     def stream(self, n_vertices: int) -> bool:
         """Whether a source of ``n_vertices`` is streamed."""
         if n_vertices == 0:

@@ -313,10 +313,7 @@ class SwcSource(Source):
         return swc_to_store(
             self.data,
             store,
-            chunk_shape=options.chunk_shape,
-            bin_shape=options.bin_shape,
-            overwrite=options.overwrite,
-            compressor=options.compressor,
+            **options.store_kwargs,
             source_description=f"SWC morphology: {self.path.name}",
         )
 

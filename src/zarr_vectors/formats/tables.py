@@ -208,10 +208,7 @@ class TableSource(Source):
             store,
             self.points.positions,
             attributes=self.points.attributes,
-            chunk_shape=options.chunk_shape,
-            bin_shape=options.bin_shape,
-            overwrite=options.overwrite,
-            compressor=options.compressor,
+            **options.store_kwargs,
             custom_metadata={self.kind: cast(dict[str, Any], self.points.metadata)},
             source_description=f"{self.kind} table: {self.path.name}",
         )
