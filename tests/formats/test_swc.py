@@ -121,7 +121,9 @@ def test_several_files_become_several_skeletons(swc_file: Path) -> None:
     assert d.parents.tolist() == [-1, 5, 6]
     assert d.header == ("second neuron",)
     assert d.radii.tolist() == [1.0, 0.5, 0.25]
-    with pytest.raises(InvalidInputError, match="2 skeletons; pass object_id"):
+    with pytest.raises(
+        InvalidInputError, match="2 skeletons and an SWC file holds one: choose it with object_id="
+    ):
         store_to_swc(store, None)
 
 
