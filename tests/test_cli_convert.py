@@ -479,3 +479,27 @@ def test_stl_comes_back_as_the_same_surface(tmp_path: Path) -> None:
     np.testing.assert_allclose(np.sort(b.vertices, axis=0), np.sort(a.vertices, axis=0), atol=1e-5)
     assert b.volume == pytest.approx(a.volume, rel=1e-6)
     assert b.is_watertight
+
+
+def test_export_one_skeleton_of_several_to_swc(tmp_path: Path) -> None:
+    store = tmp_path / "two.zarrvectors"
+    trees = [
+        (np.array([[0.0, 0, 0], [1, 1, 1], [2, 1, 1]]), [-1, 0, 1]),
+        (np.array([[5.0, 5, 5], [6, 5, 5]]), [-1, 0]),
+    ]
+    zv.write_skeleton(store, trees, ids=[7, 900], chunk_shape=(4.0, 4.0, 4.0))
+    out = tmp_path / "one.swc"
+    refused = runner.invoke(app, ["export", str(store), str(out)])
+    assert refused.exit_code == 1
+    assert "--object-id" in refused.stderr
+    assert "[7, 900]" in refused.stderr
+    done = runner.invoke(app, ["export", str(store), str(out), "--object-id", "900"])
+    assert done.exit_code == 0, done.stderr
+    rows = np.loadtxt(out, comments="#", ndmin=2)
+    np.testing.assert_array_equal(rows[:, 2:5], trees[1][0])
+    assert rows[:, 6].tolist() == [-1, rows[0, 0]]
+    wrong = runner.invoke(
+        app, ["export", str(store), str(tmp_path / "x.graphml"), "--object-id", "7"]
+    )
+    assert wrong.exit_code == 2
+    assert "--object-id applies to SWC files" in wrong.stderr

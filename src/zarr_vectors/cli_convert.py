@@ -362,8 +362,16 @@ def export_command(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace OUT if it exists.")
     ] = False,
+    object_id: Annotated[
+        str | None,
+        typer.Option(
+            "--object-id",
+            help="SWC: the skeleton to write (its id), for stores holding several.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Write a store (one resolution level) to a point cloud, tractogram or graph file.
+    """Write a store (one resolution level) to a point cloud, tractogram, graph, SWC or mesh file.
 
     The format follows from the extension of OUT; headers kept by convert are restored.
 
@@ -380,14 +388,26 @@ def export_command(
     if gtype not in info.exports:
         kinds = " or ".join(g.value for g in info.exports)
         _usage(err, f"{store} holds {gtype.value} geometry; {info.name} files hold {kinds}")
+    if object_id is not None and "object_id" not in info.export_options:
+        _usage(err, f"--object-id applies to SWC files, not {info.name}")
     try:
         with _warnings_to(err), _progress(err) as report:
-            export(os.fspath(store), out, level=level, progress=report)
+            export(os.fspath(store), out, level=level, progress=report, object_id=_id(object_id))
     except StoreNotFoundError as exc:
         _usage(err, str(exc))
     except (ZarrVectorsError, OSError, ValueError) as exc:
         _failure(err, f"cannot export {store} to {info.name}: {exc}")
     Console().print(escape(f"wrote {out} ({info.name}, level {level})"), highlight=False)
+
+
+def _id(text: str | None) -> int | str | None:
+    """Return an object id typed on the command line: an integer when it reads as one."""
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return text
 
 
 # -- pyramid --------------------------------------------------------------------------------

@@ -254,6 +254,8 @@ class FormatInfo:
     """One line for ``--help``."""
     options: tuple[str, ...] = field(default=())
     """Keyword options the opener accepts besides ``path``."""
+    export_options: tuple[str, ...] = field(default=())
+    """Keyword options the exporter accepts besides ``level`` and ``progress``."""
 
     @property
     def opener(self) -> str:
@@ -276,7 +278,14 @@ FORMATS: tuple[FormatInfo, ...] = (
     FormatInfo("tck", (".tck",), "tractography", _PATHS, "MRtrix streamlines (nibabel)"),
     FormatInfo("trx", (".trx",), "tractography", _PATHS, "TRX tractograms (trx-python)"),
     FormatInfo("graphml", (".graphml",), "graphml", _GRAPHS, "GraphML graphs (networkx)"),
-    FormatInfo("swc", (".swc",), "swc", _SKELETONS, "SWC neuron morphologies, one per file"),
+    FormatInfo(
+        "swc",
+        (".swc",),
+        "swc",
+        _SKELETONS,
+        "SWC neuron morphologies, one per file",
+        export_options=("object_id",),
+    ),
     FormatInfo("mesh", (".obj", ".stl"), "meshfiles", _MESHES, "OBJ and STL meshes (trimesh)"),
 )
 """Every convertible format, in ``--help`` order."""
@@ -666,9 +675,16 @@ def _fmt(values: Sequence[float]) -> str:
 
 
 def export(
-    store: StoreLike, path: PathLike, *, level: int = 0, progress: Progress | None = None
+    store: StoreLike,
+    path: PathLike,
+    *,
+    level: int = 0,
+    progress: Progress | None = None,
+    **options: Any,
 ) -> FormatInfo:
     """Write one level of a store to a foreign file, choosing the format from the extension.
+
+    ``options`` go to the format's exporter (SWC: ``object_id``, the skeleton to write).
 
     Returns
     -------
@@ -678,7 +694,8 @@ def export(
     Raises
     ------
     InvalidInputError
-        Unknown extension, or a store whose geometry type the format cannot hold.
+        Unknown extension, a store whose geometry type the format cannot hold, or an option
+        the format does not take.
     MissingDependencyError
         The format's library is not installed.
     """
@@ -689,7 +706,12 @@ def export(
         raise InvalidInputError(
             f"the store holds {gtype.value!r}; {info.name} files hold {allowed} geometry"
         )
-    getattr(load_format(info), info.exporter)(store, path, level=level, progress=progress)
+    given = {k: v for k, v in options.items() if v is not None}
+    unknown = sorted(set(given) - set(info.export_options))
+    if unknown:
+        raise InvalidInputError(f"{info.name} export takes no option {', '.join(unknown)}")
+    exporter = getattr(load_format(info), info.exporter)
+    exporter(store, path, level=level, progress=progress, **given)
     return info
 
 

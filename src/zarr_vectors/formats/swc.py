@@ -369,8 +369,7 @@ def store_to_swc(
     if len(sks) != 1:
         raise InvalidInputError(
             f"the store holds {len(sks)} skeletons and an SWC file holds one: choose it with "
-            f"object_id= (one of {sks.object_ids[:5].tolist()}...) in "
-            "zarr_vectors.formats.swc.store_to_swc"
+            f"object_id= (CLI: --object-id), one of {sks.object_ids[:5].tolist()}..."
         )
     data = skeleton_to_swc(sks[0])
     if path is not None:
