@@ -503,3 +503,13 @@ def test_export_one_skeleton_of_several_to_swc(tmp_path: Path) -> None:
     )
     assert wrong.exit_code == 2
     assert "--object-id applies to SWC files" in wrong.stderr
+
+
+def test_mesh_file_without_triangles_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    src = tmp_path / "line.obj"
+    src.write_text("v 0 0 0\nv 1 0 0\nl 1 2\n")
+    store = tmp_path / "line.zarrvectors"
+    result = runner.invoke(app, ["convert", str(src), str(store)])
+    assert result.exit_code == 1
+    assert "holds no triangle faces" in " ".join(result.stderr.split())
+    assert not store.exists()

@@ -202,12 +202,15 @@ def load_trimesh(path: str, *, merge: bool = False) -> trimesh.Trimesh:
     Raises
     ------
     InvalidInputError
-        The file holds no triangle mesh.
+        The file holds no triangle mesh, or no triangles (points or lines only: converting
+        it would store nothing).
     """
     _require()
     mesh = trimesh.load(path, force="mesh", process=merge)
     if not isinstance(mesh, trimesh.Trimesh) or mesh.faces.shape[1:] != (3,):
-        raise InvalidInputError(f"{path}: not a triangle mesh")
+        raise InvalidInputError("the file holds no triangle mesh")
+    if not len(mesh.faces):
+        raise InvalidInputError("the file holds no triangle faces (points or lines only)")
     return mesh
 
 
