@@ -378,7 +378,7 @@ def process_round(
     order = as_index(plan.order)
     counts = np.diff(plan.chunk_offsets)
     write_rows(w, parts, order, plan.chunks, plan.chunk_offsets)
-    write_fragments(w, plan)
+    write_fragments(w, plan.fragments, plan.chunks, plan.fragment_offsets)
     refs = np.zeros((0, asm.layout.ndim + 4), np.int64)
     if asm.has_objects:
         first = gidx[order[plan.ref_first_row]]

@@ -74,7 +74,7 @@ from zarr_vectors.core.blosc_blocks import (
     table_length,
 )
 from zarr_vectors.core.ragged import concat_ranges, unique_sorted
-from zarr_vectors.core.scratch import Lease
+from zarr_vectors.core.scratch import Lease, empty_bytes
 from zarr_vectors.core.shards import ShardFormat
 from zarr_vectors.core.shared import SharedSetting
 from zarr_vectors.errors import CorruptPayloadError, StoreNotFoundError
@@ -362,14 +362,7 @@ class _ElementCodec:
             raise CorruptPayloadError(f"{where}: cannot decompress ({exc!r})") from exc
         if not isinstance(raw, bytes | bytearray | memoryview):
             raw = np.ascontiguousarray(raw).reshape(-1).view(np.uint8).data
-        if len(raw) < _HEADER.size:
-            raise CorruptPayloadError(f"{where}: truncated element header")
-        count, length = _HEADER.unpack_from(raw)
-        if count != 1 or length != len(raw) - _HEADER.size:
-            raise CorruptPayloadError(
-                f"{where}: malformed vlen-bytes element (count {count}, length {length}, "
-                f"{len(raw) - _HEADER.size} bytes present)"
-            )
+        _check_element_header(raw, where)
         return memoryview(raw)[_HEADER.size :]  # no copy: rows are joined once by the reader
 
     def decode_rows(
@@ -742,8 +735,7 @@ def _read_files(paths: Sequence[str], lease: Lease | None = None) -> list[memory
                 except FileNotFoundError:
                     fds.append(-1)
             sizes = [os.fstat(fd).st_size if fd >= 0 else 0 for fd in fds]
-            total = sum(sizes)  # np.empty, not bytearray: no zero fill
-            buffer = (np.empty(total, np.uint8) if lease is None else lease.empty(total)).data
+            buffer = empty_bytes(sum(sizes), lease).data  # not a bytearray: no zero fill
             start = 0
             for fd, size in zip(fds, sizes, strict=True):
                 if fd < 0:
@@ -1105,9 +1097,11 @@ def _with_header(payload: bytes | memoryview) -> memoryview:
     return out.data.toreadonly()
 
 
-def _check_element_header(element: npt.NDArray[np.uint8], where: str) -> None:
+def _check_element_header(element: Blob | bytearray | npt.NDArray[np.uint8], where: str) -> None:
     """Raise unless ``element`` (decoded) starts with the vlen header of its own length."""
-    count, length = _HEADER.unpack(element[: _HEADER.size].tobytes())
+    if len(element) < _HEADER.size:
+        raise CorruptPayloadError(f"{where}: truncated element header")
+    count, length = _HEADER.unpack(bytes(element[: _HEADER.size]))
     present = len(element) - _HEADER.size
     if count != 1 or length != present:
         raise CorruptPayloadError(
@@ -1145,6 +1139,14 @@ class PayloadArray:
         if len(_FAST) >= _MAX_META:
             _FAST.clear()
         _FAST[id(meta)] = (meta, fast)
+        return fast
+
+    @property
+    def _blosc(self) -> tuple[_ElementCodec, ShardFormat | None] | None:
+        """:attr:`_fast` when its compressor is Blosc (decoded straight into place), else None."""
+        fast = self._fast
+        if fast is None or fast[0].compressor is None or fast[0].compressor.codec_id != "blosc":
+            return None
         return fast
 
     @property
@@ -1261,8 +1263,8 @@ class PayloadArray:
         other codecs (use :meth:`read`).  With a ``lease``, the rows (and the stored bytes
         fetched on the way) are in its buffers: valid while it lasts.
         """
-        fast = self._fast
-        if fast is None or fast[0].compressor is None or fast[0].compressor.codec_id != "blosc":
+        fast = self._blosc
+        if fast is None:
             return None
         flats = [int(i) for i in flat_indices]
         raw = self._fetch(flats, fast[1], lease)
@@ -1272,19 +1274,13 @@ class PayloadArray:
         ]
         starts = [0, *accumulate(sizes)]
         size = _HEADER.size + starts[-1]
-        out = np.empty(size, dtype=np.uint8) if lease is None else lease.empty(size)
+        out = empty_bytes(size, lease)
         with serial_blosc():
             for i in reversed(range(len(flats))):
                 data = raw[i]
                 if data is None:
                     continue
-                where = f"{self.name} chunk {flats[i]}"
-                slot = out[starts[i] : starts[i + 1] + _HEADER.size]
-                try:
-                    blosc.decompress(data, slot)
-                except (RuntimeError, ValueError) as exc:
-                    raise CorruptPayloadError(f"{where}: cannot decompress ({exc!r})") from exc
-                _check_element_header(slot, where)
+                self._decode_element(flats[i], data, out[starts[i] : starts[i + 1] + _HEADER.size])
         return out[_HEADER.size :], sizes
 
     def iter_decoded(
@@ -1298,8 +1294,8 @@ class PayloadArray:
         bytes before advancing.  Elements with nothing stored are skipped.  Returns None for
         other codecs (use :meth:`read_concat` or :meth:`read`).
         """
-        fast = self._fast
-        if fast is None or fast[0].compressor is None or fast[0].compressor.codec_id != "blosc":
+        fast = self._blosc
+        if fast is None:
             return None
         flats = [int(i) for i in flat_indices]
         return self._iter_decoded(flats, self._fetch(flats, fast[1], lease))
@@ -1316,13 +1312,17 @@ class PayloadArray:
                 if data is None:
                     continue
                 slot = scratch[: sizes[i]]
-                where = f"{self.name} chunk {flat}"
-                try:
-                    blosc.decompress(data, slot)
-                except (RuntimeError, ValueError) as exc:
-                    raise CorruptPayloadError(f"{where}: cannot decompress ({exc!r})") from exc
-                _check_element_header(slot, where)
+                self._decode_element(flat, data, slot)
                 yield i, slot[_HEADER.size :]
+
+    def _decode_element(self, flat: int, data: Blob, slot: npt.NDArray[np.uint8]) -> None:
+        """Decompress a stored Blosc element into ``slot`` (its size) and check its header."""
+        where = f"{self.name} chunk {flat}"
+        try:
+            blosc.decompress(data, slot)
+        except (RuntimeError, ValueError) as exc:
+            raise CorruptPayloadError(f"{where}: cannot decompress ({exc!r})") from exc
+        _check_element_header(slot, where)
 
     def _decoded_size(self, flat: int, data: Blob) -> int:
         """Return the decoded bytes (vlen header included) of a stored Blosc element."""

@@ -99,6 +99,10 @@ def check_link_rows(
     """
     if not len(values):
         return
+    if len(counts) == 1:  # one chunk (read chunk by chunk): no per-chunk reduction
+        if values.min() < 0 or values.max() >= counts[0]:
+            raise CorruptPayloadError(f"{where}: a link names a row outside its chunk")
+        return
     full = np.diff(offsets) > 0
     top = np.maximum.reduceat(values, offsets[:-1][full], axis=0).max(axis=1)
     if values.min() < 0 or (top >= counts[full]).any():
@@ -350,10 +354,9 @@ class LevelReader:
         arr = self.payload(path)
         dtype, width = self._dtype_width(arr)
         raw = arr.attrs.get("encoding", Encoding.RAW.value) == Encoding.RAW.value
-        cache = self._cache
-        cached = cache is not None and any((path, f) in cache for f in flats.tolist())
         with SCRATCH.lease() as lease:
-            chunks = arr.iter_decoded(flats, lease) if raw and not cached else None
+            fresh = raw and not self._any_cached(path, flats)
+            chunks = arr.iter_decoded(flats, lease) if fresh else None
             if chunks is None:
                 block = self.rows(path, flats)
                 off = block.offsets.tolist()
@@ -364,11 +367,7 @@ class LevelReader:
             row_bytes = dtype.itemsize * width
             for i, data in chunks:
                 if len(data) % row_bytes:
-                    coords = self.layout.coords_of_flat(flats[i : i + 1])[0].tolist()
-                    raise CorruptPayloadError(
-                        f"{arr.name} chunk {coords}: {len(data)} bytes is not a whole number "
-                        f"of {width}x{dtype} rows"
-                    )
+                    raise self._not_whole_rows(arr.name, flats[i], len(data), width, dtype)
                 if len(data):
                     yield i, data.view(dtype).reshape(-1, width)
 
@@ -382,13 +381,13 @@ class LevelReader:
         lease: Lease | None,
     ) -> RowBlock | None:
         """Decode whole chunks straight into one array (Blosc payloads); else None."""
-        cache = self._cache
-        if cache is not None and any((path, f) in cache for f in flats.tolist()):
+        if self._any_cached(path, flats):
             return None
         joined = arr.read_concat(flats, lease)
         if joined is None:
             return None
         data, sizes = joined
+        cache = self._cache
         if cache is not None and lease is None:  # later phases of this query reuse the rows
             ends = list(accumulate(sizes))
             for f, a, b in zip(flats.tolist(), [0, *ends], ends, strict=False):
@@ -411,15 +410,26 @@ class LevelReader:
         bad = np.flatnonzero(counts % row_bytes)
         if bad.size:
             i = int(bad[0])
-            raise CorruptPayloadError(
-                f"{name} chunk {self.layout.coords_of_flat(flats[i : i + 1])[0].tolist()}: "
-                f"{counts[i]} bytes is not a whole number of {width}x{dtype} rows"
-            )
+            raise self._not_whole_rows(name, flats[i], int(counts[i]), width, dtype)
         counts //= row_bytes
         if path == L.VERTICES or path.startswith(L.ATTRIBUTES + "/"):
             self._check_row_counts(name, flats, counts)
         values = data.view(dtype).reshape(-1, width)
         return RowBlock(values, offsets_from_counts(counts))
+
+    def _any_cached(self, path: str, flats: IntArray) -> bool:
+        """Whether an earlier phase of this query holds decoded rows of ``path`` in ``flats``."""
+        cache = self._cache
+        return cache is not None and any((path, f) in cache for f in flats.tolist())
+
+    def _not_whole_rows(
+        self, name: str, flat: int, nbytes: int, width: int, dtype: np.dtype[Any]
+    ) -> CorruptPayloadError:
+        """Return the error for a chunk whose ``nbytes`` are not whole rows."""
+        coords = self.layout.coords_of_flat(np.array([flat], dtype=np.int64))[0].tolist()
+        return CorruptPayloadError(
+            f"{name} chunk {coords}: {nbytes} bytes is not a whole number of {width}x{dtype} rows"
+        )
 
     def _check_row_counts(self, name: str, flats: IntArray, counts: IntArray) -> None:
         """Raise unless each chunk of a vertex-aligned array holds ``vertex_counts`` rows."""

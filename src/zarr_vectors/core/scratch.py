@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["SCRATCH", "Lease", "ScratchPool"]
+__all__ = ["SCRATCH", "Lease", "ScratchPool", "empty_bytes"]
 
 ByteArray = npt.NDArray[np.uint8]
 
@@ -117,3 +117,8 @@ class ScratchPool:
 
 SCRATCH = ScratchPool(limit=64 << 20)
 """The pool readers borrow from."""
+
+
+def empty_bytes(nbytes: int, lease: Lease | None) -> ByteArray:
+    """Return ``lease.empty(nbytes)``, or a new uninitialised array when there is no lease."""
+    return np.empty(nbytes, dtype=np.uint8) if lease is None else lease.empty(nbytes)

@@ -339,11 +339,15 @@ class LevelWriter:
         extra: Mapping[str, Any] | None = None,
     ) -> None:
         """Create the payload array ``path`` before any rows exist (parallel writers)."""
-        self._arrays[path] = create_payload_array(
+        self._arrays[path] = self._create(path, kind, L.array_attributes(kind, dtype, width, extra))
+
+    def _create(self, path: str, kind: ArrayKind, attributes: Mapping[str, Any]) -> PayloadArray:
+        """Create the payload array ``path`` with this level's compressor, shards and frames."""
+        return create_payload_array(
             self.group,
             path,
             self.grid_shape,
-            attributes=L.array_attributes(kind, dtype, width, extra),
+            attributes=attributes,
             compressor=self._compressor(path),
             shards=self.shards,
             frame_bytes=self._frames(kind, path),
@@ -472,15 +476,8 @@ class LevelWriter:
         if arr is None and self.existing:
             arr = self._arrays[path] = open_payload_array(self.group, path)
         if arr is None:  # created on first use; later calls (streaming) add chunks
-            arr = self._arrays[path] = create_payload_array(
-                self.group,
-                path,
-                self.grid_shape,
-                attributes=_array_attrs(kind, rows, rows.shape[1], extra),
-                compressor=self._compressor(path),
-                shards=self.shards,
-                frame_bytes=self._frames(kind, path),
-            )
+            attributes = _array_attrs(kind, rows, rows.shape[1], extra)
+            arr = self._arrays[path] = self._create(path, kind, attributes)
         return arr
 
     def dense(
@@ -567,7 +564,7 @@ def _write_arrays(
         write_rows(w, parts, plan.order, plan.chunks, plan.chunk_offsets)
     _write_links(w, parts, plan)  # links first: a mesh's largest array
     if not fragments_queued:
-        write_fragments(w, plan)
+        write_fragments(w, plan.fragments, plan.chunks, plan.fragment_offsets)
     has_obj = parts.has_objects
     write_dense_arrays(
         w,
@@ -579,9 +576,16 @@ def _write_arrays(
     )
 
 
-def write_fragments(w: LevelWriter, plan: LevelPlan) -> None:
-    """Queue the ``vertex_fragments`` of a planned level (a table built a batch at a time)."""
-    fragments, chunks, offsets = plan.fragments, plan.chunks, plan.fragment_offsets
+def write_fragments(
+    w: LevelWriter,
+    fragments: FragmentRows,
+    chunks: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64],
+) -> None:
+    """Queue the ``vertex_fragments`` of a level (a table may be built a batch at a time).
+
+    Chunk ``chunks[i]`` holds fragment rows ``offsets[i]:offsets[i + 1]``.
+    """
     w.payload_chunks(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, fragments, chunks, offsets)
 
 
@@ -783,7 +787,7 @@ def _plan_and_write(
         fragments: FragmentRows, chunks: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]
     ) -> None:
         # written while the links are planned (100k streamlines: ~80 ms sooner done)
-        w.payload_chunks(L.VERTEX_FRAGMENTS, ArrayKind.VERTEX_FRAGMENTS, fragments, chunks, offsets)
+        write_fragments(w, fragments, chunks, offsets)
         queued.add(L.VERTEX_FRAGMENTS)
 
     plan = plan_level(parts, layout, on_order=queue_rows, on_fragments=queue_fragments)

@@ -708,12 +708,12 @@ class LinkPiece:
         return tgt
 
 
-def _checked_link_rows(reader: LevelReader, flats: IntArray, block: RowBlock) -> IntArray:
-    """``links`` rows of chunks ``flats``, checked to name rows inside their chunk."""
+def _checked_link_rows(block: RowBlock, counts: IntArray) -> IntArray:
+    """``links`` rows of some chunks, checked to name rows inside their chunk (``counts``)."""
     rows = block.values if block.values.dtype.kind == "i" else block.values.astype(np.int64)
     if rows.shape[1] != 2:
         raise CorruptPayloadError(f"{L.LINKS} rows have width {rows.shape[1]}, expected 2")
-    check_link_rows(rows, block.offsets, reader.vertex_counts[flats], L.LINKS)
+    check_link_rows(rows, block.offsets, counts, L.LINKS)
     return rows
 
 
@@ -729,7 +729,7 @@ def _mapped_links(
     A batch is its first link row and the positions of its two ends (``index`` of each row,
     -1: not returned), in buffers the next batch reuses: no (2, E) array of a million links.
     """
-    rows = _checked_link_rows(reader, flats, block)
+    rows = _checked_link_rows(block, reader.vertex_counts[flats])
     if not len(rows):
         return
     base = offsets_from_counts(reader.vertex_counts[flats])
@@ -750,12 +750,42 @@ def _mapped_links(
     for i in range(len(flats)):
         a, b = off[i], off[i + 1]
         if b > a:
-            part = index[first[i] : first[i + 1]]
-            for j in (0, 1):
-                slot = buf[j, : b - a]
-                slot[...] = rows[a:b, j]
-                np.take(part, slot, out=slot, mode="clip")
-            yield a, buf[0, : b - a], buf[1, : b - a]
+            yield a, *_map_chunk_links(rows[a:b], index[first[i] : first[i + 1]], buf)
+
+
+def _mapped_chunk_links(
+    reader: LevelReader, flats: IntArray, index: IntArray
+) -> Iterator[tuple[int, IntArray, IntArray]]:
+    """:func:`_mapped_links` of long chunks, each decoded, checked and mapped in turn.
+
+    The chunks' links are never decoded all at once (:meth:`LevelReader.chunk_rows`): each
+    chunk's stay in cache from decoding to mapping (a million skeleton links: ~1.5 ms less).
+    """
+    counts = reader.vertex_counts[flats]
+    first = offsets_from_counts(counts).tolist()
+    buf = np.empty((2, 0), dtype=np.int64)
+    a = 0
+    for i, stored in reader.chunk_rows(L.LINKS, flats):
+        block = RowBlock(stored, np.array([0, len(stored)], dtype=np.int64))
+        rows = _checked_link_rows(block, counts[i : i + 1])
+        if buf.shape[1] < len(rows):
+            buf = np.empty((2, len(rows)), dtype=np.int64)
+        yield a, *_map_chunk_links(rows, index[first[i] : first[i + 1]], buf)
+        a += len(rows)
+
+
+def _map_chunk_links(rows: IntArray, part: IntArray, buf: IntArray) -> tuple[IntArray, IntArray]:
+    """Positions (``part`` of each local row) of the two ends of one chunk's checked links.
+
+    The rows are first widened into ``buf``: np.take converts narrow or strided indices
+    itself, ~1.3x slower (int32 indices: ~7x).  The result views ``buf``.
+    """
+    n = len(rows)
+    for j in (0, 1):
+        slot = buf[j, :n]
+        slot[...] = rows[:, j]
+        np.take(part, slot, out=slot, mode="clip")  # rows checked: "clip" never clips
+    return buf[0, :n], buf[1, :n]
 
 
 def _returned_links(
@@ -766,8 +796,15 @@ def _returned_links(
     Yields the link rows kept by each batch (None when the batch keeps all: every row of the
     chunks is returned, as in full reads) and the positions of their two ends.
     """
+    return _returned(_mapped_links(reader, flats, block, index), index)
+
+
+def _returned(
+    batches: Iterator[tuple[int, IntArray, IntArray]], index: IntArray
+) -> Iterator[tuple[IntArray | None, IntArray, IntArray]]:
+    """Batches of mapped links without the links that have an end not returned."""
     every = not len(index) or bool(index.min() >= 0)
-    for a, source, target in _mapped_links(reader, flats, block, index):
+    for a, source, target in batches:
         if every:
             yield None, source, target
         else:
@@ -813,36 +850,15 @@ def local_link_parents(
 
     ``[child, parent]`` rows map to returned positions through ``index`` (as in
     :func:`cross_link_piece`; links with an end not returned are skipped).  Returns the
-    number of links set.  Long chunks are decoded, checked and mapped one at a time, in
-    cache (a million skeleton links: ~1.5 ms less than decoding them all first).
+    number of links set.  Long chunks are decoded, checked and mapped one at a time
+    (:func:`_mapped_chunk_links`).
     """
+    if int(reader.vertex_counts[flats].sum()) < _CHUNK_LINKS * len(flats):
+        batches = _mapped_links(reader, flats, reader.rows(L.LINKS, flats), index)
+    else:
+        batches = _mapped_chunk_links(reader, flats, index)
     done = 0
-    counts = reader.vertex_counts[flats]
-    if int(counts.sum()) < _CHUNK_LINKS * len(flats):  # short chunks: one vectorised batch
-        for _, child, parent in _returned_links(reader, flats, reader.rows(L.LINKS, flats), index):
-            parents[child] = parent
-            done += len(child)
-        return done
-    every = not len(index) or bool(index.min() >= 0)
-    first = offsets_from_counts(counts).tolist()
-    buf = np.empty((2, 0), dtype=np.int64)
-    for i, rows in reader.chunk_rows(L.LINKS, flats):
-        if rows.shape[1] != 2:
-            raise CorruptPayloadError(f"{L.LINKS} rows have width {rows.shape[1]}, expected 2")
-        if rows.min() < 0 or rows.max() >= counts[i]:
-            raise CorruptPayloadError(f"{L.LINKS}: a link names a row outside its chunk")
-        n = len(rows)
-        if buf.shape[1] < n:
-            buf = np.empty((2, n), dtype=np.int64)
-        part = index[first[i] : first[i + 1]]
-        for j in (0, 1):  # widened first: np.take is ~7x slower with int32 indices
-            slot = buf[j, :n]
-            slot[...] = rows[:, j]
-            np.take(part, slot, out=slot, mode="clip")  # rows checked: "clip" never clips
-        child, parent = buf[0, :n], buf[1, :n]
-        if not every:
-            keep = (child >= 0) & (parent >= 0)
-            child, parent = child[keep], parent[keep]
+    for _, child, parent in _returned(batches, index):
         parents[child] = parent
         done += len(child)
     return done
