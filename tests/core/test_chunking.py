@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from zarr_vectors.core import chunking
-from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
+from zarr_vectors.core.chunking import ChunkLayout, axis_bounds, grid_for_bounds
 from zarr_vectors.errors import InvalidInputError, MetadataValidationError, OutOfBoundsError
 from zarr_vectors.spec.metadata import BoundingBox, ChunkGrid
 from zarr_vectors.testing.strategies import bboxes, chunk_and_bin_shapes, point_arrays
@@ -250,10 +250,7 @@ def test_locate_names_the_first_row_outside_the_grid(
     with pytest.raises(OutOfBoundsError, match=r"position row 9 falls in chunk \[5, 0\]"):
         lay.locate(pos)
     pos[2] = [np.nan, 0.5]
-    with (
-        np.errstate(invalid="ignore"),  # NaN's chunk, cast to int64 for the message
-        pytest.raises(OutOfBoundsError, match="position row 2 falls in chunk"),
-    ):
+    with pytest.raises(OutOfBoundsError, match=r"position row 2 is not finite \(\[nan, 0.5\]\)"):
         lay.locate(pos)
 
 
@@ -378,3 +375,32 @@ def test_chunks_touching_covers_points_with_decimal_chunks_and_subnormals(case: 
 def test_chunks_touching_misses_rounded_points(chunk: float, p: float, hi: float) -> None:
     assert p < hi
     check_touching_covers_points((chunk,), (chunk,), np.array([[p]]), ((-1.0,), (hi,)), 100)
+
+
+@pytest.mark.parametrize("rows", [25, 3000])
+def test_axis_bounds_matches_numpy(rows: int) -> None:
+    rng = np.random.default_rng(0)
+    pos = rng.normal(0, 10, (rows, 4)).astype(np.float32)
+    pos[:, 1] = np.abs(pos[:, 1])
+    pos[[3, 11], 1] = [0.0, -0.0]  # a zero minimum: its sign is numpy's answer
+    pos[7, 2] = np.nan
+    lo, hi = axis_bounds(pos)
+    expected_lo = [pos[:, i].min() for i in range(4)]
+    expected_hi = [pos[:, i].max() for i in range(4)]
+    assert lo.dtype == hi.dtype == np.float64
+    assert np.array_equal(lo, expected_lo, equal_nan=True)
+    assert np.array_equal(hi, expected_hi, equal_nan=True)
+    assert np.signbit(lo[1]) == np.signbit(expected_lo[1])
+
+
+def test_locate_checks_the_grid_from_given_bounds() -> None:
+    """Bounds given by the caller decide the grid check; rows inside are located as usual."""
+    lay = layout((10.0,), (5.0,), origin=(0,), shape=(2,))
+    pos = np.array([[1.0], [12.0], [19.9]])
+    flat, bins = lay.locate(pos, (np.array([1.0]), np.array([19.9])))
+    assert flat.tolist() == [0, 1, 1]
+    assert bins.tolist() == [0, 0, 1]
+    with pytest.raises(OutOfBoundsError, match="row 2"):
+        lay.locate(np.array([[1.0], [12.0], [20.0]]))
+    with pytest.raises(OutOfBoundsError, match="row 1"):
+        lay.locate(np.array([[1.0], [np.nan]]))

@@ -423,7 +423,7 @@ def inject(monkeypatch: pytest.MonkeyPatch, where: str, exc: BaseException) -> N
     elif where == "dense":  # every payload is written, vertex_counts fails (writer thread)
         monkeypatch.setattr(writer, "write_dense", failing(writer.write_dense, 0))
     elif where == "attribute":  # a row gather (vertices or an attribute column) fails
-        monkeypatch.setattr(gather, "take_rows", failing(gather.take_rows, 1))
+        monkeypatch.setattr(gather, "_elements", failing(gather._elements, 1))
     else:
         raise ValueError(where)
 

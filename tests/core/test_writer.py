@@ -15,6 +15,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from zarr_vectors.core import gather, writer
 from zarr_vectors.core import io as zv_io
+from zarr_vectors.core.chunking import axis_bounds
 from zarr_vectors.core.plan import plan_level
 from zarr_vectors.errors import InvalidInputError
 
@@ -46,37 +47,20 @@ def test_payload_batches_gather_whole_chunks(
     for x in batches:  # whole chunks, more than one only while under `batch` rows
         assert len(x.payloads) == x.last - x.first
         assert x.last - x.first == 1 or bounds[x.last - 1] - bounds[x.first] < batch
-    assert _payloads(rows, order, b) == _naive_payloads(rows, order, bounds)
-    assert _payloads(rows, None, b) == _naive_payloads(rows, None, bounds)
+    assert all(x.headed for x in batches)  # gathered straight into elements
+    for rows_order in (order, None):
+        headed = [bytes(p) for p in _payloads(rows, rows_order, b)]
+        expected = _naive_payloads(rows, rows_order, bounds)
+        assert headed == [gather.ELEMENT_HEADER.pack(1, len(p)) + p for p in expected]
     sizes = _payloads(rows, order, b, encode=lambda part: bytes([len(part)]))
     assert sizes == [bytes([n]) for n in np.diff(bounds).tolist()]
     assert _payloads(rows[:0], order[:0], np.zeros(1, dtype=np.int64)) == []
 
 
-@pytest.mark.parametrize("block", [2, 1 << 14])
-def test_column_extent_matches_numpy(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
-    monkeypatch.setattr(writer, "_EXTENT_BLOCK", block)
-    rng = np.random.default_rng(0)
-    pos = rng.normal(0, 10, (25, 4)).astype(np.float32)
-    pos[:, 1] = np.abs(pos[:, 1])
-    pos[[3, 11], 1] = [0.0, -0.0]  # a zero minimum: its sign is numpy's answer
-    pos[7, 2] = np.nan
-    extent = writer._column_extent(pos)
-    assert extent is not None
-    lo, hi = extent
-    expected_lo = [pos[:, i].min() for i in range(4)]
-    expected_hi = [pos[:, i].max() for i in range(4)]
-    assert lo.dtype == hi.dtype == np.float32
-    assert np.array_equal(lo, expected_lo, equal_nan=True)
-    assert np.array_equal(hi, expected_hi, equal_nan=True)
-    assert np.signbit(lo[1]) == np.signbit(expected_lo[1])
-    assert writer._column_extent(np.zeros((0, 3))) is None
-
-
 def test_chunk_range_check_names_the_row() -> None:
     pos = np.zeros((5, 2))
     pos[3, 1] = 3e17
-    extent = writer._column_extent(pos)
+    extent = axis_bounds(pos)
     writer._check_chunk_range(pos, (1.0, 100.0), extent)  # 3e15 chunks: representable
     with pytest.raises(InvalidInputError, match=r"coordinate 3e\+17 at row 3, column 1"):
         writer._check_chunk_range(pos, (1.0, 1.0), extent)
@@ -129,6 +113,24 @@ def test_batched_frames_are_the_bytes_of_one_by_one_encoding(frame: int) -> None
     ]
     payloads.append(memoryview(rng.random((700, 3)).astype(np.float32)).cast("B"))
     assert codec.encode_many(payloads) == [codec.encode(p) for p in payloads]
+    elements = [gather.ELEMENT_HEADER.pack(1, len(p)) + bytes(p) for p in payloads]
+    assert codec.encode_many(elements, headed=True) == codec.encode_many(payloads)
+
+
+@pytest.mark.parametrize("compressor", [None, "lz4", numcodecs.Zstd(level=3)])
+def test_headed_elements_encode_like_bare_payloads(compressor: Any) -> None:
+    """Payloads gathered behind their header (no copy) are stored as the same bytes."""
+    codec = zv_io._ElementCodec(None)
+    if compressor == "lz4":
+        codec = zv_io._ElementCodec(numcodecs.Blosc("lz4"), lz4_blocks=(4, 4096))
+    elif compressor is not None:
+        codec = zv_io._ElementCodec(compressor)
+    rng = np.random.default_rng(1)
+    payloads = [rng.random(n).astype(np.float32).tobytes() for n in (1, 100, 5000)]
+    elements = [gather.ELEMENT_HEADER.pack(1, len(p)) + p for p in payloads]
+    assert codec.encode_many(elements, headed=True) == codec.encode_many(payloads)
+    for p, e in zip(payloads, elements, strict=True):
+        assert bytes(codec.encode(e, headed=True)) == bytes(codec.encode(p))
 
 
 def test_payloads_are_views_and_written_whole(tmp_path: Any) -> None:
@@ -136,7 +138,8 @@ def test_payloads_are_views_and_written_whole(tmp_path: Any) -> None:
     out = _payloads(rows, None, np.array([0, 4, 10]))
     assert all(isinstance(p, memoryview) for p in out)
     zv_io._write_file((str(tmp_path / "f"), out[1]))
-    assert (tmp_path / "f").read_bytes() == rows[4:].tobytes()
+    element = gather.ELEMENT_HEADER.pack(1, rows[4:].nbytes) + rows[4:].tobytes()
+    assert (tmp_path / "f").read_bytes() == element
 
 
 def test_failed_new_local_write_leaves_nothing(tmp_path: Path) -> None:

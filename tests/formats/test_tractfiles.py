@@ -140,16 +140,22 @@ def test_trk_oblique_many_vertices_bit_identical(tmp_path: Path) -> None:
     assert_like_nibabel(read_trk(path), path)
 
 
-def test_trk_blocks_and_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("affine", ["oblique", "scaled"])
+def test_trk_blocks_and_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, affine: str
+) -> None:
+    """Also the tiled scale and shift of a diagonal affine, grown for a long streamline."""
+    to_rasmm = OBLIQUE if affine == "oblique" else np.diag([1.5, -0.7, 2.0, 1.0])
     path = save_trk(
         tmp_path / "t.trk",
         lines(200, seed=4),
         scalars={"fa": 1, "rgb": 3},
         properties={"w": 2},
-        header={"voxel_to_rasmm": OBLIQUE},
+        header={"voxel_to_rasmm": to_rasmm},
     )
     whole = read_trk(path)
     monkeypatch.setattr(_tractfiles, "_BLOCK", 7)  # many blocks, some one streamline long
+    monkeypatch.setattr(_tractfiles, "_PARALLEL_VERTICES", 100)  # halves on two threads
     with TrkReader(path) as trk:
         assert_like_nibabel(trk.read(), path)
         part = trk.read(50, 120)

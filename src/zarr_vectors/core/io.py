@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -73,6 +73,7 @@ from zarr_vectors.core.blosc_blocks import (
     encode_lz4_blocks,
     table_length,
 )
+from zarr_vectors.core.gather import ELEMENT_HEADER
 from zarr_vectors.core.ragged import concat_ranges, unique_sorted
 from zarr_vectors.core.scratch import Lease, empty_bytes
 from zarr_vectors.core.shards import ShardFormat
@@ -114,7 +115,7 @@ CompressorSpec: TypeAlias = Compressor | str | Mapping[str, Compressor | str]
 Blob: TypeAlias = bytes | memoryview
 """Stored bytes of one key: local reads hand out read-only views of a shared buffer."""
 
-_HEADER = struct.Struct("<II")
+_HEADER = ELEMENT_HEADER
 _PARALLEL_BYTES = 4 << 20  # below this, a thread pool costs more than it saves
 _MAX_IN_FLIGHT = 64
 
@@ -245,7 +246,7 @@ def _compressors(
 
 _SKIPPABLE_MAGIC = 0x184D2A5E
 _SEEKABLE_MAGIC = 0x8F92EAB1
-_SKIP_HEADER = struct.Struct("<II")
+_SKIP_HEADER = ELEMENT_HEADER
 _SEEK_FOOTER = struct.Struct("<IBI")  # frames, descriptor, magic
 
 FRAME_BYTES_ATTR = "zstd_frame_bytes"
@@ -327,9 +328,12 @@ class _ElementCodec:
     """``(typesize, blocksize)``: Blosc LZ4 with byte shuffle written in blocks of exactly
     ``blocksize`` bytes (:func:`~zarr_vectors.core.blosc_blocks.encode_lz4_blocks`)."""
 
-    def encode(self, payload: bytes | memoryview) -> Blob:
-        """Return the stored bytes of one element (vlen header + ``payload``, encoded)."""
-        raw = _with_header(payload)
+    def encode(self, payload: bytes | memoryview, headed: bool = False) -> Blob:
+        """Return the stored bytes of one element (vlen header + ``payload``, encoded).
+
+        ``headed``: ``payload`` is the whole element already (header included).
+        """
+        raw = memoryview(payload).cast("B") if headed else _with_header(payload)
         if self.compressor is None:
             return raw
         if self.lz4_blocks is not None:
@@ -339,7 +343,9 @@ class _ElementCodec:
             return bytes(self.compressor.encode(raw))
         return _encode_frames(raw, frame, self.compressor)
 
-    def encode_many(self, payloads: Sequence[bytes | memoryview]) -> list[Blob]:
+    def encode_many(
+        self, payloads: Sequence[bytes | memoryview], headed: bool = False
+    ) -> list[Blob]:
         """:meth:`encode` every payload; the frames of all seekable ones in one zstd batch.
 
         The batch compresses on native threads without the GIL (same bytes as :meth:`encode`).
@@ -347,7 +353,10 @@ class _ElementCodec:
         comp, frame = self.compressor, self.frame_bytes
         views = [memoryview(p).cast("B") for p in payloads]
         if comp is None or frame is None or comp.codec_id != "zstd" or not _BATCH_ZSTD:
-            return _map(self.encode, views, sum(len(v) for v in views))
+            encode = partial(self.encode, headed=headed)
+            return _map(encode, views, sum(len(v) for v in views))
+        if headed:  # the batch writes each element's header with its first frame
+            views = [v[_HEADER.size :] for v in views]
         framed = [i for i, v in enumerate(views) if _HEADER.size + len(v) > frame]
         out: list[Blob] = [b"" if _HEADER.size + len(v) > frame else self.encode(v) for v in views]
         batch = _encode_frames_many([views[i] for i in framed], frame, comp)
@@ -1189,18 +1198,28 @@ class PayloadArray:
         return _chunk_keys(self.array, self._key_format, [shard])[0]
 
     def write(
-        self, flat_indices: npt.NDArray[np.int64], payloads: Sequence[bytes | memoryview]
+        self,
+        flat_indices: npt.NDArray[np.int64],
+        payloads: Sequence[bytes | memoryview],
+        headed: bool = False,
     ) -> None:
-        """Write one element per flat grid index; empty payloads are skipped."""
-        pairs = [(int(i), p) for i, p in zip(flat_indices, payloads, strict=True) if len(p)]
+        """Write one element per flat grid index; empty payloads are skipped.
+
+        ``headed``: each payload is a whole element already (vlen header, then the bytes;
+        see :func:`~zarr_vectors.core.gather.payload_batches`).
+        """
+        empty = _HEADER.size if headed else 0
+        pairs = [(int(i), p) for i, p in zip(flat_indices, payloads, strict=True) if len(p) > empty]
         if not pairs:
             return
         fast = self._fast
         if fast is None:
+            if headed:
+                pairs = [(i, memoryview(p).cast("B")[_HEADER.size :]) for i, p in pairs]
             self._write_generic(pairs)
             return
         codec, fmt = fast
-        encoded = codec.encode_many([p for _, p in pairs])
+        encoded = codec.encode_many([p for _, p in pairs], headed)
         store = self.array.store_path.store
         if fmt is None:
             keys = self._keys([i for i, _ in pairs])

@@ -215,6 +215,7 @@ def plan_level(
     parts: GeometryParts,
     layout: ChunkLayout,
     *,
+    bounds: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
     on_order: OrderHook | None = None,
     on_fragments: FragmentHook | None = None,
 ) -> LevelPlan:
@@ -225,11 +226,12 @@ def plan_level(
     through the sort by chunk; those levels are planned per run (a streamline crosses a chunk
     boundary every ~10 vertices) and only the final row order is expanded per vertex.
 
-    ``on_order`` receives the row order and chunk table before fragments, the object index
-    and links are planned (a writer can start gathering rows meanwhile); ``on_fragments``
-    the fragment table before the object index and links are.
+    ``bounds`` are the positions' per-axis extremes when the caller has them (see
+    :meth:`ChunkLayout.locate`).  ``on_order`` receives the row order and chunk table before
+    fragments, the object index and links are planned (a writer can start gathering rows
+    meanwhile); ``on_fragments`` the fragment table before the object index and links are.
     """
-    flat, bins = layout.locate(parts.positions)
+    flat, bins = layout.locate(parts.positions, bounds)
     if not parts.has_objects:
         rows = _sort_points(layout, flat, bins, on_order)
     elif parts.ordered:
@@ -459,10 +461,14 @@ class FragmentTable:
         if step != 1:
             raise ValueError("FragmentTable slices take no step")
         out = np.empty((max(b - a, 0), 4), dtype=np.int64)
-        for j0 in range(a, b, _FRAGMENT_BLOCK):
-            j1 = min(j0 + _FRAGMENT_BLOCK, b)
-            self._fill(j0, j1, out[j0 - a : j1 - a])
+        self.fill(a, b, out)
         return out
+
+    def fill(self, start: int, stop: int, out: IntArray) -> None:
+        """Write rows ``start:stop`` of the table into ``out``, a (stop - start, 4) array."""
+        for j0 in range(start, stop, _FRAGMENT_BLOCK):
+            j1 = min(j0 + _FRAGMENT_BLOCK, stop)
+            self._fill(j0, j1, out[j0 - start : j1 - start])
 
     def dense(self) -> IntArray:
         """Return the whole table."""

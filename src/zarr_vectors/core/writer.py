@@ -25,7 +25,7 @@ import numpy.typing as npt
 import zarr
 from zarr.storage import ZipStore
 
-from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
+from zarr_vectors.core.chunking import ChunkLayout, axis_bounds, grid_for_bounds
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.gather import GATHER_BYTES, PayloadBatch, Rows, payload_batches, take_rows
@@ -293,9 +293,11 @@ def _write_chunks(
     size = arr.write_batch_bytes
     if size is not None:
         for batch in batches(size):
-            arr.write(chunks[batch.first : batch.last], batch.payloads)
+            arr.write(chunks[batch.first : batch.last], batch.payloads, batch.headed)
         return
-    arr.write(chunks, [p for batch in batches(GATHER_BYTES) for p in batch.payloads])
+    every = list(batches(GATHER_BYTES))  # one array's batches are all headed or all not
+    headed = bool(every) and every[0].headed
+    arr.write(chunks, [p for batch in every for p in batch.payloads], headed)
 
 
 class LevelWriter:
@@ -696,35 +698,6 @@ def _write_groups(w: LevelWriter, g: GroupTable) -> None:
 Extent = tuple[npt.NDArray[np.floating], npt.NDArray[np.floating]] | None
 """Per-column minimum and maximum of the positions (None when there are none)."""
 
-_EXTENT_BLOCK = 1 << 14
-
-
-def _column_extent(pos: npt.NDArray[np.floating]) -> Extent:
-    """Return the per-column min and max of (N, D) positions (None when N == 0).
-
-    The values are those of ``pos[:, i].min()`` and ``.max()``, computed in one pass over
-    transposed blocks that stay in cache (a strided column reduction reads the whole array
-    once per column; ``min(axis=0)`` is ~10x slower).
-    """
-    n, d = pos.shape
-    if n == 0:
-        return None
-    buf = np.empty((d, min(n, _EXTENT_BLOCK)), dtype=pos.dtype)
-    lo = hi = np.zeros(0, dtype=pos.dtype)
-    for a in range(0, n, _EXTENT_BLOCK):
-        b = min(a + _EXTENT_BLOCK, n)
-        block = buf[:, : b - a]
-        block[...] = pos[a:b].T
-        if a:
-            np.minimum(lo, block.min(axis=1), out=lo)
-            np.maximum(hi, block.max(axis=1), out=hi)
-        else:
-            lo, hi = block.min(axis=1), block.max(axis=1)
-    # a zero extreme is 0.0 or -0.0 depending on the reduction order: ask numpy's own
-    for i in np.flatnonzero((lo == 0) | (hi == 0)).tolist():
-        lo[i], hi[i] = pos[:, i].min(), pos[:, i].max()
-    return lo, hi
-
 
 def _store_bounds(
     extent: Extent, opts: StoreOptions, d: int
@@ -757,22 +730,22 @@ def write_store(
     """Write a complete single-level store (root metadata last)."""
     d = parts.positions.shape[1]
     shapes = _shapes(opts, d)  # names chunk_shape / bin_shape problems before anything else
-    extent = _column_extent(parts.positions)
+    extent = axis_bounds(parts.positions) if len(parts.positions) else None
     if extent is not None and not (np.isfinite(extent[0]).all() and np.isfinite(extent[1]).all()):
         _refuse_non_finite(parts.positions)  # NaN and inf show in the extents: name the row
     _check_chunk_range(parts.positions, shapes[0], extent)
     grid, data_box = _store_bounds(extent, opts, d)
     # every input error surfaces above, before the store is touched: planning is pure
-    fill = partial(_plan_and_write, parts=parts)
+    fill = partial(_plan_and_write, parts=parts, bounds=extent)
     return write_store_with(store, geometry_type, (grid, data_box, d), opts, fill)
 
 
 def _plan_and_write(
-    w: LevelWriter, layout: ChunkLayout, parts: GeometryParts
+    w: LevelWriter, layout: ChunkLayout, parts: GeometryParts, bounds: Extent = None
 ) -> tuple[int, int, int]:
     """Plan a level and queue its arrays (a :data:`LevelFiller`).
 
-    The vertex rows are queued as soon as their order is known: they are gathered, encoded and
+    ``bounds`` are the positions' per-axis extremes when known.  The vertex rows are queued as soon as their order is known: they are gathered, encoded and
     written while the rest of the level is planned.
     """
     queued: set[str] = set()
@@ -790,7 +763,9 @@ def _plan_and_write(
         write_fragments(w, fragments, chunks, offsets)
         queued.add(L.VERTEX_FRAGMENTS)
 
-    plan = plan_level(parts, layout, on_order=queue_rows, on_fragments=queue_fragments)
+    plan = plan_level(
+        parts, layout, bounds=bounds, on_order=queue_rows, on_fragments=queue_fragments
+    )
     _write_arrays(
         w,
         parts,

@@ -34,9 +34,11 @@ import struct
 import sys
 import warnings
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self
@@ -106,6 +108,7 @@ _TCK_DTYPES |= {"Float32": "<f4", "Float64": "<f8"}  # no suffix: little-endian,
 _TCK_HEADER_MAX = 1 << 24  # bytes searched for END
 _SCAN_ROWS = 1 << 24  # TCK rows scanned for delimiters at a time
 _BLOCK = 1 << 16  # vertices gathered at a time (cache-sized)
+_PARALLEL_VERTICES = 1 << 20  # from this many vertices on, a read runs on two threads
 
 
 @dataclass(frozen=True)
@@ -434,8 +437,14 @@ class TrkReader(_Reader):
         self._scalars = _row_view(self._body, 12, 4 * h.n_scalars)
         self._words = self._body[: len(self._body) // 4 * 4].view(self._float)
         self._identity = bool(np.all(h.affine == np.eye(4)))
-        self._rzs_t = h.affine[:3, :3].T
-        # the shift tiled over a block: a flat add is several times faster than broadcasting (3,)
+        rzs = h.affine[:3, :3]
+        self._rzs_t = rzs.T
+        # voxel sizes only (the usual TRK): the product is one multiply per coordinate
+        self._diagonal = bool(np.all(rzs == np.diag(np.diag(rzs))))
+        self._unit = bool(np.all(np.diag(rzs) == 1))
+        # scale and shift tiled over a block: flat operations are several times faster than
+        # broadcasting (3,)
+        self._scale = np.tile(np.diag(rzs).astype(np.float32), _BLOCK)
         self._shift = np.tile(h.affine[:3, 3], _BLOCK)
 
     def close(self) -> None:
@@ -452,11 +461,16 @@ class TrkReader(_Reader):
         if self._identity:  # nibabel skips the product too
             out[...] = pts
             return
-        # nibabel.affines.apply_affine(affine, pts, inplace=True): float32 product, then shift
-        np.dot(pts, self._rzs_t, out=out)
-        flat = out.reshape(-1)
-        if len(flat) > len(self._shift):  # a block longer than _BLOCK (one long streamline)
-            self._shift = np.tile(self._shift[:3], len(out))
+        flat = out.reshape(-1)  # at most len(self._shift): see _fit_tiles
+        # nibabel.affines.apply_affine(affine, pts, inplace=True): float32 product, then shift.
+        # With a diagonal rzs the product's other terms are exact zeros: x * a alone is the
+        # same float32 (a zero's sign aside), without a BLAS call.
+        if not self._diagonal:
+            np.dot(pts, self._rzs_t, out=out)
+        elif self._unit:
+            out[...] = pts
+        else:
+            np.multiply(pts.reshape(-1), self._scale[: len(flat)], out=flat)
         flat += self._shift[: len(flat)]
 
     def read(self, start: int = 0, stop: int | None = None) -> TractData:
@@ -480,14 +494,18 @@ class TrkReader(_Reader):
         n_vertices = int(off[-1])
         pos = np.empty((n_vertices, 3), np.float32)
         scal = np.empty((n_vertices, h.n_scalars), np.float32)
-        bounds = _block_bounds(off, _BLOCK)
-        with _one_blas_thread(n_vertices):
-            for a, b in itertools.pairwise(bounds):
-                v = slice(int(off[a]), int(off[b]))
-                rows = _vertex_rows(first[a:b], counts[a:b], self._stride)
-                self._to_rasmm(self._xyz[rows], pos[v])
-                if h.n_scalars:
-                    scal[v] = self._scalars[rows].view(self._float).reshape(-1, h.n_scalars)
+        blocks = list(itertools.pairwise(_block_bounds(off, _BLOCK)))
+        self._fit_tiles(max((int(off[b] - off[a]) for a, b in blocks), default=0))
+        read = partial(self._read_blocks, first=first, off=off, pos=pos, scal=scal)
+        with _one_blas_thread(0 if self._diagonal else n_vertices):
+            if n_vertices < _PARALLEL_VERTICES or len(blocks) < 2:
+                read(blocks)
+            else:  # gathers and arithmetic release the GIL: halves run side by side
+                half = len(blocks) // 2
+                with ThreadPoolExecutor(max_workers=1) as pool:
+                    upper = pool.submit(read, blocks[half:])
+                    read(blocks[:half])
+                    upper.result()
         props_at = (first + counts * self._stride)[:, None] + np.arange(h.n_properties)
         props = self._words[props_at].astype(np.float32)
         return TractData(
@@ -496,6 +514,29 @@ class TrkReader(_Reader):
             {name: scal[:, s] for name, s in h.scalars},
             {name: props[:, s] for name, s in h.properties},
         )
+
+    def _fit_tiles(self, n_vertices: int) -> None:
+        """Make the tiled scale and shift cover a block of ``n_vertices`` (one long streamline)."""
+        if 3 * n_vertices > len(self._shift):
+            self._shift = np.tile(self._shift[:3], n_vertices)
+            self._scale = np.tile(self._scale[:3], n_vertices)
+
+    def _read_blocks(
+        self,
+        blocks: Sequence[tuple[int, int]],
+        *,
+        first: IntArray,
+        off: IntArray,
+        pos: F32Array,
+        scal: F32Array,
+    ) -> None:
+        """Gather streamlines ``a:b`` of each block into ``pos`` and ``scal`` (rows ``off``)."""
+        for a, b in blocks:
+            v = slice(int(off[a]), int(off[b]))
+            rows = _vertex_rows(first[a:b], np.diff(off[a : b + 1]), self._stride)
+            self._to_rasmm(self._xyz[rows], pos[v])
+            if scal.shape[1]:
+                scal[v] = self._scalars[rows].view(self._float).reshape(scal[v].shape)
 
 
 def _one_blas_thread(n_vertices: int) -> AbstractContextManager[Any]:
