@@ -34,6 +34,7 @@ from zarr_vectors.core.io import (
     read_dense_whole,
 )
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts, unique_sorted
+from zarr_vectors.core.recycle import take_result
 from zarr_vectors.core.scratch import SCRATCH, Lease
 from zarr_vectors.core.store import open_level, read_root_metadata
 from zarr_vectors.errors import (
@@ -458,10 +459,10 @@ class LevelReader:
             if got is not None:
                 values, starts, first = got
                 k = np.searchsorted(starts, rows, side="right") - 1
-                return np.take(values, first[k] + (rows - starts[k]), axis=0)
+                return take_result(values, first[k] + (rows - starts[k]))
         with SCRATCH.lease() as lease:  # the decoded chunks live only until gathered
             block = self.rows(path, flats, lease)
-            return np.take(block.values, rows, axis=0)  # np.take: ~6x faster than fancy index
+            return take_result(block.values, rows)  # np.take: ~6x faster than fancy index
 
     def column_at(self, path: str, flats: IntArray, want: RowRanges, rows: IntArray) -> Column:
         """Like :meth:`rows_at` for an attribute array, as a :class:`Column`."""

@@ -29,6 +29,7 @@ from zarr_vectors.core.columns import Column, normalize_columns
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader, ObjectRanges
+from zarr_vectors.core.recycle import RESULTS
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
@@ -465,7 +466,8 @@ def _parents(reader: LevelReader, where: ObjectRanges, index: IntArray) -> IntAr
 
     ``index`` maps each row of the chunks ``where.chunks`` to its returned position.
     """
-    parents = np.full(where.n_rows, -1, dtype=np.int64)
+    parents = RESULTS.empty(where.n_rows, np.int64)
+    parents.fill(-1)
     n_links = 0
     if reader.has(L.LINKS):
         n_links += local_link_parents(reader, where.chunks, index, parents)
