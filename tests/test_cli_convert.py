@@ -428,6 +428,26 @@ def test_convert_with_lz4_compressor(tmp_path: Path, make: str) -> None:
     assert bad.exit_code == 2
 
 
+def test_a_dot_zarr_directory_is_a_store_too(tmp_path: Path) -> None:
+    """``.zarr``, the usual name of a Zarr hierarchy, works wherever ``.zarrvectors`` does."""
+    source = tmp_path / "in.trk"
+    make_trk(source)
+    store, back = tmp_path / "tracts.zarr", tmp_path / "back.trk"
+    for args in (
+        ["convert", str(source), str(store)],
+        ["info", str(store)],
+        ["validate", str(store)],
+        ["export", str(store), str(back)],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+    first, second = nib.streamlines.load(str(source)), nib.streamlines.load(str(back))
+    np.testing.assert_array_equal(first.streamlines.get_data(), second.streamlines.get_data())
+    refused = runner.invoke(app, ["convert", str(source), str(tmp_path / "x.txt")])
+    assert refused.exit_code == 2
+    assert ".zarrvectors, .zarr, .zip" in refused.stderr
+
+
 # -- fidelity of the files written back -------------------------------------------------------
 
 

@@ -1,7 +1,7 @@
 """``zarr-vectors convert``, ``export`` and ``pyramid``: move data between files and stores.
 
 The file format follows from the extension (:data:`~zarr_vectors.formats.registry.FORMATS`);
-a store is a path ending in ``.zarrvectors`` (a directory) or ``.zip``.  Long steps draw rich
+a store is a path ending in ``.zarrvectors`` or ``.zarr`` (a directory) or ``.zip``.  Long steps draw rich
 progress bars on stderr; results go to stdout.
 
 Exit codes: 0 success; 1 the operation failed (unreadable input, data the store cannot hold, a
@@ -62,7 +62,7 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 _FORMATS_HELP = "; ".join(f"{', '.join(f.extensions)} ({f.description})" for f in FORMATS)
-_STORE_HELP = "Path of the store: a directory ending in .zarrvectors, or a .zip file."
+_STORE_HELP = "Path of the store: a directory ending in .zarrvectors (or .zarr), or a .zip file."
 
 
 # -- option parsing -------------------------------------------------------------------------
@@ -181,7 +181,7 @@ def _check_convert_paths(err: Console, source: Path, store: Path, overwrite: boo
     if is_store_path(source):
         _usage(err, f"{source} is a store; use 'zarr-vectors export STORE OUT' to write a file")
     if not is_store_path(store):
-        _usage(err, f"OUT must end in {' or '.join(STORE_SUFFIXES)}, got {store.name!r}")
+        _usage(err, f"OUT must end in {', '.join(STORE_SUFFIXES)}, got {store.name!r}")
     try:
         format_for(source)
     except InvalidInputError as exc:
@@ -295,7 +295,7 @@ def convert_command(
 ) -> None:
     """Convert a point cloud, tractogram or graph file into a new ZVF store.
 
-    The format follows from the extension of IN; OUT must end in .zarrvectors or .zip.
+    The format follows from the extension of IN; OUT must end in .zarrvectors, .zarr or .zip.
 
     Input headers (LAS scales and offsets, TRK affine, ...) go to custom_metadata for export.
 

@@ -27,6 +27,7 @@ from zarr_vectors.formats._tractfiles import (
     TrkReader,
     read_tck,
     read_trk,
+    write_trk,
 )
 from zarr_vectors.formats.registry import convert
 
@@ -449,3 +450,52 @@ def test_bad_tck_is_rejected(tmp_path: Path, edit: Any, match: str) -> None:
     bad.write_bytes(edit(good.read_bytes()))
     with pytest.raises(InvalidInputError, match=match):
         TckReader(bad)
+
+
+# -- writing TRK -------------------------------------------------------------------------------
+
+
+AFFINES = {
+    "oblique": {"voxel_to_rasmm": OBLIQUE, "voxel_order": "LAS"},
+    "flipped": {"voxel_to_rasmm": np.diag([-1.2, 1.3, 1.9, 1.0]), "voxel_order": "RPS"},
+    "identity": {"voxel_sizes": np.ones(3)},
+    "shifted": {"voxel_sizes": np.ones(3), "dimensions": np.array([200, 220, 150])},
+}
+
+
+@pytest.mark.parametrize(
+    ("scalars", "properties"),
+    [({}, {}), ({"fa": 1}, {}), ({}, {"weight": 1}), ({"fa": 1, "rgb": 3}, {"w": 1, "c": 3})],
+)
+@pytest.mark.parametrize("affine", sorted(AFFINES))
+def test_write_trk_gives_nibabels_bytes(
+    tmp_path: Path, scalars: dict[str, int], properties: dict[str, int], affine: str
+) -> None:
+    """Byte for byte what ``TrkFile.save`` writes, without its loop over streamlines."""
+    rng = np.random.default_rng(3)
+    sl = lines(300, seed=5, longest=90)
+    sl[7] = sl[7][:1]  # a one-point streamline
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in sl])]).astype(np.int64)
+    dpp = {k: rng.random((int(offsets[-1]), c), dtype=np.float32) for k, c in scalars.items()}
+    dps = {k: rng.random((len(sl), c), dtype=np.float32) for k, c in properties.items()}
+    fields = {"dimensions": np.array([160, 180, 120]), "voxel_sizes": np.array([1.2, 1.3, 1.9])}
+    fields |= AFFINES[affine]
+    split = {k: np.split(v, offsets[1:-1]) for k, v in dpp.items()}
+    tg = Tractogram(sl, data_per_point=split, data_per_streamline=dps, affine_to_rasmm=np.eye(4))
+    TrkFile(tg, header=dict(fields)).save(str(tmp_path / "nib.trk"))
+    write_trk(tmp_path / "ours.trk", TractData(np.concatenate(sl), offsets, dpp, dps), fields)
+    assert (tmp_path / "ours.trk").read_bytes() == (tmp_path / "nib.trk").read_bytes()
+
+
+def test_write_trk_of_nothing_and_bad_names(tmp_path: Path) -> None:
+    empty = TractData(np.zeros((0, 3), np.float32), np.zeros(1, np.int64))
+    write_trk(tmp_path / "ours.trk", empty, {})
+    TrkFile(Tractogram([], affine_to_rasmm=np.eye(4))).save(str(tmp_path / "nib.trk"))
+    assert (tmp_path / "ours.trk").read_bytes() == (tmp_path / "nib.trk").read_bytes()
+    pos, off = np.zeros((2, 3), np.float32), np.array([0, 2])
+    many = {f"s{i}": np.zeros(2, np.float32) for i in range(11)}
+    with pytest.raises(InvalidInputError, match="at most 10 scalar names, got 11"):
+        write_trk(tmp_path / "x.trk", TractData(pos, off, many), {})
+    long = {"a" * 19: np.zeros((2, 3), np.float32)}  # 19 characters + "\x003" > 20
+    with pytest.raises(InvalidInputError, match="TRK scalar name 'aaaa"):
+        write_trk(tmp_path / "x.trk", TractData(pos, off, long), {})

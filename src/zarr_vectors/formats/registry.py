@@ -92,8 +92,9 @@ TARGET_VERTICES_PER_CHUNK = 50_000
 STREAMING_THRESHOLD = 20_000_000
 """Inputs with more vertices are streamed through :func:`~zarr_vectors.open_writer` by default
 (the in-memory writers are several times faster but hold every vertex several times over)."""
-STORE_SUFFIXES = (".zarrvectors", ".zip")
-"""Suffixes that mark a path as a ZVF store rather than a foreign file."""
+STORE_SUFFIXES = (".zarrvectors", ".zarr", ".zip")
+"""Suffixes that mark a path as a ZVF store rather than a foreign file (``.zarrvectors`` is
+the conventional one; a ZVF store is a Zarr hierarchy, so ``.zarr`` is one too)."""
 BIN_DIVISOR = 4
 """Default bins per chunk axis, so ``pyramid --ratio 2,2,2 --ratio 4,4,4`` works later."""
 _EXTRA = "pip install 'zarr-vectors[formats]'"
@@ -292,7 +293,7 @@ FORMATS: tuple[FormatInfo, ...] = (
 
 
 def is_store_path(path: PathLike) -> bool:
-    """Whether ``path`` names a ZVF store (``.zarrvectors`` directory or ``.zip``)."""
+    """Whether ``path`` names a ZVF store (``.zarrvectors`` or ``.zarr`` directory, ``.zip``)."""
     return Path(path).suffix.lower() in STORE_SUFFIXES
 
 

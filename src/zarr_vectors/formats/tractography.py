@@ -48,6 +48,7 @@ from zarr_vectors.formats._tractfiles import (
     TrkReader,
     read_tck,
     read_trk,
+    write_trk,
 )
 from zarr_vectors.formats.registry import (
     STREAMING_THRESHOLD,
@@ -502,7 +503,10 @@ def store_to_trk(
         "voxel_order": space.voxel_order,
     }
     report.start(f"writing {path}", None)
-    TrkFile(_tractogram(pl, dpp, dps), header=header).save(str(path))
+    pos = np.asarray(pl.positions)
+    if pos.shape[1] != 3:
+        raise InvalidInputError(f"tractography files hold 3-D streamlines, not {pos.shape[1]}-D")
+    write_trk(path, TractData(pos, np.asarray(pl.offsets, np.int64), dpp, dps), header)
 
 
 def store_to_tck(
