@@ -11,7 +11,9 @@ order and in one process:
   store (``--compressors`` picks the presets; every repeat writes a new store, and stores are
   deleted only after all timings); its two phases are timed separately on the side (``read``: opening, indexing and
   gathering the file with our reader; ``write``: the store write);
-* optionally (``--cli``) the same conversion as a ``zarr-vectors convert`` subprocess.
+* optionally (``--cli``) the same conversion as a ``zarr-vectors convert`` subprocess;
+* optionally (``--export``) nibabel saving the loaded tractogram against exporting the new
+  store back to the same format (:func:`zarr_vectors.formats.registry.export`).
 
 Times are medians over ``--repeat`` (min in brackets).  The target: converting a TRK takes less
 time than nibabel alone takes to load it.  The stored coordinates are checked against nibabel's.
@@ -33,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -46,7 +49,8 @@ from nibabel.streamlines import ArraySequence, TckFile, Tractogram, TrkFile
 from benchmarks import datasets as ds
 from benchmarks.ours import new_workdir
 from benchmarks.report import Target, environment, render_targets
-from zarr_vectors.formats.registry import WriteOptions, convert, default_bin_shape
+from zarr_vectors.errors import ZVUserWarning
+from zarr_vectors.formats.registry import WriteOptions, convert, default_bin_shape, export
 from zarr_vectors.formats.tractography import open_tck, open_trk
 from zarr_vectors.types.polylines import read_streamlines
 
@@ -68,6 +72,10 @@ class Timings:
     """(user, system) CPU seconds of each convert."""
     read: list[float] = field(default_factory=list)
     write: list[float] = field(default_factory=list)
+    nibabel_save: list[float] = field(default_factory=list)
+    """Seconds of ``TrkFile(tractogram).save`` / ``TckFile`` of the loaded file (``--export``)."""
+    export: list[float] = field(default_factory=list)
+    """Seconds of :func:`zarr_vectors.formats.registry.export` of the store to the same format."""
     cli: list[float] = field(default_factory=list)
     chunk_shape: tuple[float, ...] = ()
     chunks: int = 0
@@ -156,8 +164,18 @@ class _FreshStores:
         self.made.clear()
 
 
+def _nibabel_save(tractogram: Any, fmt: str, out: Path) -> None:
+    cls = TrkFile if fmt == "trk" else TckFile
+    cls(tractogram.tractogram, header=tractogram.header).save(str(out))
+
+
 def bench_format(
-    path: Path, workdir: Path, repeat: int, cli: bool, compressor: str = "default"
+    path: Path,
+    workdir: Path,
+    repeat: int,
+    cli: bool,
+    compressor: str = "default",
+    export_too: bool = False,
 ) -> Timings:
     fmt = path.suffix[1:]
     fresh = _FreshStores(workdir, f"{fmt}-{compressor}")
@@ -167,6 +185,10 @@ def bench_format(
         t.nibabel_load.append(seconds)
         t.nibabel_cpu.append(cpu)
         reference = np.asarray(tractogram.streamlines.get_data(), np.float32)
+        if export_too:
+            out = workdir / f"nibabel-save.{fmt}"
+            t.nibabel_save.append(_timed(partial(_nibabel_save, tractogram, fmt, out))[0])
+            out.unlink()
         del tractogram
         store = fresh()
         seconds, cpu, report = _timed_cpu(partial(convert, path, str(store), compressor=compressor))
@@ -176,6 +198,12 @@ def bench_format(
         t.vertices = report.summary.vertex_count
         t.correct = bool(np.array_equal(read_streamlines(str(store)).positions, reference))
         del reference
+        if export_too:
+            out = workdir / f"export.{fmt}"
+            with warnings.catch_warnings():  # TCK drops the per-point scalar, and says so
+                warnings.simplefilter("ignore", ZVUserWarning)
+                t.export.append(_timed(partial(export, str(store), out))[0])
+            out.unlink()
         _phases(path, fresh(), t, compressor)
         if cli:
             cmd = [sys.executable, "-m", "zarr_vectors.cli", "convert", str(path), str(fresh())]
@@ -222,6 +250,21 @@ def render(results: Sequence[Timings]) -> str:
     return "\n".join(lines)
 
 
+def render_export(results: Sequence[Timings]) -> str:
+    """The ``--export`` table: store -> file against nibabel saving the loaded file."""
+    lines = [
+        "| format | compressor | nibabel save | export (store read + file write) | export / save |",
+        "|---|---|---|---|---|",
+    ]
+    for t in results:
+        ratio = statistics.median(t.export) / statistics.median(t.nibabel_save)
+        lines.append(
+            f"| {t.fmt} | {t.compressor} | {_fmt(t.nibabel_save)} | {_fmt(t.export)} "
+            f"| {ratio:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def targets(results: Sequence[Timings]) -> list[Target]:
     out = []
     for t in results:
@@ -251,6 +294,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="comma-separated compressor presets to convert with (default, lz4)",
     )
     parser.add_argument("--cli", action="store_true", help="also time the CLI in a subprocess")
+    parser.add_argument(
+        "--export",
+        action="store_true",
+        help="also time exporting the store back to the format against nibabel's save",
+    )
     parser.add_argument("--workdir", type=Path, default=None, help="scratch directory")
     parser.add_argument("--json", type=Path, default=None, help="write results as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the files and stores")
@@ -266,10 +314,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     del data
     presets = [c.strip() for c in args.compressors.split(",") if c.strip()]
     results = [
-        bench_format(paths[f], workdir, args.repeat, args.cli, c) for f in formats for c in presets
+        bench_format(paths[f], workdir, args.repeat, args.cli, c, args.export)
+        for f in formats
+        for c in presets
     ]
     found = targets(results)
     print(render(results))
+    if args.export:
+        print()
+        print(render_export(results))
     print()
     print(render_targets(found))
     if args.json is not None:

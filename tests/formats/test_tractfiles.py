@@ -27,6 +27,7 @@ from zarr_vectors.formats._tractfiles import (
     TrkReader,
     read_tck,
     read_trk,
+    write_tck,
     write_trk,
 )
 from zarr_vectors.formats.registry import convert
@@ -499,3 +500,16 @@ def test_write_trk_of_nothing_and_bad_names(tmp_path: Path) -> None:
     long = {"a" * 19: np.zeros((2, 3), np.float32)}  # 19 characters + "\x003" > 20
     with pytest.raises(InvalidInputError, match="TRK scalar name 'aaaa"):
         write_trk(tmp_path / "x.trk", TractData(pos, off, long), {})
+
+
+@pytest.mark.parametrize("n", [0, 1, 250])
+def test_write_tck_gives_nibabels_bytes(tmp_path: Path, n: int) -> None:
+    sl = lines(n, seed=9, longest=70)
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in sl])]).astype(np.int64)
+    positions = np.concatenate(sl) if sl else np.zeros((0, 3), np.float32)
+    fields = {"step_size": "0.5", "method": "iFOD2", "timestamp": "1700000000.1"}
+    TckFile(Tractogram(sl, affine_to_rasmm=np.eye(4)), header=dict(fields)).save(
+        str(tmp_path / "nib.tck")
+    )
+    write_tck(tmp_path / "ours.tck", positions, offsets, fields)
+    assert (tmp_path / "ours.tck").read_bytes() == (tmp_path / "nib.tck").read_bytes()

@@ -31,9 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import nibabel
-import nibabel.streamlines.tck
 import nibabel.streamlines.tractogram
-import nibabel.streamlines.trk
 import numpy as np
 import numpy.typing as npt
 import trx.trx_file_memmap as tmm  # type: ignore[import-untyped, unused-ignore]
@@ -48,6 +46,7 @@ from zarr_vectors.formats._tractfiles import (
     TrkReader,
     read_tck,
     read_trk,
+    write_tck,
     write_trk,
 )
 from zarr_vectors.formats.registry import (
@@ -87,9 +86,6 @@ __all__ = [
 
 # nibabel's streamline API is unannotated; mypy --strict rejects calls into it unless typed Any
 nib: Any = nibabel
-_trk: Any = nibabel.streamlines.trk
-TckFile: Any = nibabel.streamlines.tck.TckFile
-TrkFile: Any = _trk.TrkFile
 Tractogram: Any = nibabel.streamlines.tractogram.Tractogram
 
 IntArray = npt.NDArray[np.int64]
@@ -537,7 +533,10 @@ def store_to_tck(
     if step is not None and "step_size" not in header:
         header["step_size"] = f"{step:g}"
     report.start(f"writing {path}", None)
-    TckFile(_tractogram(pl, {}, {}), header=header).save(str(path))
+    pos = np.asarray(pl.positions)
+    if pos.shape[1] != 3:
+        raise InvalidInputError(f"tractography files hold 3-D streamlines, not {pos.shape[1]}-D")
+    write_tck(path, pos.astype(np.float32, copy=False), np.asarray(pl.offsets, np.int64), header)
 
 
 def _trx_groups(pl: Polylines) -> dict[str, npt.NDArray[np.uint32]]:
