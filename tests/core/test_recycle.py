@@ -55,11 +55,14 @@ def test_fits_other_shapes_and_types_within_twice_the_size() -> None:
     assert address(pool.empty(MIB, np.uint8)) != where  # would waste more than half
 
 
-def test_small_and_huge_arrays_are_left_to_numpy() -> None:
+def test_small_huge_and_object_arrays_are_left_to_numpy() -> None:
     pool = RecyclingPool(limit=4 * MIB)
     assert pool.empty(100, np.float64).flags.owndata
     assert pool.empty(8 * MIB, np.uint8).flags.owndata
     assert not pool.empty(2 * MIB, np.uint8).flags.owndata
+    objects = pool.empty(MIB, object)  # references start as None, never as recycled bytes
+    assert objects.flags.owndata
+    assert objects[0] is None
 
 
 def test_idle_blocks_stay_under_the_limit() -> None:

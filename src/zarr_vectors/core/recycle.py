@@ -9,7 +9,9 @@ view is gone (its reference count is back to the pool's own) is handed out again
 faulted in.  Nothing is reused while any view of it lives, so results never share memory.
 
 The pool keeps at most :attr:`RecyclingPool.limit` bytes of blocks nothing else refers to
-(64 MiB by default), and tracks at most :data:`_MAX_BLOCKS` blocks.
+(64 MiB by default), and tracks at most :data:`_MAX_BLOCKS` blocks.  Arrays of Python objects,
+and every array on free-threaded Python builds (where a reference count read by one thread is
+not exact), are plain new arrays.
 
 Examples
 --------
@@ -50,6 +52,10 @@ def _refs(blocks: list[npt.NDArray[np.uint8]], i: int) -> int:
 _OWN_REFS = _refs([np.empty(1, dtype=np.uint8)], 0)
 """:func:`_refs` of a block only the pool's list refers to."""
 
+_COUNTS_EXACT = bool(getattr(sys, "_is_gil_enabled", lambda: True)())
+"""Reference counts read by one thread are exact only with the GIL: free-threaded Python
+builds get plain new arrays (no pooling)."""
+
 
 class RecyclingPool:
     """Blocks handed out as result arrays, reused once no view of them is left (thread-safe).
@@ -74,7 +80,8 @@ class RecyclingPool:
         dt = np.dtype(dtype)
         dims = (shape,) if isinstance(shape, int) else tuple(shape)
         nbytes = int(np.prod(dims, dtype=np.int64)) * dt.itemsize
-        if nbytes < _MIN_POOLED or nbytes > self.limit:
+        # object references must start out valid (None), never recycled bytes
+        if nbytes < _MIN_POOLED or nbytes > self.limit or dt.hasobject or not _COUNTS_EXACT:
             return np.empty(dims, dtype=dt)
         block = self._take(nbytes)
         return block[:nbytes].view(dt).reshape(dims)
