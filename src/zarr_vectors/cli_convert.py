@@ -1,8 +1,8 @@
 """``zarr-vectors convert``, ``export`` and ``pyramid``: move data between files and stores.
 
 The file format follows from the extension (:data:`~zarr_vectors.formats.registry.FORMATS`);
-a store is a path ending in ``.zarrvectors`` or ``.zarr`` (a directory) or ``.zip``.  Long steps draw rich
-progress bars on stderr; results go to stdout.
+a store is a path ending in ``.zarrvectors`` or ``.zarr`` (a directory) or ``.zip``.  Long
+steps draw rich progress bars on stderr; results go to stdout.
 
 Exit codes: 0 success; 1 the operation failed (unreadable input, data the store cannot hold, a
 missing optional library); 2 usage error (bad option value, unknown extension, missing input,

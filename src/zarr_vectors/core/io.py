@@ -246,7 +246,7 @@ def _compressors(
 
 _SKIPPABLE_MAGIC = 0x184D2A5E
 _SEEKABLE_MAGIC = 0x8F92EAB1
-_SKIP_HEADER = ELEMENT_HEADER
+_SKIP_HEADER = struct.Struct("<II")  # magic, frame size
 _SEEK_FOOTER = struct.Struct("<IBI")  # frames, descriptor, magic
 
 FRAME_BYTES_ATTR = "zstd_frame_bytes"

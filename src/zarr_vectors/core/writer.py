@@ -745,8 +745,9 @@ def _plan_and_write(
 ) -> tuple[int, int, int]:
     """Plan a level and queue its arrays (a :data:`LevelFiller`).
 
-    ``bounds`` are the positions' per-axis extremes when known.  The vertex rows are queued as soon as their order is known: they are gathered, encoded and
-    written while the rest of the level is planned.
+    ``bounds`` are the positions' per-axis extremes when known.  The vertex rows are queued
+    as soon as their order is known: they are gathered, encoded and written while the rest of
+    the level is planned.
     """
     queued: set[str] = set()
 

@@ -678,7 +678,7 @@ class _Columns:
 
 
 def _named_columns(columns: Mapping[str, npt.NDArray[Any]], rows: int, what: str) -> _Columns:
-    """Return per-point (``scalar``) or per-streamline (``property``) data as nibabel lays it out."""
+    """Return TRK scalars (``what="scalar"``) or properties laid out as nibabel does."""
     if len(columns) > 10:
         raise InvalidInputError(f"TRK holds at most 10 {what} names, got {len(columns)}")
     names = np.zeros(10, dtype="S20")

@@ -454,15 +454,21 @@ def _split(values: npt.NDArray[Any], offsets: IntArray) -> list[npt.NDArray[Any]
 def _tractogram(
     pl: Polylines, dpp: Mapping[str, npt.NDArray[Any]], dps: Mapping[str, npt.NDArray[Any]]
 ) -> Tractogram:
-    pos = np.asarray(pl.positions, np.float32)
-    if pos.shape[1] != 3:
-        raise InvalidInputError(f"tractography files hold 3-D streamlines, not {pos.shape[1]}-D")
+    pos = _positions_3d(pl)
     return Tractogram(
         _split(pos, pl.offsets),
         data_per_point={k: _split(v.astype(np.float32), pl.offsets) for k, v in dpp.items()},
         data_per_streamline={k: v.astype(np.float32) for k, v in dps.items()},
         affine_to_rasmm=np.eye(4),
     )
+
+
+def _positions_3d(pl: Polylines) -> npt.NDArray[np.float32]:
+    """Return the vertices as float32, refusing stores that are not 3-D."""
+    pos = np.asarray(pl.positions, np.float32)
+    if pos.shape[1] != 3:
+        raise InvalidInputError(f"tractography files hold 3-D streamlines, not {pos.shape[1]}-D")
+    return pos
 
 
 def _read(store: StoreLike, level: int, report: Progress) -> tuple[RootMetadata, Polylines]:
@@ -499,10 +505,8 @@ def store_to_trk(
         "voxel_order": space.voxel_order,
     }
     report.start(f"writing {path}", None)
-    pos = np.asarray(pl.positions)
-    if pos.shape[1] != 3:
-        raise InvalidInputError(f"tractography files hold 3-D streamlines, not {pos.shape[1]}-D")
-    write_trk(path, TractData(pos, np.asarray(pl.offsets, np.int64), dpp, dps), header)
+    offsets = np.asarray(pl.offsets, np.int64)
+    write_trk(path, TractData(_positions_3d(pl), offsets, dpp, dps), header)
 
 
 def store_to_tck(
@@ -533,10 +537,7 @@ def store_to_tck(
     if step is not None and "step_size" not in header:
         header["step_size"] = f"{step:g}"
     report.start(f"writing {path}", None)
-    pos = np.asarray(pl.positions)
-    if pos.shape[1] != 3:
-        raise InvalidInputError(f"tractography files hold 3-D streamlines, not {pos.shape[1]}-D")
-    write_tck(path, pos.astype(np.float32, copy=False), np.asarray(pl.offsets, np.int64), header)
+    write_tck(path, _positions_3d(pl), np.asarray(pl.offsets, np.int64), header)
 
 
 def _trx_groups(pl: Polylines) -> dict[str, npt.NDArray[np.uint32]]:
