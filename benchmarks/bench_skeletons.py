@@ -135,7 +135,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add_common_args(p, n=1000, repeat=3, upstream_repeat=1)
     p.add_argument("--nodes", type=int, default=1000, help="nodes per skeleton (%(default)s)")
     p.add_argument(
-        "--graph-nodes", type=int, default=1_000_000, help="graph nodes (default %(default)s)"
+        "--graph-nodes",
+        type=int,
+        default=1_000_000,
+        help="graph nodes (default %(default)s; 0 skips the graph)",
     )
     p.add_argument(
         "--configs",
@@ -520,13 +523,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed + 1)
     skel = ds.make_skeletons(args.n, args.nodes, seed=args.seed)
     ids = sample_ids(rng, skel.n_objects, args.ids)
-    graph = ds.make_graph(args.graph_nodes, seed=args.seed)
-    box = ds.bbox_fraction(graph.positions, 0.01)
+    graph = ds.make_graph(args.graph_nodes, seed=args.seed) if args.graph_nodes > 0 else None
+    box = ds.bbox_fraction(graph.positions, 0.01) if graph is not None else None
     directed = not args.undirected
+    about_graph = (
+        "no graph"
+        if graph is None
+        else f"graph {graph.n_vertices:,} nodes, {len(graph.edges):,} edges"
+    )
     print(
-        f"# skeletons: {skel.n_objects:,} trees, {skel.n_vertices:,} nodes; graph "
-        f"{graph.n_vertices:,} nodes, {len(graph.edges):,} edges; repeat {args.repeat}, "
-        f"zarr-vectors {zv_version()}, workdir {work}",
+        f"# skeletons: {skel.n_objects:,} trees, {skel.n_vertices:,} nodes; {about_graph}; "
+        f"repeat {args.repeat}, zarr-vectors {zv_version()}, workdir {work}",
         flush=True,
     )
 
@@ -548,10 +555,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             skipped="upstream skeletons skipped",
         )
         keep_upstream(up, results, notes)
-    results.extend(
-        bench_zv_graph(graph, work, cfg, box, args.repeat, directed, args.keep) for cfg in configs
-    )
-    if args.upstream:
+    if graph is not None and box is not None:
+        results.extend(
+            bench_zv_graph(graph, work, cfg, box, args.repeat, directed, args.keep)
+            for cfg in configs
+        )
+    if args.upstream and graph is not None and box is not None:
         up = run_upstream_task(
             graph,
             work,
@@ -573,7 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         targets=targets,
         extra={
             "notes": notes,
-            "graph_box": [box[0].tolist(), box[1].tolist()],
+            "graph_box": None if box is None else [box[0].tolist(), box[1].tolist()],
             "query_ids": ids.tolist(),
         },
     )

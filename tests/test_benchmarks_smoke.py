@@ -127,6 +127,16 @@ def test_bench_skeletons_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "| bbox central 1 % (functional) |" in out
 
 
+def test_bench_skeletons_without_graph(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--n", "10", "--nodes", "100", "--graph-nodes", "0", "--ids", "3", "--no-swc"]
+    rc, doc = _run(bench_skeletons.main, [*args, "--configs", "250"], tmp_path)
+    assert rc == 0
+    assert {r["task"] for r in doc["results"]} == {"skeletons"}
+    _assert_ours_correct(doc["results"][0])
+    assert doc["extra"]["graph_box"] is None
+    assert "no graph" in capsys.readouterr().out
+
+
 def test_bench_meshes_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("trimesh")
     args = ["--n", "10000", "--ids", "3", "--configs", "100"]
