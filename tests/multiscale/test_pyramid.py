@@ -201,6 +201,18 @@ def test_bad_ratios_are_refused(ratios: list[tuple[int, ...]], match: str) -> No
     assert zv.list_resolution_levels(zv.open_store(store)) == [0]
 
 
+def test_ratio_coarser_than_the_chunks_says_how_to_fix_it() -> None:
+    store = MemoryStore()  # no bin_shape: one bin per chunk, so no coarser level fits
+    zv.write_points(store, np.zeros((3, 3)), chunk_shape=(8, 8, 8))
+    with pytest.raises(zv.InvalidInputError) as err:
+        zv.build_pyramid(store, [(2, 2, 2)])
+    msg = str(err.value)
+    assert "larger than the chunk shape [8.0, 8.0, 8.0]" in msg
+    assert "this store's is [8.0, 8.0, 8.0]" in msg
+    assert "bin_shape=(4.0, 4.0, 4.0)" in msg
+    assert zv.list_resolution_levels(zv.open_store(store)) == [0]
+
+
 def test_existing_levels_need_overwrite_and_anisotropy_works() -> None:
     rng = np.random.default_rng(6)
     store = MemoryStore()

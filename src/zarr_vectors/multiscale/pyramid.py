@@ -186,10 +186,27 @@ def _parse_ratios(bin_ratios: Sequence[Sequence[int]], meta: RootMetadata) -> li
                 f"bin_ratios[{i}] = {list(ratio)} decreases from {list(prev)}: ratios must be "
                 "component-wise non-decreasing"
             )
-        check_divides(meta.chunk_shape, meta.bin_shape_for(ratio), f"bin_ratios[{i}] bin shape")
+        _check_ratio_fits(meta, ratio, i)
         out.append(ratio)
         prev = ratio
     return out
+
+
+def _check_ratio_fits(meta: RootMetadata, ratio: tuple[int, ...], i: int) -> None:
+    """Raise unless ``base_bin_shape x ratio`` divides the chunk shape, saying how to fix it."""
+    bins = meta.bin_shape_for(ratio)
+    base = [float(b) for b in meta.base_bin_shape]
+    too_big = [a for a, (b, c) in enumerate(zip(bins, meta.chunk_shape, strict=True)) if b > c]
+    if too_big:
+        finest = [c / max(r, 1) for c, r in zip(meta.chunk_shape, ratio, strict=True)]
+        raise InvalidInputError(
+            f"bin_ratios[{i}] = {list(ratio)} gives bins of {[float(b) for b in bins]}, larger "
+            f"than the chunk shape {[float(c) for c in meta.chunk_shape]} on axis {too_big[0]}: "
+            f"coarser levels need a base bin_shape finer than the chunk shape (this store's is "
+            f"{base}).  Write the store with a smaller bin_shape that divides the chunk shape, "
+            f"e.g. bin_shape={tuple(finest)} or finer for this ratio"
+        )
+    check_divides(meta.chunk_shape, bins, f"bin_ratios[{i}] bin shape")
 
 
 def _parse_sparsity(value: float | Sequence[float] | None, n: int) -> list[float]:
