@@ -137,3 +137,76 @@ def test_sharded_store_on_s3_needs_fewer_requests(
         counts.append(len(request_count))
         assert len(got) == int(np.all(pos < 40, axis=1).sum())
     assert counts[1] * 4 < counts[0], counts
+
+
+def _equal_results(a: Any, b: Any) -> None:
+    """Two typed results hold the same arrays (dataclass fields, mappings of arrays)."""
+    from dataclasses import fields
+
+    for f in fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, dict):
+            assert x.keys() == y.keys(), f.name
+            for k in x:
+                assert np.array_equal(np.asarray(x[k]), np.asarray(y[k])), (f.name, k)
+        else:
+            assert np.array_equal(np.asarray(x), np.asarray(y)), f.name
+
+
+def _skeleton_input(rng: np.random.Generator) -> tuple[Any, Any, list[int]]:
+    pos, par, off = [], [], [0]
+    for _ in range(12):  # random-walk trees with branches, spanning several chunks each
+        n = 300
+        pos.append(np.cumsum(rng.normal(0, 1.5, (n, 3)), axis=0) + rng.uniform(20, 60, 3))
+        local = np.arange(-1, n - 1)
+        fork = np.flatnonzero(rng.random(n) < 0.05)
+        fork = fork[fork > 1]
+        local[fork] = rng.integers(0, fork)
+        par.append(np.where(local >= 0, local + off[-1], -1))
+        off.append(off[-1] + n)
+    return np.concatenate(pos), np.concatenate(par), off
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"compressor": "lz4"}, {"shards": (2, 2, 2)}], ids=["zstd", "lz4", "sharded"]
+)
+def test_skeletons_and_graphs_on_s3_read_as_local(
+    s3: dict[str, Any], options: dict[str, Any]
+) -> None:
+    """Whole, by-id and box reads from S3 equal the same reads of a local store."""
+    from zarr.storage import MemoryStore
+
+    rng = np.random.default_rng(3)
+    pos, par, off = _skeleton_input(rng)
+    name = "-".join(f"{k}{v}" for k, v in options.items()) or "plain"
+    common = {"chunk_shape": (24, 24, 24), **options}
+    url = f"s3://zv-test/skeletons-{name}.zarrvectors"
+    local = MemoryStore()
+    ids = np.arange(12, dtype=np.uint64) + (1 << 40)
+    radius = rng.random(len(pos)).astype(np.float32)
+    for store, so in ((url, s3), (local, None)):
+        zv.write_skeleton(
+            store, pos, par, offsets=off, ids=ids, radius=radius, storage_options=so, **common
+        )
+    box = ([30, 30, 30], [50, 50, 50])
+    for query in ({}, {"object_ids": [ids[3], ids[9]]}, {"bbox": box}):
+        remote = zv.read_skeleton(url, storage_options=s3, **query)
+        _equal_results(remote, zv.read_skeleton(local, **query))
+    whole = zv.read_skeleton(url, storage_options=s3)
+    assert np.array_equal(whole.parents, par)
+    assert np.array_equal(whole.positions, pos)
+
+    edges = np.stack([np.arange(len(pos) - 1), np.arange(1, len(pos))], axis=1)
+    edges = edges[rng.random(len(edges)) < 0.9]  # several components
+    weight = rng.random(len(edges))
+    gurl = f"s3://zv-test/graph-{name}.zarrvectors"
+    glocal = MemoryStore()
+    for store, so in ((gurl, s3), (glocal, None)):
+        zv.write_graph(
+            store, pos, edges, edge_attributes={"w": weight}, storage_options=so, **common
+        )
+    for query in ({}, {"object_ids": [0, 2]}, {"bbox": box}):
+        remote_g = zv.read_graph(gurl, storage_options=s3, **query)
+        _equal_results(remote_g, zv.read_graph(glocal, **query))
+    assert zv.validate(url, level=2, storage_options=s3).ok
+    assert zv.validate(gurl, level=2, storage_options=s3).ok
