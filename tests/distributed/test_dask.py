@@ -122,6 +122,67 @@ def test_graph_distributed_equal_serial(client: Client, tmp_path: Path) -> None:
     _same(tmp_path / "serial", tmp_path / "dask")
 
 
+def test_skeletons_distributed_equal_serial(client: Client, tmp_path: Path) -> None:
+    """Trees with uint64 ids, radius and swc_type, in 3 partitions, several chunks each."""
+    rng = np.random.default_rng(6)
+    batches = []
+    for b in range(3):
+        sizes = rng.integers(20, 120, 4)
+        trees, parents = [], []
+        for n in sizes.tolist():
+            trees.append(np.cumsum(rng.normal(0, 1, (n, 3)), axis=0) + rng.uniform(5, 25, 3))
+            local = np.arange(-1, n - 1)
+            local[2:] = np.where(rng.random(n - 2) < 0.1, rng.integers(0, 2, n - 2), local[2:])
+            parents.append(local)
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        glob = np.concatenate(
+            [np.where(p >= 0, p + o, -1) for p, o in zip(parents, offsets[:-1], strict=True)]
+        )
+        batches.append(
+            {
+                "data": np.concatenate(trees),
+                "parents": glob,
+                "offsets": offsets,
+                "ids": np.arange(4, dtype=np.uint64) + np.uint64(2**63 + 8 * b),
+                "radius": rng.random(int(offsets[-1])).astype(np.float32),
+                "swc_type": rng.integers(1, 5, int(offsets[-1])).astype(np.int32),
+            }
+        )
+    base = np.cumsum([0] + [len(b["data"]) for b in batches])
+    zv.write_skeleton(
+        tmp_path / "serial",
+        np.concatenate([b["data"] for b in batches]),
+        np.concatenate(
+            [
+                np.where(b["parents"] >= 0, b["parents"] + o, -1)
+                for b, o in zip(batches, base[:-1], strict=True)
+            ]
+        ),
+        offsets=np.unique(
+            np.concatenate([b["offsets"] + o for b, o in zip(batches, base[:-1], strict=True)])
+        ),
+        ids=np.concatenate([b["ids"] for b in batches]),
+        radius=np.concatenate([b["radius"] for b in batches]),
+        swc_type=np.concatenate([b["swc_type"] for b in batches]),
+        chunk_shape=(6, 6, 6),
+    )
+    write_distributed(
+        tmp_path / "dask",
+        "skeleton",
+        batches,
+        chunk_shape=(6, 6, 6),
+        client=client,
+        partition_chunks=1,
+        memory_limit=1 << 12,
+        spill_dir=tmp_path,
+    )
+    _same(tmp_path / "serial", tmp_path / "dask")
+    back = zv.read_skeleton(tmp_path / "dask")
+    assert len(back) == 12
+    assert back.object_ids.dtype == np.uint64
+    assert zv.validate(tmp_path / "dask", level=2).ok
+
+
 def test_memory_store_is_refused(client: Client) -> None:
     from zarr.storage import MemoryStore
 
