@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -315,3 +317,104 @@ def test_lz4_links_are_single_lz4_blocks(tmp_path: Path) -> None:
     assert [bytes(p) for p in ours.read(flats)] == native(links)  # zarr-python decodes the same
     back = zv.read_skeleton(path)
     np.testing.assert_array_equal(back.parents, parents)
+
+
+def _zstd_array(frame_bytes: int | None) -> PayloadArray:
+    root = zarr.open_group(MemoryStore(), mode="w")
+    return create_payload_array(
+        root, "p", (8,), attributes={"zv_array": "vertices"}, frame_bytes=frame_bytes
+    )
+
+
+# elements of several sizes (one of 0 rows stored, one not at all), some cut in many frames
+ZSTD_ELEMENTS = {0: 50_000, 1: 3, 2: 0, 4: 200_000, 5: 17, 6: 120_000, 7: 9_000}
+
+
+def _elements(rng: np.random.Generator) -> dict[int, bytes]:
+    return {f: rng.integers(0, 20, n, dtype=np.uint8).tobytes() for f, n in ZSTD_ELEMENTS.items()}
+
+
+@pytest.mark.parametrize("frame_bytes", [None, 4096], ids=["one frame", "seekable"])
+@pytest.mark.parametrize("threads", [1, 4])
+def test_zstd_elements_decode_straight_into_one_buffer(
+    frame_bytes: int | None, threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """read_concat / iter_decoded of zstd payloads equal the element-wise decode, on one
+    thread or in byte groups (group boundaries next to missing and empty elements)."""
+    from zarr_vectors.core import io as zv_io
+
+    monkeypatch.setattr(zv_io, "_PARALLEL_BYTES", 1)  # groups even for these small elements
+    rng = np.random.default_rng(7)
+    payloads = _elements(rng)
+    arr = _zstd_array(frame_bytes)
+    arr.write(np.array(list(payloads), dtype=np.int64), list(payloads.values()))
+    flats = np.arange(8, dtype=np.int64)
+    expected = [payloads.get(i, b"") for i in range(8)]
+    with zv_io.decode_threads(threads):
+        got = arr.read_concat(flats)
+    assert got is not None
+    data, sizes = got
+    assert sizes == [len(e) for e in expected]
+    assert bytes(data) == b"".join(expected)
+    with zv.core.scratch.SCRATCH.lease() as lease:  # type: ignore[attr-defined]
+        chunks = arr.iter_decoded(flats, lease)
+        assert chunks is not None
+        yielded = {i: bytes(b) for i, b in chunks}
+    assert {i for i, e in enumerate(expected) if e} <= set(yielded)
+    assert all(expected[i] == b for i, b in yielded.items())
+
+
+def test_zstd_groups_split_the_bytes() -> None:
+    from zarr_vectors.core import io as zv_io
+
+    sizes = [1 << 20] * 16
+    groups = zv_io._byte_groups(sizes)
+    assert groups[0][0] == 0
+    assert groups[-1][1] == 16
+    assert len(groups) == min(4, os.cpu_count() or 1)
+    assert all(a < b for a, b in groups)
+    assert all(b == c for (_, b), (c, _) in pairwise(groups))
+    with zv_io.decode_threads(1):
+        assert zv_io._byte_groups(sizes) == [(0, 16)]
+    assert zv_io._byte_groups([10, 10, 10, 10]) == [(0, 4)]  # too few bytes for threads
+
+
+def test_zstd_frames_without_a_seek_table_fall_back_to_the_codec() -> None:
+    """Frames cut by another writer without a table: only the first says its size."""
+    import zstandard
+
+    from zarr_vectors.core.gather import ELEMENT_HEADER
+
+    arr = _zstd_array(None)
+    rows = np.arange(30_000, dtype=np.uint8).tobytes()
+    element = ELEMENT_HEADER.pack(1, len(rows)) + rows
+    c = zstandard.ZstdCompressor(level=3)
+    stored = c.compress(element[:10_000]) + c.compress(element[10_000:])
+    arr.array.store_path.store._store_dict["p/c/3"] = (  # type: ignore[attr-defined]
+        zarr.core.buffer.cpu.Buffer.from_bytes(stored)
+    )
+    flats = np.array([3], dtype=np.int64)
+    assert arr.read_concat(flats) is None  # the caller then decodes element by element
+    assert arr.read(flats) == [rows]
+    with zv.core.scratch.SCRATCH.lease() as lease:  # type: ignore[attr-defined]
+        chunks = arr.iter_decoded(flats, lease)
+        assert chunks is not None
+        assert [bytes(b) for _, b in chunks] == [rows]
+
+
+@pytest.mark.parametrize("kind", ["points", "streamlines"])
+def test_truncated_zstd_chunk_is_named(tmp_path: Path, kind: str) -> None:
+    """One frame (points) or seekable frames (streamlines), cut short on disk."""
+    rng = np.random.default_rng(5)
+    path = tmp_path / "s.zarrvectors"
+    if kind == "points":
+        zv.write_points(path, rng.random((20_000, 3)), chunk_shape=(2.0, 2.0, 2.0))
+    else:
+        paths = [np.cumsum(rng.random((2_000, 3)), axis=0) * 1e-4 for _ in range(3)]
+        zv.write_streamlines(path, paths, chunk_shape=(2.0, 2.0, 2.0))
+    chunk = next(p for p in (path / "0" / "vertices" / "c").rglob("*") if p.is_file())
+    raw = chunk.read_bytes()
+    chunk.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(CorruptPayloadError, match="vertices") as info:
+        zv.read_points(path) if kind == "points" else zv.read_polylines(path)
+    assert "chunk" in str(info.value)

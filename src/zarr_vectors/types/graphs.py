@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, normalize_columns
 from zarr_vectors.core.components import connected_components
-from zarr_vectors.core.io import CompressorSpec
+from zarr_vectors.core.io import CompressorSpec, decode_threads
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts, sort_keys
 from zarr_vectors.core.reader import (
@@ -659,7 +659,8 @@ def read_with_links(
         else:  # the links start before the rows are listed one by one
             with ThreadPoolExecutor(max_workers=1) as pool:
                 future = pool.submit(linked)
-                got = object_vertices(reader, located.expand(lease), names)
+                with decode_threads(1):  # the other core has the links
+                    got = object_vertices(reader, located.expand(lease), names)
                 found = future.result()
     return WholeObjects(got.positions, got.attributes, located.offsets, located.chunks), found
 
