@@ -156,3 +156,18 @@ def test_bench_meshes_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     names = [t["name"] for t in doc["targets"]]
     assert any("touches only its chunks" in n for n in names)
     assert "| one mesh by id (open Reader, median) |" in capsys.readouterr().out
+
+
+def test_read_cpu_times_full_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import numpy as np
+    from benchmarks import read_cpu
+
+    import zarr_vectors as zv
+
+    store = tmp_path / "s.zv"
+    zv.write_skeleton(store, np.zeros((3, 3)), np.array([-1, 0, 1]), chunk_shape=(1, 1, 1))
+    assert read_cpu.main(["skeleton", str(store), "--repeat", "2"]) == 0
+    kind, _, cpu, _, _, wall, _ = capsys.readouterr().out.split()
+    assert kind == "skeleton"
+    assert float(cpu) >= 0
+    assert float(wall) > 0
