@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,8 @@ import numcodecs
 import numpy as np
 import pytest
 import zarr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from zarr.codecs import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
 from zarr.errors import UnstableSpecificationWarning
 from zarr.storage import LocalStore, MemoryStore
@@ -368,15 +369,47 @@ def test_zstd_groups_split_the_bytes() -> None:
     from zarr_vectors.core import io as zv_io
 
     sizes = [1 << 20] * 16
-    groups = zv_io._byte_groups(sizes)
-    assert groups[0][0] == 0
-    assert groups[-1][1] == 16
-    assert len(groups) == min(4, os.cpu_count() or 1)
-    assert all(a < b for a, b in groups)
-    assert all(b == c for (_, b), (c, _) in pairwise(groups))
-    with zv_io.decode_threads(1):
-        assert zv_io._byte_groups(sizes) == [(0, 16)]
-    assert zv_io._byte_groups([10, 10, 10, 10]) == [(0, 4)]  # too few bytes for threads
+    for parts in (2, 4, 8):
+        groups = zv_io._byte_groups(sizes, parts)
+        assert groups[0][0] == 0
+        assert groups[-1][1] == 16
+        assert len(groups) == parts
+        assert all(a < b for a, b in groups)
+        assert all(b == c for (_, b), (c, _) in pairwise(groups))
+    assert zv_io._byte_groups(sizes, 1) == [(0, 16)]
+    assert zv_io._byte_groups([10, 10, 10, 10], 4) == [(0, 4)]  # too few bytes for threads
+
+
+def test_zstd_parts_queue_on_a_shared_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a pool, the parts run on its workers beside a task already there."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from zarr_vectors.core import io as zv_io
+
+    monkeypatch.setattr(zv_io, "_PARALLEL_BYTES", 1)
+    payloads = _elements(np.random.default_rng(8))
+    arr = _zstd_array(4096)
+    arr.write(np.array(list(payloads), dtype=np.int64), list(payloads.values()))
+    seen: set[str] = set()
+    decode_group = zv_io.PayloadArray._decode_group
+
+    def spy(self: PayloadArray, *args: Any) -> bool:
+        seen.add(threading.current_thread().name)
+        return decode_group(self, *args)
+
+    monkeypatch.setattr(zv_io.PayloadArray, "_decode_group", spy)
+    release = threading.Event()
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="shared") as pool:
+        busy = pool.submit(release.wait, 5)  # the caller's own task holds one worker
+        with zv_io.decode_threads(8, pool):
+            got = arr.read_concat(np.arange(8, dtype=np.int64))
+        release.set()
+        busy.result()
+    assert got is not None
+    assert bytes(got[0]) == b"".join(payloads.get(i, b"") for i in range(8))
+    assert seen
+    assert all(name.startswith("shared") for name in seen)
 
 
 def test_zstd_frames_without_a_seek_table_fall_back_to_the_codec() -> None:
@@ -418,3 +451,43 @@ def test_truncated_zstd_chunk_is_named(tmp_path: Path, kind: str) -> None:
     with pytest.raises(CorruptPayloadError, match="vertices") as info:
         zv.read_points(path) if kind == "points" else zv.read_polylines(path)
     assert "chunk" in str(info.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.one_of(st.none(), st.integers(0, 12), st.integers(0, 30_000)), max_size=8),
+    parts=st.integers(2, 8),
+    frame_bytes=st.sampled_from([None, 64, 4096]),
+)
+def test_zstd_parts_never_clobber_each_other(
+    sizes: list[int | None], parts: int, frame_bytes: int | None
+) -> None:
+    """Any mix of missing, tiny (shorter than a header) and big elements, any split."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from zarr_vectors.core import io as zv_io
+
+    rng = np.random.default_rng(len(sizes) * 31 + parts)
+    payloads = {
+        i: rng.integers(0, 7, n, dtype=np.uint8).tobytes()
+        for i, n in enumerate(sizes)
+        if n is not None
+    }
+    arr = _zstd_array(frame_bytes)
+    if payloads:
+        arr.write(np.array(list(payloads), dtype=np.int64), list(payloads.values()))
+    flats = np.arange(8, dtype=np.int64)
+    expected = b"".join(payloads.get(i, b"") for i in range(8))
+    old = zv_io._PARALLEL_BYTES
+    zv_io._PARALLEL_BYTES = 1
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool, zv_io.decode_threads(parts, pool):
+            got = arr.read_concat(flats)
+        with zv_io.decode_threads(parts):
+            own = arr.read_concat(flats)
+    finally:
+        zv_io._PARALLEL_BYTES = old
+    assert got is not None
+    assert own is not None
+    assert bytes(got[0]) == expected
+    assert bytes(own[0]) == expected

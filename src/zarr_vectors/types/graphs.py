@@ -657,9 +657,11 @@ def read_with_links(
             got = object_vertices(reader, located.expand(lease), names)
             found = linked()
         else:  # the links start before the rows are listed one by one
-            with ThreadPoolExecutor(max_workers=1) as pool:
+            with ThreadPoolExecutor(max_workers=2) as pool:
                 future = pool.submit(linked)
-                with decode_threads(1):  # the other core has the links
+                # big vertex decodes queue in parts behind the links: the worker that is
+                # done with the links takes the parts that are left
+                with decode_threads(8, pool):
                     got = object_vertices(reader, located.expand(lease), names)
                 found = future.result()
     return WholeObjects(got.positions, got.attributes, located.offsets, located.chunks), found
