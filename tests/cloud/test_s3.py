@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import s3fs
 from moto.server import ThreadedMotoServer
+from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 
@@ -139,6 +140,16 @@ def test_sharded_store_on_s3_needs_fewer_requests(
     assert counts[1] * 4 < counts[0], counts
 
 
+STORE_OPTIONS = pytest.mark.parametrize(
+    "options", [{}, {"compressor": "lz4"}, {"shards": (2, 2, 2)}], ids=["zstd", "lz4", "sharded"]
+)
+"""Write options of the parity tests: default compressor, the lz4 preset, sharded."""
+
+
+def _name(options: dict[str, Any]) -> str:
+    return "-".join(f"{k}{v}" for k, v in options.items()) or "plain"
+
+
 def _equal_results(a: Any, b: Any) -> None:
     """Two typed results hold the same arrays (dataclass fields, mappings of arrays)."""
     from dataclasses import fields
@@ -167,18 +178,14 @@ def _skeleton_input(rng: np.random.Generator) -> tuple[Any, Any, list[int]]:
     return np.concatenate(pos), np.concatenate(par), off
 
 
-@pytest.mark.parametrize(
-    "options", [{}, {"compressor": "lz4"}, {"shards": (2, 2, 2)}], ids=["zstd", "lz4", "sharded"]
-)
+@STORE_OPTIONS
 def test_skeletons_and_graphs_on_s3_read_as_local(
     s3: dict[str, Any], options: dict[str, Any]
 ) -> None:
     """Whole, by-id and box reads from S3 equal the same reads of a local store."""
-    from zarr.storage import MemoryStore
-
     rng = np.random.default_rng(3)
     pos, par, off = _skeleton_input(rng)
-    name = "-".join(f"{k}{v}" for k, v in options.items()) or "plain"
+    name = _name(options)
     common = {"chunk_shape": (24, 24, 24), **options}
     url = f"s3://zv-test/skeletons-{name}.zarrvectors"
     local = MemoryStore()
@@ -225,17 +232,13 @@ def _grid_mesh(rng: np.random.Generator, n: int = 12) -> tuple[Any, Any]:
     return verts, faces
 
 
-@pytest.mark.parametrize(
-    "options", [{}, {"compressor": "lz4"}, {"shards": (2, 2, 2)}], ids=["zstd", "lz4", "sharded"]
-)
+@STORE_OPTIONS
 def test_meshes_paths_and_points_on_s3_read_as_local(
     s3: dict[str, Any], options: dict[str, Any]
 ) -> None:
     """Whole, by-id and box reads of meshes, streamlines and points from S3 equal local ones."""
-    from zarr.storage import MemoryStore
-
     rng = np.random.default_rng(4)
-    name = "-".join(f"{k}{v}" for k, v in options.items()) or "plain"
+    name = _name(options)
     common = {"chunk_shape": (16, 16, 16), **options}
     box = ([15, 15, 15], [35, 35, 35])
     meshes = [_grid_mesh(rng) for _ in range(6)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,6 +30,23 @@ def _same(a: Path, b: Path) -> None:
     fa, fb = _files(a), _files(b)
     assert sorted(fa) == sorted(fb)
     assert [k for k in fa if fa[k] != fb[k]] == []
+
+
+def _distributed_equals_serial(
+    client: Client, tmp_path: Path, kind: str, batches: list[dict[str, Any]]
+) -> None:
+    """Build ``tmp_path/dask`` from ``batches`` in tiny shuffle blocks; same bytes as serial."""
+    write_distributed(
+        tmp_path / "dask",
+        kind,
+        batches,
+        chunk_shape=(6, 6, 6),
+        client=client,
+        partition_chunks=1,
+        memory_limit=1 << 12,
+        spill_dir=tmp_path,
+    )
+    _same(tmp_path / "serial", tmp_path / "dask")
 
 
 def test_points_distributed_equal_serial(client: Client, tmp_path: Path) -> None:
@@ -109,17 +127,7 @@ def test_graph_distributed_equal_serial(client: Client, tmp_path: Path) -> None:
         np.concatenate([b["edges"] + o for b, o in zip(batches, base, strict=True)]),
         chunk_shape=(6, 6, 6),
     )
-    write_distributed(
-        tmp_path / "dask",
-        "graph",
-        batches,
-        chunk_shape=(6, 6, 6),
-        client=client,
-        partition_chunks=1,
-        memory_limit=1 << 12,
-        spill_dir=tmp_path,
-    )
-    _same(tmp_path / "serial", tmp_path / "dask")
+    _distributed_equals_serial(client, tmp_path, "graph", batches)
 
 
 def test_skeletons_distributed_equal_serial(client: Client, tmp_path: Path) -> None:
@@ -166,17 +174,7 @@ def test_skeletons_distributed_equal_serial(client: Client, tmp_path: Path) -> N
         swc_type=np.concatenate([b["swc_type"] for b in batches]),
         chunk_shape=(6, 6, 6),
     )
-    write_distributed(
-        tmp_path / "dask",
-        "skeleton",
-        batches,
-        chunk_shape=(6, 6, 6),
-        client=client,
-        partition_chunks=1,
-        memory_limit=1 << 12,
-        spill_dir=tmp_path,
-    )
-    _same(tmp_path / "serial", tmp_path / "dask")
+    _distributed_equals_serial(client, tmp_path, "skeleton", batches)
     back = zv.read_skeleton(tmp_path / "dask")
     assert len(back) == 12
     assert back.object_ids.dtype == np.uint64
