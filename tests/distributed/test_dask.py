@@ -33,20 +33,22 @@ def _same(a: Path, b: Path) -> None:
 
 
 def _distributed_equals_serial(
-    client: Client, tmp_path: Path, kind: str, batches: list[dict[str, Any]]
-) -> None:
-    """Build ``tmp_path/dask`` from ``batches`` in tiny shuffle blocks; same bytes as serial."""
-    write_distributed(
+    client: Client, tmp_path: Path, kind: str, batches: list[Any], **options: Any
+) -> zv.WriteSummary:
+    """Build ``tmp_path/dask`` from ``batches`` in tiny shuffle blocks; same bytes as serial.
+
+    ``options`` override the defaults (6-unit chunks, one chunk a block, 4 KiB a task).
+    """
+    summary = write_distributed(
         tmp_path / "dask",
         kind,
         batches,
-        chunk_shape=(6, 6, 6),
         client=client,
-        partition_chunks=1,
-        memory_limit=1 << 12,
         spill_dir=tmp_path,
+        **{"chunk_shape": (6, 6, 6), "partition_chunks": 1, "memory_limit": 1 << 12, **options},
     )
     _same(tmp_path / "serial", tmp_path / "dask")
+    return summary
 
 
 def test_points_distributed_equal_serial(client: Client, tmp_path: Path) -> None:
@@ -62,19 +64,17 @@ def test_points_distributed_equal_serial(client: Client, tmp_path: Path) -> None
         bin_shape=(5, 5, 5),
         attributes={"v": np.concatenate(vals)},
     )
-    summary = write_distributed(
-        tmp_path / "dask",
+    summary = _distributed_equals_serial(
+        client,
+        tmp_path,
         "point_cloud",
         [{"data": p, "attributes": {"v": v}} for p, v in zip(parts, vals, strict=True)],
         chunk_shape=(20, 20, 20),
         bin_shape=(5, 5, 5),
-        client=client,
         partition_chunks=2,
         memory_limit=1 << 15,
-        spill_dir=tmp_path,
     )
     assert summary.vertex_count == sum(len(p) for p in parts)
-    _same(tmp_path / "serial", tmp_path / "dask")
     assert zv.validate(tmp_path / "dask").ok
 
 
@@ -96,19 +96,16 @@ def test_streamlines_distributed_equal_serial(client: Client, tmp_path: Path) ->
         bin_shape=(4, 4, 4),
         attributes={"fa": fa},
     )
-    write_distributed(
-        tmp_path / "dask",
+    _distributed_equals_serial(
+        client,
+        tmp_path,
         "streamline",
         seeds,
         load=_load_paths,
         chunk_shape=(8, 8, 8),
         bin_shape=(4, 4, 4),
-        client=client,
-        partition_chunks=1,
         memory_limit=1 << 14,
-        spill_dir=tmp_path,
     )
-    _same(tmp_path / "serial", tmp_path / "dask")
     back = zv.read_streamlines(tmp_path / "dask")
     assert all(np.array_equal(back[i], p) for i, p in enumerate(paths))
 

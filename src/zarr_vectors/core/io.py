@@ -1243,10 +1243,7 @@ class PayloadArray:
     @property
     def _direct(self) -> tuple[_ElementCodec, ShardFormat | None] | None:
         """:attr:`_fast` when its elements decode straight into place (Blosc, zstd), else None."""
-        fast = self._fast
-        if fast is None or fast[0].compressor is None:
-            return None
-        return fast if fast[0].compressor.codec_id in _DIRECT_CODECS else None
+        return self._fast if self._codec_id in _DIRECT_CODECS else None
 
     @property
     def write_batch_bytes(self) -> int | None:
@@ -1351,11 +1348,7 @@ class PayloadArray:
             nbytes //= 8  # LZ4 decodes ~5x faster than zstd: threads pay off only later
         with serial_blosc():
             return _map(
-                lambda pair: (
-                    b""
-                    if pair[1] is None
-                    else codec.decode(pair[1], f"{self.name} chunk {pair[0]}")
-                ),
+                lambda pair: b"" if pair[1] is None else self._decode_whole(*pair),
                 list(zip(flats, raw, strict=True)),
                 nbytes,
             )

@@ -195,10 +195,10 @@ def _parse_ratios(bin_ratios: Sequence[Sequence[int]], meta: RootMetadata) -> li
 def _check_ratio_fits(meta: RootMetadata, ratio: tuple[int, ...], i: int) -> None:
     """Raise unless ``base_bin_shape x ratio`` divides the chunk shape, saying how to fix it."""
     bins = meta.bin_shape_for(ratio)
-    base = [float(b) for b in meta.base_bin_shape]
     too_big = [a for a, (b, c) in enumerate(zip(bins, meta.chunk_shape, strict=True)) if b > c]
-    if too_big:
-        finest = [c / max(r, 1) for c, r in zip(meta.chunk_shape, ratio, strict=True)]
+    if too_big:  # ratios are >= 1 (parsed above)
+        base = [float(b) for b in meta.base_bin_shape]
+        finest = [c / r for c, r in zip(meta.chunk_shape, ratio, strict=True)]
         raise InvalidInputError(
             f"bin_ratios[{i}] = {list(ratio)} gives bins of {[float(b) for b in bins]}, larger "
             f"than the chunk shape {[float(c) for c in meta.chunk_shape]} on axis {too_big[0]}: "
