@@ -426,6 +426,15 @@ def test_convert_with_lz4_compressor(tmp_path: Path, make: str) -> None:
         app, ["convert", str(source), str(tmp_path / "x.zarrvectors"), "--compressor", "lzma"]
     )
     assert bad.exit_code == 2
+    raw = tmp_path / "raw.zarrvectors"
+    result = runner.invoke(app, ["convert", str(source), str(raw), "--compressor", "none"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((raw / "0" / "vertices" / "zarr.json").read_text())
+    assert [c["name"] for c in doc["codecs"]] == ["vlen-bytes"]
+    c = zv.open(str(raw)).read()
+    np.testing.assert_array_equal(a.positions, c.positions)
+    for name, col in a.attributes.items():
+        np.testing.assert_array_equal(col, c.attributes[name])
 
 
 def test_a_dot_zarr_directory_is_a_store_too(tmp_path: Path) -> None:

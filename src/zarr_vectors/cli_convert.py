@@ -287,8 +287,9 @@ def convert_command(
         Compression,
         typer.Option(
             "--compressor",
-            help="zstd (the default) or lz4: Blosc-LZ4 payload blocks, faster box and object "
-            "queries and usually smaller on coordinates.",
+            help="zstd (the default); lz4: Blosc-LZ4 payload blocks, faster box and object "
+            "queries and usually smaller on coordinates; none: uncompressed, the largest "
+            "store and the fastest local reads.",
             case_sensitive=False,
         ),
     ] = Compression.ZSTD,

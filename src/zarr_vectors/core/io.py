@@ -180,9 +180,9 @@ LZ4_LEVEL = 5
 """Blosc level of the ``"lz4"`` preset (LZ4's ratio barely changes with it; BENCHMARKS.md)."""
 
 COMPRESSOR_NAMES = ("default", *(c.value for c in Compression))
-"""Names accepted by ``compressor=``: ``"default"``/``"zstd"`` (zstd level 3 everywhere) and
+"""Names accepted by ``compressor=``: ``"default"``/``"zstd"`` (zstd level 3 everywhere),
 ``"lz4"`` (payload arrays Blosc-LZ4 with byte shuffle in ``frame_bytes`` blocks, the
-object index in 16 KiB blocks, other dense arrays zstd)."""
+object index in 16 KiB blocks, other dense arrays zstd) and ``"none"`` (as None)."""
 
 
 LZ4_LINKS_BLOCK = 65536
@@ -233,6 +233,8 @@ def _compressors(
                 f"compressor: unknown name {compressor!r} (expected one of {COMPRESSOR_NAMES}, "
                 "a codec or None)"
             )
+        if compressor == Compression.NONE:
+            return None
         if compressor == Compression.LZ4 and typesize is not None:
             return _lz4_blosc(zarr_format, typesize, blocksize)
         return _default_compressor(zarr_format)
@@ -850,6 +852,33 @@ def _read_files(paths: Sequence[str], lease: Lease | None = None) -> list[memory
     return out
 
 
+def _read_element(
+    path: str, head: npt.NDArray[np.uint8], rows: npt.NDArray[np.uint8], where: str
+) -> None:
+    """Read an uncompressed element file: its vlen header into ``head``, its rows into ``rows``.
+
+    Raises :class:`CorruptPayloadError` when the file is shorter than that (it changed since
+    its size was taken) or its header does not describe ``len(rows)`` bytes (a file grown
+    since has a header of its new length).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+    except FileNotFoundError:
+        raise CorruptPayloadError(f"{where}: removed while read") from None
+    try:
+        got = os.readv(fd, [head.data, rows.data])
+        while len(head) <= got < len(head) + len(rows):  # large files may come in pieces
+            n = os.readv(fd, [rows.data[got - len(head) :]])
+            if not n:
+                break
+            got += n
+    finally:
+        os.close(fd)
+    if got != len(head) + len(rows):
+        raise CorruptPayloadError(f"{where}: file changed size while read")
+    _check_element_header(head, where, len(rows))
+
+
 def _get_many(
     store: Store, keys: Sequence[str], lease: Lease | None = None
 ) -> Sequence[Blob | None]:
@@ -1190,12 +1219,18 @@ def _with_header(payload: bytes | memoryview) -> memoryview:
     return out.data.toreadonly()
 
 
-def _check_element_header(element: Blob | bytearray | npt.NDArray[np.uint8], where: str) -> None:
-    """Raise unless ``element`` (decoded) starts with the vlen header of its own length."""
+def _check_element_header(
+    element: Blob | bytearray | npt.NDArray[np.uint8], where: str, present: int | None = None
+) -> None:
+    """Raise unless ``element`` (decoded) starts with the vlen header of its own length.
+
+    With ``present``, ``element`` is the header alone, of rows of ``present`` bytes.
+    """
     if len(element) < _HEADER.size:
         raise CorruptPayloadError(f"{where}: truncated element header")
     count, length = _HEADER.unpack(bytes(element[: _HEADER.size]))
-    present = len(element) - _HEADER.size
+    if present is None:
+        present = len(element) - _HEADER.size
     if count != 1 or length != present:
         raise CorruptPayloadError(
             f"{where}: malformed vlen-bytes element (count {count}, length {length}, "
@@ -1241,9 +1276,15 @@ class PayloadArray:
         return None if fast is None or fast[0].compressor is None else fast[0].compressor.codec_id
 
     @property
+    def _raw(self) -> bool:
+        """Whether the elements are stored uncompressed (the vlen element itself)."""
+        fast = self._fast
+        return fast is not None and fast[0].compressor is None
+
+    @property
     def _direct(self) -> tuple[_ElementCodec, ShardFormat | None] | None:
-        """:attr:`_fast` when its elements decode straight into place (Blosc, zstd), else None."""
-        return self._fast if self._codec_id in _DIRECT_CODECS else None
+        """:attr:`_fast` when its elements decode straight into place (Blosc, zstd, none)."""
+        return self._fast if self._raw or self._codec_id in _DIRECT_CODECS else None
 
     @property
     def write_batch_bytes(self) -> int | None:
@@ -1370,6 +1411,8 @@ class PayloadArray:
         if fast is None:
             return None
         flats = [int(i) for i in flat_indices]
+        if self._raw and self.local_root is not None:
+            return self._read_files_concat(flats, lease)
         raw = self._fetch(flats, fast[1], lease)
         sizes = self._element_sizes(flats, raw)
         if sizes is None:
@@ -1429,23 +1472,35 @@ class PayloadArray:
     def iter_decoded(
         self, flat_indices: npt.NDArray[np.int64], lease: Lease
     ) -> Iterator[tuple[int, npt.NDArray[np.uint8]]] | None:
-        """Decode Blosc or zstd elements one at a time: ``(i, rows bytes of element i)``.
+        """Decode elements one at a time: ``(i, rows bytes of element i)``.
 
         The stored bytes are fetched in one batch (into ``lease`` buffers); each element then
         decodes into one small buffer reused for the next, so a consumer working chunk by
-        chunk keeps its data in cache and never holds every decoded row.  Use (or copy) the
-        bytes before advancing.  Elements with nothing stored are skipped.  Returns None for
-        other codecs (use :meth:`read_concat` or :meth:`read`).
+        chunk keeps its data in cache and never holds every decoded row (uncompressed
+        elements are views of the fetched bytes).  Use (or copy) the bytes before advancing.
+        Elements with nothing stored are skipped.  Returns None for codecs not decoded here
+        (use :meth:`read_concat` or :meth:`read`).
         """
         fast = self._direct
         if fast is None:
             return None
         flats = [int(i) for i in flat_indices]
         raw = self._fetch(flats, fast[1], lease)
+        if self._raw:
+            return self._iter_stored(flats, raw)
         sizes = self._element_sizes(flats, raw)
         if sizes is None:
             return None
         return self._iter_decoded(flats, raw, sizes)
+
+    def _iter_stored(
+        self, flats: list[int], raw: Sequence[Blob | None]
+    ) -> Iterator[tuple[int, npt.NDArray[np.uint8]]]:
+        """:meth:`iter_decoded` of uncompressed elements: views of the stored bytes."""
+        for i, (flat, data) in enumerate(zip(flats, raw, strict=True)):
+            if data is not None:
+                _check_element_header(data, f"{self.name} chunk {flat}")
+                yield i, np.frombuffer(data, dtype=np.uint8, offset=_HEADER.size)
 
     def _iter_decoded(
         self, flats: list[int], raw: Sequence[Blob | None], sizes: list[int]
@@ -1460,6 +1515,36 @@ class PayloadArray:
                     yield i, slot[_HEADER.size :]
                 else:  # frames that do not say their total: decoded the usual way
                     yield i, np.frombuffer(self._decode_whole(flat, data), dtype=np.uint8)
+
+    def _read_files_concat(
+        self, flats: list[int], lease: Lease | None
+    ) -> tuple[npt.NDArray[np.uint8], list[int]]:
+        """:meth:`read_concat` of local uncompressed elements: each file read into its place.
+
+        One ``readv`` per file puts its vlen header in a small array (checked) and its rows
+        straight into the result: no buffer of stored bytes, no copy.
+        """
+        root = self.local_root
+        assert root is not None
+        paths = [os.path.join(root, k) for k in self._keys(flats)]
+        sizes = []  # rows bytes; -1: no file
+        for flat, path in zip(flats, paths, strict=True):
+            try:
+                size = os.stat(path).st_size - _HEADER.size
+            except FileNotFoundError:
+                size = -1
+            else:
+                if size < 0:
+                    raise CorruptPayloadError(f"{self.name} chunk {flat}: truncated element header")
+            sizes.append(size)
+        starts = [0, *accumulate(max(0, n) for n in sizes)]
+        out = empty_bytes(starts[-1], lease)
+        head = np.empty(_HEADER.size, dtype=np.uint8)
+        for i, path in enumerate(paths):
+            if sizes[i] >= 0:
+                rows = out[starts[i] : starts[i + 1]]
+                _read_element(path, head, rows, f"{self.name} chunk {flats[i]}")
+        return out, [max(0, n) for n in sizes]
 
     def _decode_whole(self, flat: int, data: Blob) -> bytes | memoryview:
         """Rows bytes of one stored element, through the element codec."""
@@ -1487,7 +1572,11 @@ class PayloadArray:
         seek table, only the first of which says its size); raises for corrupt bytes.
         """
         where = f"{self.name} chunk {flat}"
-        if self._codec_id == "blosc":
+        if self._raw:
+            if len(data) != len(slot):
+                raise CorruptPayloadError(f"{where}: {len(data)} bytes, expected {len(slot)}")
+            slot[:] = np.frombuffer(data, dtype=np.uint8)
+        elif self._codec_id == "blosc":
             try:
                 blosc.decompress(data, slot)
             except (RuntimeError, ValueError) as exc:
@@ -1500,6 +1589,10 @@ class PayloadArray:
     def _decoded_size(self, flat: int, data: Blob) -> int | None:
         """Return the decoded bytes (vlen header included) of a stored element, if it says."""
         where = f"{self.name} chunk {flat}"
+        if self._raw:
+            if len(data) < _HEADER.size:
+                raise CorruptPayloadError(f"{where}: truncated element header")
+            return len(data)
         if self._codec_id != "blosc":
             return _zstd_size(data, where)
         if len(data) < BLOSC_HEADER_BYTES:

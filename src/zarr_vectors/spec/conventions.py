@@ -102,6 +102,9 @@ class Compression(ParamEnum):
     """zstd level 3 on every array; object payloads in seekable 4 KiB frames (the default)."""
     LZ4 = "lz4"
     """Blosc-LZ4 with byte shuffle in fixed blocks on payload arrays and the object index."""
+    NONE = "none"
+    """No compression on any array (as ``compressor=None``): the largest stores, the fastest
+    local reads (payload files are read straight into the result)."""
 
 
 class Encoding(ParamEnum):

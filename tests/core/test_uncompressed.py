@@ -1,0 +1,216 @@
+"""Uncompressed payloads (``compressor=None`` / ``"none"``): local files read into place."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import zarr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from zarr.storage import LocalStore, MemoryStore
+
+import zarr_vectors as zv
+from zarr_vectors.core import io as zv_io
+from zarr_vectors.core.gather import ELEMENT_HEADER
+from zarr_vectors.core.io import PayloadArray, create_payload_array
+from zarr_vectors.core.scratch import SCRATCH
+from zarr_vectors.errors import CorruptPayloadError
+
+GRID = (8,)
+
+
+def _raw_array(store: Any, zarr_format: int = 3) -> PayloadArray:
+    root = zarr.open_group(store, mode="w", zarr_format=zarr_format)
+    return create_payload_array(
+        root, "p", GRID, attributes={"zv_array": "vertices"}, compressor=None
+    )
+
+
+def _chunk_file(tmp_path: Path, flat: int) -> Path:
+    return tmp_path / "s" / "p" / "c" / str(flat)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    sizes=st.lists(st.one_of(st.none(), st.integers(0, 12), st.integers(0, 40_000)), max_size=8),
+    where=st.sampled_from(["local-v3", "local-v2", "memory"]),
+)
+def test_uncompressed_elements_read_back_exactly(
+    tmp_path_factory: pytest.TempPathFactory, sizes: list[int | None], where: str
+) -> None:
+    """Missing, empty, tiny and big elements: every read path returns the stored rows."""
+    rng = np.random.default_rng(len(sizes))
+    payloads = {
+        i: rng.integers(0, 255, n, dtype=np.uint8).tobytes()
+        for i, n in enumerate(sizes)
+        if n is not None
+    }
+    if where == "memory":
+        arr = _raw_array(MemoryStore())
+    else:
+        store = LocalStore(tmp_path_factory.mktemp("raw"))
+        arr = _raw_array(store, zarr_format=2 if where == "local-v2" else 3)
+    if payloads:
+        arr.write(np.array(list(payloads), dtype=np.int64), list(payloads.values()))
+    flats = np.arange(8, dtype=np.int64)
+    want = [payloads.get(i, b"") for i in range(8)]
+    joined = arr.read_concat(flats)
+    assert joined is not None
+    assert bytes(joined[0]) == b"".join(want)
+    assert joined[1] == [len(w) for w in want]
+    assert [bytes(b) for b in arr.read(flats)] == want
+    with SCRATCH.lease() as lease:
+        chunks = arr.iter_decoded(flats, lease)
+        assert chunks is not None
+        got = {i: bytes(b) for i, b in chunks}
+    assert got == {i: p for i, p in payloads.items() if p}  # empty ones are not stored
+
+
+def test_local_uncompressed_elements_skip_the_fetch_buffer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Local files go straight into the result: no batch of stored bytes is fetched."""
+    arr = _raw_array(LocalStore(tmp_path / "s"))
+    arr.write(np.array([1, 4]), [b"abc" * 100, b"xyz" * 7])
+
+    def no_fetch(*args: Any) -> None:
+        raise AssertionError("fetched")
+
+    monkeypatch.setattr(zv_io, "_read_files", no_fetch)
+    joined = arr.read_concat(np.array([0, 1, 4], dtype=np.int64))
+    assert joined is not None
+    assert bytes(joined[0]) == b"abc" * 100 + b"xyz" * 7
+    assert joined[1] == [0, 300, 21]
+
+
+@pytest.mark.parametrize(
+    ("stored", "match"),
+    [
+        (ELEMENT_HEADER.pack(1, 99) + b"x" * 12, "length 99, 12 bytes present"),
+        (ELEMENT_HEADER.pack(2, 12) + b"x" * 12, "count 2"),
+        (b"\x01\x00\x00", "truncated element header"),
+    ],
+    ids=["length", "count", "truncated"],
+)
+def test_damaged_uncompressed_chunk_is_named(tmp_path: Path, stored: bytes, match: str) -> None:
+    arr = _raw_array(LocalStore(tmp_path / "s"))
+    arr.write(np.array([2, 3]), [b"r" * 24, b"s" * 24])
+    _chunk_file(tmp_path, 3).write_bytes(stored)
+    flats = np.array([2, 3], dtype=np.int64)
+    with pytest.raises(CorruptPayloadError, match=match) as info:
+        arr.read_concat(flats)
+    assert "p chunk 3" in str(info.value)
+    with SCRATCH.lease() as lease:
+        chunks = arr.iter_decoded(flats, lease)
+        assert chunks is not None
+        with pytest.raises(CorruptPayloadError, match=match):
+            list(chunks)
+
+
+def test_file_cut_short_while_read_is_named(tmp_path: Path) -> None:
+    """A file shorter than its size taken a moment before (rewritten meanwhile)."""
+    path = tmp_path / "e"
+    path.write_bytes(ELEMENT_HEADER.pack(1, 10) + b"0123456789")
+    head = np.empty(ELEMENT_HEADER.size, dtype=np.uint8)
+    rows = np.empty(20, dtype=np.uint8)
+    with pytest.raises(CorruptPayloadError, match="p chunk 5: file changed size"):
+        zv_io._read_element(str(path), head, rows, "p chunk 5")
+    zv_io._read_element(str(path), head, rows[:10], "p chunk 5")
+    assert rows[:10].tobytes() == b"0123456789"
+    path.unlink()
+    with pytest.raises(CorruptPayloadError, match="removed while read"):
+        zv_io._read_element(str(path), head, rows[:10], "p chunk 5")
+
+
+def _equal_results(a: Any, b: Any) -> None:
+    from dataclasses import fields, is_dataclass
+
+    if not is_dataclass(a):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+        return
+    for f in fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, dict):
+            assert x.keys() == y.keys(), f.name
+            for k in x:
+                assert np.array_equal(np.asarray(x[k]), np.asarray(y[k])), (f.name, k)
+        elif isinstance(x, list | tuple) and x and not np.isscalar(x[0]):
+            assert len(x) == len(y)
+            for u, v in zip(x, y, strict=True):
+                assert np.array_equal(np.asarray(u), np.asarray(v)), f.name
+        else:
+            assert np.array_equal(np.asarray(x), np.asarray(y)), f.name
+
+
+def _trees(rng: np.random.Generator) -> tuple[Any, Any, list[int]]:
+    pos, par, off = [], [], [0]
+    for _ in range(10):  # random walks with branches across many chunks
+        n = 400
+        pos.append(np.cumsum(rng.normal(0, 1.5, (n, 3)), axis=0) + rng.uniform(20, 60, 3))
+        local = np.arange(-1, n - 1)
+        fork = np.flatnonzero(rng.random(n) < 0.05)
+        fork = fork[fork > 1]
+        local[fork] = rng.integers(0, fork)
+        par.append(np.where(local >= 0, local + off[-1], -1))
+        off.append(off[-1] + n)
+    return np.concatenate(pos), np.concatenate(par), off
+
+
+@pytest.mark.parametrize("none", [None, "none"])
+def test_every_type_reads_uncompressed_local_stores_as_compressed_ones(
+    tmp_path: Path, none: str | None
+) -> None:
+    """Whole, by-id and box reads of a local uncompressed store equal a zstd store's."""
+    rng = np.random.default_rng(11)
+    pos, par, off = _trees(rng)
+    box = ([30, 30, 30], [50, 50, 50])
+    radius = rng.random(len(pos)).astype(np.float32)
+    edges = np.stack([np.arange(len(pos) - 1), np.arange(1, len(pos))], axis=1)
+    edges = edges[rng.random(len(edges)) < 0.9]
+    weight = rng.random(len(edges))
+    paths = [pos[a:b] for a, b in pairwise(off)]
+    faces = np.stack([np.arange(0, 300, 3), np.arange(1, 300, 3), np.arange(2, 300, 3)], axis=1)
+    cases: list[tuple[Any, Any, list[dict[str, Any]]]] = [
+        (
+            lambda s, **kw: zv.write_points(s, pos, attributes={"r": radius}, **kw),
+            zv.read_points,
+            [{}, {"bbox": box}],
+        ),
+        (
+            lambda s, **kw: zv.write_polylines(s, paths, **kw),
+            zv.read_polylines,
+            [{}, {"object_ids": [2, 7]}, {"bbox": box}],
+        ),
+        (
+            lambda s, **kw: zv.write_skeleton(s, pos, par, offsets=off, radius=radius, **kw),
+            zv.read_skeleton,
+            [{}, {"object_ids": [3]}, {"bbox": box}],
+        ),
+        (
+            lambda s, **kw: zv.write_graph(s, pos, edges, edge_attributes={"w": weight}, **kw),
+            zv.read_graph,
+            [{}, {"object_ids": [0, 2]}, {"bbox": box}],
+        ),
+        (
+            lambda s, **kw: zv.write_mesh(s, pos[:300], faces, **kw),
+            zv.read_mesh,
+            [{}, {"bbox": box}],
+        ),
+    ]
+    for k, (write, read, queries) in enumerate(cases):
+        plain, packed = tmp_path / f"plain{k}.zarrvectors", MemoryStore()
+        write(plain, chunk_shape=(8, 8, 8), compressor=none)
+        write(packed, chunk_shape=(8, 8, 8))
+        doc = (plain / "0" / "vertices" / "zarr.json").read_text()
+        assert '"vlen-bytes"' in doc
+        assert "zstd" not in doc
+        for query in queries:
+            _equal_results(read(plain, **query), read(packed, **query))
+        assert zv.validate(plain, level=2).ok
+    whole = zv.read_skeleton(tmp_path / "plain2.zarrvectors")
+    assert np.array_equal(whole.parents, par)
+    assert np.array_equal(whole.positions, pos)
