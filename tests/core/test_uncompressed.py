@@ -111,19 +111,46 @@ def test_damaged_uncompressed_chunk_is_named(tmp_path: Path, stored: bytes, matc
             list(chunks)
 
 
-def test_file_cut_short_while_read_is_named(tmp_path: Path) -> None:
-    """A file shorter than its size taken a moment before (rewritten meanwhile)."""
+def test_element_reader_says_what_is_wrong(tmp_path: Path) -> None:
+    """A file shorter than its size taken a moment before, rewritten, or removed."""
     path = tmp_path / "e"
     path.write_bytes(ELEMENT_HEADER.pack(1, 10) + b"0123456789")
     head = np.empty(ELEMENT_HEADER.size, dtype=np.uint8)
     rows = np.empty(20, dtype=np.uint8)
-    with pytest.raises(CorruptPayloadError, match="p chunk 5: file changed size"):
-        zv_io._read_element(str(path), head, rows, "p chunk 5")
-    zv_io._read_element(str(path), head, rows[:10], "p chunk 5")
+    assert zv_io._read_element(str(path), head, rows) == "10 bytes, expected 20"
+    assert zv_io._read_element(str(path), head, rows[:4]) == (
+        "malformed vlen-bytes element (count 1, length 10, 4 bytes present)"
+    )
+    assert zv_io._read_element(str(path), head, rows[:10]) is None
     assert rows[:10].tobytes() == b"0123456789"
     path.unlink()
-    with pytest.raises(CorruptPayloadError, match="removed while read"):
-        zv_io._read_element(str(path), head, rows[:10], "p chunk 5")
+    assert zv_io._read_element(str(path), head, rows[:10]) == "missing"
+
+
+def test_expected_sizes_skip_the_stat_and_fall_back_when_wrong(tmp_path: Path) -> None:
+    arr = _raw_array(LocalStore(tmp_path / "s"))
+    arr.write(np.array([1, 4]), [b"abc" * 100, b"xyz" * 7])
+    flats = np.array([0, 1, 4], dtype=np.int64)
+    joined = arr.read_concat(flats, expected=[0, 300, 21])
+    assert joined is not None
+    assert bytes(joined[0]) == b"abc" * 100 + b"xyz" * 7
+    for wrong in ([0, 300, 20], [0, 300, 22], [3, 300, 21]):
+        assert arr.read_concat(flats, expected=wrong) is None  # the caller's path names it
+
+
+def test_uncompressed_vertices_disagreeing_with_vertex_counts_are_named(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    path = tmp_path / "p.zarrvectors"
+    zv.write_points(path, rng.random((5_000, 3)), chunk_shape=(0.5,) * 3, compressor="none")
+    chunk = next(p for p in (path / "0" / "vertices" / "c").rglob("*") if p.is_file())
+    raw = chunk.read_bytes()
+    rows = raw[ELEMENT_HEADER.size : -24]  # one row (3 x f8) fewer, header to match
+    chunk.write_bytes(ELEMENT_HEADER.pack(1, len(rows)) + rows)
+    with pytest.raises(CorruptPayloadError, match="vertex_counts says"):
+        zv.read_points(path)
+    chunk.unlink()
+    with pytest.raises(CorruptPayloadError, match="vertex_counts says"):
+        zv.read_points(path)
 
 
 def _equal_results(a: Any, b: Any) -> None:

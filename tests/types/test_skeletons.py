@@ -489,3 +489,70 @@ def test_property_one_object_forest_with_offsets(case: Any) -> None:
     np.testing.assert_array_equal(sks.positions, pos)
     np.testing.assert_array_equal(sks.parents, parents)
     assert sks.object_ids.tolist() == [7]
+
+
+def _big_two_chunk_store(compressor: str | None) -> tuple[MemoryStore, npt.NDArray[Any], IntArrayT]:
+    """Two 40,000-node paths across two chunks: a read big enough for two threads."""
+    n = 40_000
+    t = np.linspace(0.05, 1.95, n)
+    pos = np.concatenate([np.stack([t, t * 0 + 0.5, t * 0 + 0.5], axis=1)] * 2)
+    pos[n:, 1] += 0.2
+    parents = np.concatenate([np.arange(-1, n - 1), np.arange(n - 1, 2 * n - 1)])
+    parents[n] = -1
+    store = MemoryStore()
+    write_skeleton(
+        store, pos, parents, offsets=[0, n, 2 * n], chunk_shape=(1, 1, 1), compressor=compressor
+    )
+    return store, pos, parents
+
+
+@pytest.mark.parametrize("compressor", ["lz4", None])
+def test_big_reads_share_the_link_tasks(
+    compressor: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Local and cross-chunk links go to whichever thread is free; errors still surface."""
+    from zarr_vectors.types import graphs
+
+    store, pos, parents = _big_two_chunk_store(compressor)
+    assert len(pos) >= graphs._OVERLAP_ROWS  # the two-thread path
+    full = read_skeleton(store)
+    assert full.parents.tolist() == parents.tolist()
+    np.testing.assert_array_equal(full.positions, pos)
+    # a node of chunk 1 whose parent is a cross-chunk link also gets a local one
+    with quiet_vlen():
+        links = PayloadArray(zarr.open_array(store, path="0/links", mode="r+"))
+    flat = np.array([1], dtype=np.int64)
+    rows = np.frombuffer(links.read(flat)[0], dtype="<i4").reshape(-1, 2)
+    assert 0 not in rows[:, 0]  # its first node's parent is in chunk 0
+    links.write(flat, [np.vstack([rows, [[0, 5]]]).astype("<i4").tobytes()])
+    with pytest.raises(CorruptPayloadError, match="two parents"):
+        read_skeleton(store)
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("row map failed")
+
+    monkeypatch.setattr(graphs, "_row_index", boom)  # the worker fails before any link
+    with pytest.raises(RuntimeError, match="row map failed"):
+        read_skeleton(store)
+
+
+def test_tasks_run_once_whoever_claims_them() -> None:
+    import threading
+
+    from zarr_vectors.types.graphs import Tasks
+
+    done = [0] * 200
+    lock = threading.Lock()
+
+    def task(k: int) -> None:
+        with lock:
+            done[k] += 1
+
+    tasks = Tasks(*(lambda k=k: task(k) for k in range(200)))
+    threads = [threading.Thread(target=tasks.run) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(10)
+    tasks.run()  # nothing left
+    assert done == [1] * 200

@@ -853,18 +853,18 @@ def _read_files(paths: Sequence[str], lease: Lease | None = None) -> list[memory
 
 
 def _read_element(
-    path: str, head: npt.NDArray[np.uint8], rows: npt.NDArray[np.uint8], where: str
-) -> None:
+    path: str, head: npt.NDArray[np.uint8], rows: npt.NDArray[np.uint8]
+) -> str | None:
     """Read an uncompressed element file: its vlen header into ``head``, its rows into ``rows``.
 
-    Raises :class:`CorruptPayloadError` when the file is shorter than that (it changed since
-    its size was taken) or its header does not describe ``len(rows)`` bytes (a file grown
-    since has a header of its new length).
+    Returns what is wrong, or None: the file is missing, shorter than that (it changed since
+    its size was taken) or its header does not describe ``len(rows)`` bytes (a longer file's
+    header gives its own length).
     """
     try:
         fd = os.open(path, os.O_RDONLY | _CLOEXEC)
     except FileNotFoundError:
-        raise CorruptPayloadError(f"{where}: removed while read") from None
+        return "missing"
     try:
         got = os.readv(fd, [head.data, rows.data])
         while len(head) <= got < len(head) + len(rows):  # large files may come in pieces
@@ -875,8 +875,14 @@ def _read_element(
     finally:
         os.close(fd)
     if got != len(head) + len(rows):
-        raise CorruptPayloadError(f"{where}: file changed size while read")
-    _check_element_header(head, where, len(rows))
+        return f"{max(0, got - len(head))} bytes, expected {len(rows)}"
+    count, length = _HEADER.unpack(head.tobytes())
+    if count != 1 or length != len(rows):
+        return (
+            f"malformed vlen-bytes element (count {count}, length {length}, "
+            f"{len(rows)} bytes present)"
+        )
+    return None
 
 
 def _get_many(
@@ -1395,24 +1401,33 @@ class PayloadArray:
             )
 
     def read_concat(
-        self, flat_indices: npt.NDArray[np.int64], lease: Lease | None = None
+        self,
+        flat_indices: npt.NDArray[np.int64],
+        lease: Lease | None = None,
+        expected: Sequence[int] | None = None,
     ) -> tuple[npt.NDArray[np.uint8], list[int]] | None:
         """Return the elements' rows concatenated, and each element's length in bytes.
 
         Blosc and zstd payloads decode straight into one array (no per-chunk buffers, no
         join): element ``i`` decodes over the end of element ``i - 1``'s slot, its 8-byte vlen
         header landing where the previous element's last bytes go, so elements are decoded
-        last to first and each header is checked before it is overwritten.  Returns None for
-        other codecs, and for zstd elements whose stored bytes do not tell their decoded size
-        (use :meth:`read`).  With a ``lease``, the rows (and the stored bytes fetched on the
-        way) are in its buffers: valid while it lasts.
+        last to first and each header is checked before it is overwritten.  Local
+        uncompressed files are read into their places.  Returns None for other codecs, and
+        for zstd elements whose stored bytes do not tell their decoded size (use
+        :meth:`read`).  With a ``lease``, the rows (and the stored bytes fetched on the way)
+        are in its buffers: valid while it lasts.
+
+        ``expected``: the rows bytes each element should have (vertex-aligned arrays know
+        them from ``vertex_counts``), which spares local uncompressed reads a ``stat`` per
+        file; when an element has other than that, returns None (the caller's usual path
+        then names the problem).
         """
         fast = self._direct
         if fast is None:
             return None
         flats = [int(i) for i in flat_indices]
         if self._raw and self.local_root is not None:
-            return self._read_files_concat(flats, lease)
+            return self._read_files_concat(flats, lease, expected)
         raw = self._fetch(flats, fast[1], lease)
         sizes = self._element_sizes(flats, raw)
         if sizes is None:
@@ -1517,34 +1532,47 @@ class PayloadArray:
                     yield i, np.frombuffer(self._decode_whole(flat, data), dtype=np.uint8)
 
     def _read_files_concat(
-        self, flats: list[int], lease: Lease | None
-    ) -> tuple[npt.NDArray[np.uint8], list[int]]:
+        self, flats: list[int], lease: Lease | None, expected: Sequence[int] | None
+    ) -> tuple[npt.NDArray[np.uint8], list[int]] | None:
         """:meth:`read_concat` of local uncompressed elements: each file read into its place.
 
         One ``readv`` per file puts its vlen header in a small array (checked) and its rows
-        straight into the result: no buffer of stored bytes, no copy.
+        straight into the result: no buffer of stored bytes, no copy.  Without ``expected``
+        each file's size is taken first.
         """
         root = self.local_root
         assert root is not None
         paths = [os.path.join(root, k) for k in self._keys(flats)]
-        sizes = []  # rows bytes; -1: no file
-        for flat, path in zip(flats, paths, strict=True):
-            try:
-                size = os.stat(path).st_size - _HEADER.size
-            except FileNotFoundError:
-                size = -1
-            else:
-                if size < 0:
-                    raise CorruptPayloadError(f"{self.name} chunk {flat}: truncated element header")
-            sizes.append(size)
+        if expected is None:
+            sizes = [self._stat_rows(flat, path) for flat, path in zip(flats, paths, strict=True)]
+        else:
+            sizes = [int(n) for n in expected]
         starts = [0, *accumulate(max(0, n) for n in sizes)]
         out = empty_bytes(starts[-1], lease)
         head = np.empty(_HEADER.size, dtype=np.uint8)
         for i, path in enumerate(paths):
-            if sizes[i] >= 0:
-                rows = out[starts[i] : starts[i + 1]]
-                _read_element(path, head, rows, f"{self.name} chunk {flats[i]}")
+            if sizes[i] < 0:  # no file
+                continue
+            wrong = _read_element(path, head, out[starts[i] : starts[i + 1]])
+            if wrong is None or (wrong == "missing" and sizes[i] == 0):
+                continue
+            if expected is not None:
+                return None
+            raise CorruptPayloadError(
+                f"{self.name} chunk {flats[i]}: "
+                + ("removed while read" if wrong == "missing" else wrong)
+            )
         return out, [max(0, n) for n in sizes]
+
+    def _stat_rows(self, flat: int, path: str) -> int:
+        """Rows bytes of an uncompressed element file, from its size (-1: no file)."""
+        try:
+            size = os.stat(path).st_size - _HEADER.size
+        except FileNotFoundError:
+            return -1
+        if size < 0:
+            raise CorruptPayloadError(f"{self.name} chunk {flat}: truncated element header")
+        return size
 
     def _decode_whole(self, flat: int, data: Blob) -> bytes | memoryview:
         """Rows bytes of one stored element, through the element codec."""

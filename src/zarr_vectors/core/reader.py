@@ -211,6 +211,11 @@ class LinkBlock:
     """Link attributes aligned with ``ends``."""
 
 
+def _vertex_aligned(path: str) -> bool:
+    """Whether the payload array ``path`` has one row per vertex (``vertex_counts`` rows)."""
+    return path == L.VERTICES or path.startswith(L.ATTRIBUTES + "/")
+
+
 class LevelReader:
     """Read access to one resolution level of an open store."""
 
@@ -381,10 +386,13 @@ class LevelReader:
         width: int,
         lease: Lease | None,
     ) -> RowBlock | None:
-        """Decode whole chunks straight into one array (Blosc payloads); else None."""
+        """Decode whole chunks straight into one array (Blosc, zstd, none); else None."""
         if self._any_cached(path, flats):
             return None
-        joined = arr.read_concat(flats, lease)
+        expected = None
+        if _vertex_aligned(path):  # their row counts are known: so are their sizes
+            expected = (self.vertex_counts[flats] * (dtype.itemsize * width)).tolist()
+        joined = arr.read_concat(flats, lease, expected)
         if joined is None:
             return None
         data, sizes = joined
@@ -413,7 +421,7 @@ class LevelReader:
             i = int(bad[0])
             raise self._not_whole_rows(name, flats[i], int(counts[i]), width, dtype)
         counts //= row_bytes
-        if path == L.VERTICES or path.startswith(L.ATTRIBUTES + "/"):
+        if _vertex_aligned(path):
             self._check_row_counts(name, flats, counts)
         values = data.view(dtype).reshape(-1, width)
         return RowBlock(values, offsets_from_counts(counts))

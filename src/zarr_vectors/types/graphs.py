@@ -29,7 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeVar
+from itertools import count
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +66,7 @@ from zarr_vectors.types._base import (
     write_options,
 )
 from zarr_vectors.types._objects import (
+    ObjectVertices,
     UserIdMap,
     group_members_out,
     groups_table,
@@ -80,6 +82,7 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.floating]
 _GRAPH_TYPES = (GeometryTypeName.GRAPH, GeometryTypeName.SKELETON)
 _T = TypeVar("_T")
+_T_co = TypeVar("_T_co", covariant=True)
 
 
 @dataclass(frozen=True)
@@ -633,38 +636,102 @@ _OVERLAP_ROWS = 1 << 16
 """Vertices from which a whole-object read fetches the links in a second thread."""
 
 
+class LinkWork(Protocol[_T_co]):
+    """The link half of a whole-object read (:func:`read_with_links`)."""
+
+    def share(self) -> None:
+        """Do what no other thread has taken; called by one or more threads at once."""
+
+    def result(self) -> _T_co:
+        """Return the result, once every :meth:`share` call has returned."""
+
+
+@dataclass(frozen=True)
+class Finished(Generic[_T]):
+    """Link work done when it was started: nothing left to share."""
+
+    value: _T
+
+    def share(self) -> None:
+        """Do nothing."""
+
+    def result(self) -> _T:
+        """Return the value."""
+        return self.value
+
+
+class Tasks:
+    """Independent tasks, each run once by whichever thread claims it first.
+
+    :meth:`run` claims tasks in order until none is left: a thread that comes late
+    (the vertex thread of :func:`read_with_links`, once its own part is done) takes the
+    ones the first has not reached.
+    """
+
+    def __init__(self, *tasks: Callable[[], None]) -> None:
+        self._tasks = tasks
+        self._next = count()  # next() on it is atomic: no task is claimed twice
+
+    def run(self) -> None:
+        """Run the tasks no other thread has claimed."""
+        for k in self._next:
+            if k >= len(self._tasks):
+                return
+            self._tasks[k]()
+
+
 def read_with_links(
     reader: LevelReader,
     dense: IntArray,
     names: Sequence[str],
-    links: Callable[[ObjectRanges, IntArray], _T],
+    links: Callable[[ObjectRanges, IntArray, Lease], LinkWork[_T]],
 ) -> tuple[WholeObjects, _T]:
-    """Fetch objects ``dense`` whole (global order) and ``links(where, index)`` of them.
+    """Fetch objects ``dense`` whole (global order) and the link work ``links`` of them.
 
-    ``where`` locates the objects' rows (:meth:`LevelReader.locate_objects`) and ``index``
-    maps each row of their chunks to its returned position (-1: not returned).  Big reads run
-    ``links`` in a second thread beside the vertex decoding: reads, decompression and numpy
-    release the GIL, and the two touch different arrays.
+    ``links(where, index, lease)`` starts the work: ``where`` locates the objects' rows
+    (:meth:`LevelReader.locate_objects`), ``index`` maps each row of their chunks to its
+    returned position (-1: not returned) and ``lease`` lends buffers for the length of the
+    read.  Big reads start it in a second thread beside the vertex decoding (reads,
+    decompression and numpy release the GIL, and the two touch different arrays); the
+    calling thread, once its vertices are out, shares what is left of it.
     """
     with SCRATCH.lease() as lease:  # row maps live only until vertices and links are out
         located = reader.locate_objects(dense)
 
-        def linked() -> _T:
+        def start() -> LinkWork[_T]:
             size = int(reader.vertex_counts[located.chunks].sum())
-            return links(located, _row_index(located, size, lease))
+            return links(located, _row_index(located, size, lease), lease)
 
         if located.n_rows < _OVERLAP_ROWS:
             got = object_vertices(reader, located.expand(lease), names)
-            found = linked()
-        else:  # the links start before the rows are listed one by one
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                future = pool.submit(linked)
-                # big vertex decodes queue in parts behind the links: the worker that is
-                # done with the links takes the parts that are left
-                with decode_threads(8, pool):
-                    got = object_vertices(reader, located.expand(lease), names)
-                found = future.result()
-    return WholeObjects(got.positions, got.attributes, located.offsets, located.chunks), found
+            work = start()
+            work.share()
+            return _whole(got, located), work.result()
+        started: Future[LinkWork[_T]] = Future()
+
+        def linked() -> None:
+            try:
+                work = start()
+            except BaseException as exc:  # the calling thread waits for the work: tell it
+                started.set_exception(exc)
+                raise
+            started.set_result(work)
+            work.share()
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            future = pool.submit(linked)
+            # big vertex decodes queue in parts behind the links: the worker that is
+            # done with the links takes the parts that are left
+            with decode_threads(8, pool):
+                got = object_vertices(reader, located.expand(lease), names)
+            work = started.result()
+            work.share()
+            future.result()
+        return _whole(got, located), work.result()
+
+
+def _whole(got: ObjectVertices, located: ObjectRanges) -> WholeObjects:
+    return WholeObjects(got.positions, got.attributes, located.offsets, located.chunks)
 
 
 def _row_index(where: ObjectRanges, size: int, lease: Lease | None = None) -> IntArray:
@@ -952,11 +1019,15 @@ def read_whole_objects(
     when they are the chunks of ``dense``.
     """
 
-    def edges(where: ObjectRanges, index: IntArray) -> tuple[IntArray, dict[str, Column]]:
+    def edges(
+        where: ObjectRanges, index: IntArray, lease: Lease
+    ) -> Finished[tuple[IntArray, dict[str, Column]]]:
         fetched = None
         if early is not None and np.array_equal(early[0], where.chunks):
             fetched = early[1].result()
-        return linked_edges(reader, where.chunks, index, edge_names, where.n_rows, fetched)
+        return Finished(
+            linked_edges(reader, where.chunks, index, edge_names, where.n_rows, fetched)
+        )
 
     got, (edges_sorted, eattrs) = read_with_links(reader, dense, names, edges)
     obj = np.repeat(dense, np.diff(got.offsets))

@@ -30,6 +30,7 @@ from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader, ObjectRanges
 from zarr_vectors.core.recycle import RESULTS
+from zarr_vectors.core.scratch import Lease
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
@@ -52,6 +53,7 @@ from zarr_vectors.types._objects import (
     select_objects,
 )
 from zarr_vectors.types.graphs import (
+    Tasks,
     check_edges,
     cross_link_piece,
     first_appearance,
@@ -461,31 +463,55 @@ def write_skeleton(
 # -- reading --------------------------------------------------------------------------------
 
 
-def _parents(reader: LevelReader, where: ObjectRanges, index: IntArray) -> IntArray:
+class _ParentWork:
     """Parent of each returned node from the stored ``[child, parent]`` links (-1: a root).
 
+    Two tasks (:class:`~zarr_vectors.types.graphs.Tasks`): the local links, then the
+    cross-chunk links, the latter for whichever thread of the read is free first.
     ``index`` maps each row of the chunks ``where.chunks`` to its returned position.
     """
-    parents = RESULTS.empty(where.n_rows, np.int64)
-    parents.fill(-1)
-    n_links = 0
-    if reader.has(L.LINKS):
-        n_links += local_link_parents(reader, where.chunks, index, parents)
-    if reader.has(L.CROSS_CHUNK_LINKS):
-        block = reader.rows(L.CROSS_CHUNK_LINKS, where.chunks)
-        piece = cross_link_piece(reader, where.chunks, index, (), block)
-        parents[piece.source] = piece.target
-        n_links += len(piece)
-    if np.count_nonzero(parents >= 0) != n_links:  # a child written twice
-        raise CorruptPayloadError(f"{reader.group.path}: a skeleton node has two parents")
-    return parents
+
+    def __init__(
+        self, reader: LevelReader, where: ObjectRanges, index: IntArray, lease: Lease
+    ) -> None:
+        self._reader, self._where, self._index = reader, where, index
+        self.parents = RESULTS.empty(where.n_rows, np.int64)
+        self.parents.fill(-1)
+        self._n_local = self._n_cross = 0
+        self._tasks = Tasks(self._local, self._cross)
+
+    def share(self) -> None:
+        """Set the parents of the tasks no other thread has taken."""
+        self._tasks.run()
+
+    def _local(self) -> None:
+        if self._reader.has(L.LINKS):
+            where = self._where
+            self._n_local = local_link_parents(
+                self._reader, where.chunks, self._index, self.parents
+            )
+
+    def _cross(self) -> None:
+        if self._reader.has(L.CROSS_CHUNK_LINKS):
+            reader, flats = self._reader, self._where.chunks
+            block = reader.rows(L.CROSS_CHUNK_LINKS, flats)
+            piece = cross_link_piece(reader, flats, self._index, (), block)
+            self.parents[piece.source] = piece.target
+            self._n_cross = len(piece)
+
+    def result(self) -> IntArray:
+        """Return the parents, checked to set each node once."""
+        if np.count_nonzero(self.parents >= 0) != self._n_local + self._n_cross:
+            # a child written twice
+            raise CorruptPayloadError(f"{self._reader.group.path}: a skeleton node has two parents")
+        return self.parents
 
 
 def _read_skeletons(reader: LevelReader, query: Query) -> Skeletons:
     names = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
     with reader.caching():
         dense = first_appearance(select_objects(reader, query))
-        got, parents = read_with_links(reader, dense, names, partial(_parents, reader))
+        got, parents = read_with_links(reader, dense, names, partial(_ParentWork, reader))
     obj_attrs = decode_columns(reader.object_attributes(dense))
     obj_attrs.pop("id", None)
     groups, group_attrs = group_members_out(reader, dense)
