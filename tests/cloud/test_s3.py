@@ -141,9 +141,11 @@ def test_sharded_store_on_s3_needs_fewer_requests(
 
 
 STORE_OPTIONS = pytest.mark.parametrize(
-    "options", [{}, {"compressor": "lz4"}, {"shards": (2, 2, 2)}], ids=["zstd", "lz4", "sharded"]
+    "options",
+    [{}, {"compressor": "lz4"}, {"compressor": "none"}, {"shards": (2, 2, 2)}],
+    ids=["zstd", "lz4", "none", "sharded"],
 )
-"""Write options of the parity tests: default compressor, the lz4 preset, sharded."""
+"""Write options of the parity tests: default compressor, the lz4 and none presets, sharded."""
 
 
 def _name(options: dict[str, Any]) -> str:

@@ -187,9 +187,13 @@ def _trees(rng: np.random.Generator) -> tuple[Any, Any, list[int]]:
     return np.concatenate(pos), np.concatenate(par), off
 
 
-@pytest.mark.parametrize("none", [None, "none"])
+@pytest.mark.parametrize(
+    "options",
+    [{"compressor": None}, {"compressor": "none"}, {"compressor": None, "shards": (2, 2, 2)}],
+    ids=["None", "none", "sharded"],
+)
 def test_every_type_reads_uncompressed_local_stores_as_compressed_ones(
-    tmp_path: Path, none: str | None
+    tmp_path: Path, options: dict[str, Any]
 ) -> None:
     """Whole, by-id and box reads of a local uncompressed store equal a zstd store's."""
     rng = np.random.default_rng(11)
@@ -230,7 +234,7 @@ def test_every_type_reads_uncompressed_local_stores_as_compressed_ones(
     ]
     for k, (write, read, queries) in enumerate(cases):
         plain, packed = tmp_path / f"plain{k}.zarrvectors", MemoryStore()
-        write(plain, chunk_shape=(8, 8, 8), compressor=none)
+        write(plain, chunk_shape=(8, 8, 8), **options)
         write(packed, chunk_shape=(8, 8, 8))
         doc = (plain / "0" / "vertices" / "zarr.json").read_text()
         assert '"vlen-bytes"' in doc
@@ -241,3 +245,38 @@ def test_every_type_reads_uncompressed_local_stores_as_compressed_ones(
     whole = zv.read_skeleton(tmp_path / "plain2.zarrvectors")
     assert np.array_equal(whole.parents, par)
     assert np.array_equal(whole.positions, pos)
+
+
+def test_one_object_reads_only_its_span_of_an_uncompressed_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A path of 100 vertices out of 200 paths in one chunk: its bytes, not the chunk's."""
+    rng = np.random.default_rng(4)
+    paths = [rng.random((100, 3)) for _ in range(200)]
+    store = tmp_path / "p.zarrvectors"
+    zv.write_polylines(store, paths, chunk_shape=(2.0,) * 3, compressor=None)
+    chunk = next(p for p in (store / "0" / "vertices" / "c").rglob("*") if p.is_file())
+    read: list[int] = []
+    real_pread, real_preadv = zv_io.os.pread, zv_io.os.preadv
+
+    def pread(fd: int, n: int, offset: int) -> bytes:
+        read.append(n)
+        return real_pread(fd, n, offset)
+
+    def preadv(fd: int, buffers: Any, offset: int) -> int:
+        got = real_preadv(fd, buffers, offset)
+        read.append(got)
+        return got
+
+    reader = zv.open(store)
+    monkeypatch.setattr(zv_io.os, "pread", pread)
+    monkeypatch.setattr(zv_io.os, "preadv", preadv)
+    one = reader.read(object_ids=[123])
+    monkeypatch.undo()
+    np.testing.assert_array_equal(one[0], paths[123])
+    assert 0 < sum(read) < chunk.stat().st_size // 20
+    # a header that disagrees with the file is named
+    raw = chunk.read_bytes()
+    chunk.write_bytes(ELEMENT_HEADER.pack(1, 12) + raw[ELEMENT_HEADER.size :])
+    with pytest.raises(CorruptPayloadError, match="length 12"):
+        zv.open(store).read(object_ids=[123])

@@ -1694,7 +1694,8 @@ class PayloadArray:
     ) -> None:
         """Like :meth:`decode_rows`, reading the local file directly.
 
-        For a seekable payload only its seek table and the frames the ranges need are read.
+        For a seekable payload only its seek table and the frames the ranges need are read;
+        for an uncompressed one its header and the span of the ranges, straight into ``out``.
         """
         assert self.local_root is not None
         assert self._fast is not None
@@ -1712,6 +1713,13 @@ class PayloadArray:
         try:
             stat = os.fstat(fd)
             size = stat.st_size
+            if self._raw and size == _HEADER.size + len(out):
+                _check_element_header(os.pread(fd, _HEADER.size, 0), where, len(out))
+                if len(starts):
+                    lo, hi = int(starts.min()), int(stops.max())
+                    if os.preadv(fd, [out[lo:hi].data], _HEADER.size + lo) != hi - lo:
+                        raise CorruptPayloadError(f"{where}: file changed size while read")
+                return
             stamp = (size, stat.st_mtime_ns)
             known = _SEEK_TABLES.get(path)
             if known is not None and known[0] == stamp:
