@@ -17,6 +17,8 @@ from moto.server import ThreadedMotoServer
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
+from zarr_vectors.testing import assert_geometry_equal
+from zarr_vectors.testing.examples import random_walk_trees
 
 pytestmark = pytest.mark.s3
 
@@ -152,41 +154,13 @@ def _name(options: dict[str, Any]) -> str:
     return "-".join(f"{k}{v}" for k, v in options.items()) or "plain"
 
 
-def _equal_results(a: Any, b: Any) -> None:
-    """Two typed results hold the same arrays (dataclass fields, mappings of arrays)."""
-    from dataclasses import fields
-
-    for f in fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, dict):
-            assert x.keys() == y.keys(), f.name
-            for k in x:
-                assert np.array_equal(np.asarray(x[k]), np.asarray(y[k])), (f.name, k)
-        else:
-            assert np.array_equal(np.asarray(x), np.asarray(y)), f.name
-
-
-def _skeleton_input(rng: np.random.Generator) -> tuple[Any, Any, list[int]]:
-    pos, par, off = [], [], [0]
-    for _ in range(12):  # random-walk trees with branches, spanning several chunks each
-        n = 300
-        pos.append(np.cumsum(rng.normal(0, 1.5, (n, 3)), axis=0) + rng.uniform(20, 60, 3))
-        local = np.arange(-1, n - 1)
-        fork = np.flatnonzero(rng.random(n) < 0.05)
-        fork = fork[fork > 1]
-        local[fork] = rng.integers(0, fork)
-        par.append(np.where(local >= 0, local + off[-1], -1))
-        off.append(off[-1] + n)
-    return np.concatenate(pos), np.concatenate(par), off
-
-
 @STORE_OPTIONS
 def test_skeletons_and_graphs_on_s3_read_as_local(
     s3: dict[str, Any], options: dict[str, Any]
 ) -> None:
     """Whole, by-id and box reads from S3 equal the same reads of a local store."""
     rng = np.random.default_rng(3)
-    pos, par, off = _skeleton_input(rng)
+    pos, par, off = random_walk_trees(12, 300, seed=3)
     name = _name(options)
     common = {"chunk_shape": (24, 24, 24), **options}
     url = f"s3://zv-test/skeletons-{name}.zarrvectors"
@@ -201,7 +175,7 @@ def test_skeletons_and_graphs_on_s3_read_as_local(
     for query in ({}, {"object_ids": [ids[3], ids[9]]}, {"bbox": box}):
         expected = zv.read_skeleton(local, **query)
         assert len(expected) > 0, query
-        _equal_results(zv.read_skeleton(url, storage_options=s3, **query), expected)
+        assert_geometry_equal(zv.read_skeleton(url, storage_options=s3, **query), expected)
     whole = zv.read_skeleton(url, storage_options=s3)
     assert np.array_equal(whole.parents, par)
     assert np.array_equal(whole.positions, pos)
@@ -218,7 +192,7 @@ def test_skeletons_and_graphs_on_s3_read_as_local(
     for query in ({}, {"object_ids": [0, 2]}, {"bbox": box}):
         expected_g = zv.read_graph(glocal, **query)
         assert len(expected_g.edges) > 0, query
-        _equal_results(zv.read_graph(gurl, storage_options=s3, **query), expected_g)
+        assert_geometry_equal(zv.read_graph(gurl, storage_options=s3, **query), expected_g)
     assert zv.validate(url, level=2, storage_options=s3).ok
     assert zv.validate(gurl, level=2, storage_options=s3).ok
 
@@ -259,5 +233,5 @@ def test_meshes_paths_and_points_on_s3_read_as_local(
         for query in ({}, {"bbox": box}, *by_id):
             expected = read(local, **query)
             assert len(expected) > 0, (kind, query)
-            _equal_results(read(url, storage_options=s3, **query), expected)
+            assert_geometry_equal(read(url, storage_options=s3, **query), expected)
         assert zv.validate(url, level=2, storage_options=s3).ok, kind

@@ -19,6 +19,8 @@ from zarr_vectors.core.gather import ELEMENT_HEADER
 from zarr_vectors.core.io import PayloadArray, create_payload_array
 from zarr_vectors.core.scratch import SCRATCH
 from zarr_vectors.errors import CorruptPayloadError
+from zarr_vectors.testing import assert_geometry_equal
+from zarr_vectors.testing.examples import random_walk_trees
 
 GRID = (8,)
 
@@ -153,40 +155,6 @@ def test_uncompressed_vertices_disagreeing_with_vertex_counts_are_named(tmp_path
         zv.read_points(path)
 
 
-def _equal_results(a: Any, b: Any) -> None:
-    from dataclasses import fields, is_dataclass
-
-    if not is_dataclass(a):
-        assert np.array_equal(np.asarray(a), np.asarray(b))
-        return
-    for f in fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, dict):
-            assert x.keys() == y.keys(), f.name
-            for k in x:
-                assert np.array_equal(np.asarray(x[k]), np.asarray(y[k])), (f.name, k)
-        elif isinstance(x, list | tuple) and x and not np.isscalar(x[0]):
-            assert len(x) == len(y)
-            for u, v in zip(x, y, strict=True):
-                assert np.array_equal(np.asarray(u), np.asarray(v)), f.name
-        else:
-            assert np.array_equal(np.asarray(x), np.asarray(y)), f.name
-
-
-def _trees(rng: np.random.Generator) -> tuple[Any, Any, list[int]]:
-    pos, par, off = [], [], [0]
-    for _ in range(10):  # random walks with branches across many chunks
-        n = 400
-        pos.append(np.cumsum(rng.normal(0, 1.5, (n, 3)), axis=0) + rng.uniform(20, 60, 3))
-        local = np.arange(-1, n - 1)
-        fork = np.flatnonzero(rng.random(n) < 0.05)
-        fork = fork[fork > 1]
-        local[fork] = rng.integers(0, fork)
-        par.append(np.where(local >= 0, local + off[-1], -1))
-        off.append(off[-1] + n)
-    return np.concatenate(pos), np.concatenate(par), off
-
-
 @pytest.mark.parametrize(
     "options",
     [{"compressor": None}, {"compressor": "none"}, {"compressor": None, "shards": (2, 2, 2)}],
@@ -197,7 +165,7 @@ def test_every_type_reads_uncompressed_local_stores_as_compressed_ones(
 ) -> None:
     """Whole, by-id and box reads of a local uncompressed store equal a zstd store's."""
     rng = np.random.default_rng(11)
-    pos, par, off = _trees(rng)
+    pos, par, off = random_walk_trees(10, 400, seed=11)
     box = ([30, 30, 30], [50, 50, 50])
     radius = rng.random(len(pos)).astype(np.float32)
     edges = np.stack([np.arange(len(pos) - 1), np.arange(1, len(pos))], axis=1)
@@ -240,7 +208,7 @@ def test_every_type_reads_uncompressed_local_stores_as_compressed_ones(
         assert '"vlen-bytes"' in doc
         assert "zstd" not in doc
         for query in queries:
-            _equal_results(read(plain, **query), read(packed, **query))
+            assert_geometry_equal(read(plain, **query), read(packed, **query))
         assert zv.validate(plain, level=2).ok
     whole = zv.read_skeleton(tmp_path / "plain2.zarrvectors")
     assert np.array_equal(whole.parents, par)

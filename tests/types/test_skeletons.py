@@ -334,12 +334,22 @@ def test_read_rejects_a_stored_node_with_two_parents() -> None:
         read_skeleton(store, object_ids=[0])
 
 
-def _long_chunk_store(compressor: str) -> tuple[MemoryStore, npt.NDArray[Any], IntArrayT]:
-    """Two skeletons of 800 nodes in two chunks: long chunks, mapped chunk by chunk."""
+def _long_chunk_store(
+    compressor: str | None, n: int = 800, crossing: bool = False
+) -> tuple[MemoryStore, npt.NDArray[Any], IntArrayT]:
+    """Two skeletons of ``n`` nodes in two chunks: long chunks, mapped chunk by chunk.
+
+    ``crossing``: each is a path through both chunks (cross-chunk links); else each lies in
+    a chunk of its own.
+    """
     rng = np.random.default_rng(5)
-    n = 800
-    pos = np.concatenate([rng.random((n, 3)) * [0.9, 1, 1], rng.random((n, 3)) * [0.9, 1, 1]])
-    pos[n:, 0] += 1.0
+    if crossing:
+        t = np.linspace(0.05, 1.95, n)
+        one = np.stack([t, np.full(n, 0.5), np.full(n, 0.5)], axis=1)
+        pos = np.concatenate([one, one + np.array([0.0, 0.2, 0.0])])
+    else:
+        pos = np.concatenate([rng.random((n, 3)), rng.random((n, 3))]) * [0.9, 1, 1]
+        pos[n:, 0] += 1.0
     parents = np.concatenate([np.arange(-1, n - 1), np.arange(n - 1, 2 * n - 1)])
     parents[n] = -1
     store = MemoryStore()
@@ -359,7 +369,7 @@ def _rewrite_links(store: MemoryStore, change: Any) -> None:
 
 @pytest.mark.parametrize("compressor", ["lz4", "default", None])
 def test_long_chunks_map_links_chunk_by_chunk(compressor: str | None) -> None:
-    store, pos, parents = _long_chunk_store(compressor)  # type: ignore[arg-type]
+    store, pos, parents = _long_chunk_store(compressor)
     full = read_skeleton(store)
     assert full.parents.tolist() == parents.tolist()
     np.testing.assert_array_equal(full.positions, pos)
@@ -491,21 +501,6 @@ def test_property_one_object_forest_with_offsets(case: Any) -> None:
     assert sks.object_ids.tolist() == [7]
 
 
-def _big_two_chunk_store(compressor: str | None) -> tuple[MemoryStore, npt.NDArray[Any], IntArrayT]:
-    """Two 40,000-node paths across two chunks: a read big enough for two threads."""
-    n = 40_000
-    t = np.linspace(0.05, 1.95, n)
-    pos = np.concatenate([np.stack([t, t * 0 + 0.5, t * 0 + 0.5], axis=1)] * 2)
-    pos[n:, 1] += 0.2
-    parents = np.concatenate([np.arange(-1, n - 1), np.arange(n - 1, 2 * n - 1)])
-    parents[n] = -1
-    store = MemoryStore()
-    write_skeleton(
-        store, pos, parents, offsets=[0, n, 2 * n], chunk_shape=(1, 1, 1), compressor=compressor
-    )
-    return store, pos, parents
-
-
 @pytest.mark.parametrize("compressor", ["lz4", None])
 def test_big_reads_share_the_link_tasks(
     compressor: str | None, monkeypatch: pytest.MonkeyPatch
@@ -513,7 +508,7 @@ def test_big_reads_share_the_link_tasks(
     """Local and cross-chunk links go to whichever thread is free; errors still surface."""
     from zarr_vectors.types import graphs
 
-    store, pos, parents = _big_two_chunk_store(compressor)
+    store, pos, parents = _long_chunk_store(compressor, 40_000, crossing=True)
     assert len(pos) >= graphs._OVERLAP_ROWS  # the two-thread path
     full = read_skeleton(store)
     assert full.parents.tolist() == parents.tolist()

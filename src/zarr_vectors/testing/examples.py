@@ -27,7 +27,13 @@ import numpy.typing as npt
 
 from zarr_vectors.types.points import Points
 
-__all__ = ["POINT_CLOUD_EXAMPLES", "PointCloudExample", "point_cloud_example", "random_walk_paths"]
+__all__ = [
+    "POINT_CLOUD_EXAMPLES",
+    "PointCloudExample",
+    "point_cloud_example",
+    "random_walk_paths",
+    "random_walk_trees",
+]
 
 AnyArray = npt.NDArray[Any]
 
@@ -174,3 +180,41 @@ def random_walk_paths(
     pos = np.cumsum(steps, axis=0)
     pos -= np.repeat(np.cumsum(steps, axis=0)[offsets[:-1]] - steps[offsets[:-1]], lengths, axis=0)
     return pos.astype(np.float32), offsets
+
+
+def random_walk_trees(
+    n: int = 12, nodes: int = 300, seed: int = 0
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Random-walk trees (steps of ~1.5 units, 5 % of nodes branching off an earlier node).
+
+    Each starts uniformly in ``[20, 60)^3`` and spans several 24-unit chunks.
+
+    Parameters
+    ----------
+    n : int
+        Number of trees.
+    nodes : int
+        Nodes per tree.
+    seed : int
+        Random seed.
+
+    Returns
+    -------
+    positions : ndarray of float64, shape (n * nodes, 3)
+        All nodes, tree by tree.
+    parents : ndarray of int64, shape (n * nodes,)
+        Global parent index of each node (-1: the root, each tree's first node).
+    offsets : ndarray of int64, shape (n + 1,)
+        CSR offsets of the trees.
+    """
+    rng = np.random.default_rng(seed)
+    pos, par = [], []
+    offsets = np.arange(n + 1, dtype=np.int64) * nodes
+    for start in offsets[:-1]:
+        pos.append(np.cumsum(rng.normal(0, 1.5, (nodes, 3)), axis=0) + rng.uniform(20, 60, 3))
+        local = np.arange(-1, nodes - 1)
+        fork = np.flatnonzero(rng.random(nodes) < 0.05)
+        fork = fork[fork > 1]
+        local[fork] = rng.integers(0, fork)
+        par.append(np.where(local >= 0, local + start, -1))
+    return np.concatenate(pos), np.concatenate(par).astype(np.int64), offsets
