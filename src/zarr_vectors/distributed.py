@@ -507,7 +507,7 @@ def build_pyramid_distributed(
     aggregation: Mapping[str, Aggregation | str] | None = None,
     seed: int = 0,
     overwrite: bool = False,
-    compressor: CompressorSpec = "default",
+    compressor: CompressorSpec = "source",
     storage_options: Mapping[str, Any] | None = None,
     spill_dir: str | Path | None = None,
     memory_limit: int = 256 << 20,

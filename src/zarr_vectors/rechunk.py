@@ -30,7 +30,7 @@ def rechunk(
     bin_shape: Sequence[float] | None = None,
     zarr_format: Literal[2, 3] | None = None,
     overwrite: bool = False,
-    compressor: CompressorSpec = "default",
+    compressor: CompressorSpec = "source",
     shards: Sequence[int] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     out_storage_options: Mapping[str, Any] | None = None,
@@ -47,8 +47,11 @@ def rechunk(
         New chunk and level-0 bin extent, physical units.
     zarr_format
         Zarr format of the copy (default: the source's).
-    overwrite, compressor, shards
+    overwrite, shards
         As in the ``write_*`` functions.
+    compressor
+        As in the ``write_*`` functions; by default (``"source"``) each array is compressed
+        as the source's array of the same path.
     storage_options, out_storage_options
         fsspec options of the source and the destination URLs.
 
@@ -81,7 +84,7 @@ def rechunk(
         bin_shape=None if bin_shape is None else tuple(float(b) for b in bin_shape),
         zarr_format=zarr_format or root.metadata.zarr_format,
         overwrite=overwrite,
-        compressor=compressor,
+        compressor=reader.compressor_for(compressor),
         shards=None if shards is None else tuple(shards),
         storage_options=out_storage_options,
         coordinate_system=meta.coordinate_system,

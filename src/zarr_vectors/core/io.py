@@ -185,6 +185,12 @@ COMPRESSOR_NAMES = ("default", *(c.value for c in Compression))
 object index in 16 KiB blocks, other dense arrays zstd) and ``"none"`` (as None)."""
 
 
+SOURCE_COMPRESSOR = "source"
+"""``compressor=`` of the functions that write from an existing store (``build_pyramid``,
+``rechunk``): each array compressed as its source array is (see
+:meth:`~zarr_vectors.core.reader.LevelReader.compressors`)."""
+
+
 LZ4_LINKS_BLOCK = 65536
 """Blosc block of ``"lz4"`` ``links`` payloads (read whole, and in full by every object read).
 
@@ -217,6 +223,37 @@ def _lz4_blosc(zarr_format: int, typesize: int, blocksize: int | None) -> Any:
         typesize=typesize,
         blocksize=blocksize,
     )
+
+
+def compressor_spec(array: zarr.Array[Any]) -> Compressor | str:
+    """Return the writers' ``compressor=`` for an existing array: preset name, None or codec.
+
+    zstd at the default level is ``"default"``, Blosc-LZ4 with byte shuffle ``"lz4"``, no
+    compressor None; any other single compressor is returned as is (for arrays of the same
+    Zarr format), a chain of several as ``"default"``.
+    """
+    comps = array.compressors
+    if not comps:
+        return None
+    if len(comps) > 1:
+        return "default"
+    codec = comps[0]
+    if isinstance(codec, ZstdCodec):
+        plain = codec.level == DEFAULT_ZSTD_LEVEL and not codec.checksum
+        return "default" if plain else codec
+    if isinstance(codec, BloscCodec):
+        lz4 = codec.cname.value == "lz4" and codec.shuffle is not None
+        return "lz4" if lz4 and codec.shuffle.value == "shuffle" else codec
+    if isinstance(codec, NumcodecsCodec):
+        cfg = codec.get_config()
+        if cfg.get("id") == "zstd" and cfg.get("level") == DEFAULT_ZSTD_LEVEL:
+            return "default" if not cfg.get("checksum") else codec
+        if cfg.get("id") == "blosc" and cfg.get("cname") == "lz4" and cfg.get("shuffle") == 1:
+            return "lz4"
+        return codec
+    if isinstance(codec, BytesBytesCodec):
+        return codec
+    return "default"
 
 
 def _compressors(

@@ -24,8 +24,12 @@ from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import decode_payloads
 from zarr_vectors.core.io import (
+    SOURCE_COMPRESSOR,
     Blob,
+    Compressor,
+    CompressorSpec,
     PayloadArray,
+    compressor_spec,
     dense_chunks,
     local_members,
     malformed_documents,
@@ -302,6 +306,27 @@ class LevelReader:
             return np.flatnonzero(self.vertex_counts).astype(np.int64)
         touching = self.layout.chunks_touching(bbox)
         return np.sort(touching[self.vertex_counts[touching] > 0])
+
+    def compressors(self) -> dict[str, Compressor | str]:
+        """Return a ``compressor=`` mapping compressing each array as this level's own is.
+
+        Keyed by array path (``"vertices"``, ``"attributes/fa"``, ...; see
+        :func:`~zarr_vectors.core.io.compressor_spec`), with ``"*"`` (arrays this level
+        lacks) as ``vertices``.
+        """
+        with quiet_vlen():
+            members = self.group.members(max_depth=None)
+        out = {
+            name: compressor_spec(node) for name, node in members if isinstance(node, zarr.Array)
+        }
+        out["*"] = out.get(L.VERTICES, "default")
+        return out
+
+    def compressor_for(self, spec: CompressorSpec) -> CompressorSpec:
+        """Return ``spec``, or :meth:`compressors` when it is ``"source"``."""
+        if isinstance(spec, str) and spec == SOURCE_COMPRESSOR:
+            return self.compressors()
+        return spec
 
     @contextmanager
     def caching(self) -> Iterator[None]:

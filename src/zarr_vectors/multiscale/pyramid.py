@@ -309,7 +309,7 @@ def build_pyramid(
     aggregation: Mapping[str, Aggregation | str] | None = None,
     seed: int = 0,
     overwrite: bool = False,
-    compressor: CompressorSpec = "default",
+    compressor: CompressorSpec = "source",
     storage_options: Mapping[str, Any] | None = None,
     progress: ProgressCallback | None = None,
 ) -> list[PyramidLevel]:
@@ -341,7 +341,11 @@ def build_pyramid(
         Seed of the random strategy.
     overwrite
         Replace existing levels > 0; otherwise existing coarse levels raise.
-    compressor, storage_options
+    compressor
+        As for the writers; by default (``"source"``) each array of the new levels is
+        compressed as the level-0 array of the same path (a store written with ``"lz4"`` or
+        ``"none"`` keeps it).
+    storage_options
         As for the writers.
     progress
         Called as ``progress("pyramid", levels done, levels)`` after each level.
@@ -403,7 +407,7 @@ def build_pyramid(
             current,
             plan.layout(i),
             plan.level_template(i, used),
-            compressor=compressor,
+            compressor=plan.compressor,
         )
         out.append(plan.summary(done))
         if progress is not None:
@@ -421,7 +425,7 @@ def plan_pyramid(
     sparsity_attribute: str | None = None,
     aggregation: Mapping[str, Aggregation | str] | None = None,
     seed: int = 0,
-    compressor: CompressorSpec = "default",
+    compressor: CompressorSpec = "source",
 ) -> PyramidPlan:
     """Validate the options of a pyramid build against level 0 (``reader``); read no vertex.
 
@@ -452,7 +456,7 @@ def plan_pyramid(
         sparsity_attribute=sparsity_attribute,
         seed=seed,
         aggregation=aggs,
-        compressor=compressor,
+        compressor=reader.compressor_for(compressor),
         n_objects=reader.n_objects if has_objects else None,
     )
 

@@ -1,0 +1,113 @@
+"""Pyramid levels and rechunked copies compress each array as the source store does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numcodecs
+import numpy as np
+import pytest
+import zarr
+from zarr.codecs import GzipCodec
+
+import zarr_vectors as zv
+from zarr_vectors.core.io import compressor_spec
+from zarr_vectors.testing import assert_geometry_equal
+from zarr_vectors.testing.examples import random_walk_trees
+
+
+def _codecs(store: Path, level: int, path: str) -> list[str]:
+    doc = json.loads((store / str(level) / path / "zarr.json").read_text())
+    return [c["name"] for c in doc["codecs"]]
+
+
+def _points(store: Path, compressor: Any) -> None:
+    rng = np.random.default_rng(0)
+    zv.write_points(
+        store,
+        rng.random((5_000, 3)) * 10,
+        chunk_shape=(5.0, 5.0, 5.0),
+        bin_shape=(1.25, 1.25, 1.25),
+        attributes={"a": rng.random(5_000).astype(np.float32)},
+        compressor=compressor,
+    )
+
+
+@pytest.mark.parametrize(
+    ("compressor", "vertices", "attribute"),
+    [
+        ("default", ["vlen-bytes", "zstd"], ["vlen-bytes", "zstd"]),
+        ("lz4", ["vlen-bytes", "blosc"], ["vlen-bytes", "blosc"]),
+        ("none", ["vlen-bytes"], ["vlen-bytes"]),
+        (GzipCodec(level=4), ["vlen-bytes", "gzip"], ["vlen-bytes", "gzip"]),
+        ({"vertices": None, "*": "lz4"}, ["vlen-bytes"], ["vlen-bytes", "blosc"]),
+    ],
+    ids=["zstd", "lz4", "none", "gzip", "mapping"],
+)
+def test_pyramid_levels_keep_the_stores_compressors(
+    tmp_path: Path, compressor: Any, vertices: list[str], attribute: list[str]
+) -> None:
+    store = tmp_path / "p.zarrvectors"
+    _points(store, compressor)
+    assert _codecs(store, 0, "vertices") == vertices
+    assert _codecs(store, 0, "attributes/a") == attribute
+    zv.build_pyramid(store, [(2, 2, 2), (4, 4, 4)])
+    for level in (1, 2):
+        assert _codecs(store, level, "vertices") == vertices
+        assert _codecs(store, level, "attributes/a") == attribute
+    # the same levels as from a zstd store, whatever the compression
+    plain = tmp_path / "plain.zarrvectors"
+    _points(plain, "default")
+    zv.build_pyramid(plain, [(2, 2, 2), (4, 4, 4)])
+    for level in (1, 2):
+        assert_geometry_equal(
+            zv.read_points(store, level=level), zv.read_points(plain, level=level)
+        )
+    # an explicit compressor still decides
+    zv.build_pyramid(store, [(2, 2, 2)], overwrite=True, compressor="default")
+    assert _codecs(store, 1, "vertices") == ["vlen-bytes", "zstd"]
+
+
+def test_skeleton_pyramid_and_rechunk_keep_lz4_links(tmp_path: Path) -> None:
+    pos, par, off = random_walk_trees(6, 200, seed=2)
+    store, copy = tmp_path / "s.zarrvectors", tmp_path / "c.zarrvectors"
+    zv.write_skeleton(
+        store, pos, par, offsets=off, chunk_shape=(24, 24, 24), bin_shape=(6, 6, 6),
+        compressor="lz4",
+    )  # fmt: skip
+    links = json.loads((store / "0" / "links" / "zarr.json").read_text())["codecs"][1]
+    zv.build_pyramid(store, [(2, 2, 2)])
+    again = json.loads((store / "1" / "links" / "zarr.json").read_text())["codecs"][1]
+    assert again == links  # the preset's 64 KiB unsplit blocks, not plain Blosc
+    zv.rechunk(store, copy, chunk_shape=(12, 12, 12))
+    assert json.loads((copy / "0" / "links" / "zarr.json").read_text())["codecs"][1] == links
+    assert_geometry_equal(zv.read_skeleton(copy), zv.read_skeleton(store))
+
+
+@pytest.mark.parametrize("compressor", ["default", "lz4", "none"])
+def test_rechunk_keeps_the_compressors(tmp_path: Path, compressor: str) -> None:
+    store, copy = tmp_path / "p.zarrvectors", tmp_path / "c.zarrvectors"
+    _points(store, compressor)
+    zv.rechunk(store, copy, chunk_shape=(2.5, 2.5, 2.5))
+    for path in ("vertices", "attributes/a"):
+        assert _codecs(copy, 0, path) == _codecs(store, 0, path)
+    other = tmp_path / "o.zarrvectors"
+    zv.rechunk(store, other, chunk_shape=(2.5, 2.5, 2.5), compressor="none")
+    assert _codecs(other, 0, "vertices") == ["vlen-bytes"]
+
+
+def test_compressor_spec_names_the_presets(tmp_path: Path) -> None:
+    root = zarr.open_group(tmp_path / "g", mode="w", zarr_format=2)
+    cases: list[tuple[Any, Any]] = [
+        (numcodecs.Zstd(level=3), "default"),
+        (numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.SHUFFLE), "lz4"),
+        (None, None),
+    ]
+    for k, (codec, want) in enumerate(cases):
+        arr = root.create_array(f"a{k}", shape=(4,), dtype="f4", compressors=codec)
+        assert compressor_spec(arr) == want
+    odd = numcodecs.Zstd(level=9)
+    arr = root.create_array("odd", shape=(4,), dtype="f4", compressors=odd)
+    assert compressor_spec(arr) == odd
