@@ -36,6 +36,7 @@ shared storage otherwise), and so must the store (a path or URL, not a ``MemoryS
 from __future__ import annotations
 
 import itertools
+import math
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -158,6 +159,17 @@ def _round_task(
     return result
 
 
+def _whole_shards(partition_chunks: int, shards: Sequence[int] | None) -> int:
+    """Chunks per axis of a shuffle block: ``partition_chunks``, grown to whole shards.
+
+    A write task owns whole blocks; with ``shards`` every shard must lie in one block, or two
+    tasks would each read, merge and rewrite it (the later write losing the other's chunks).
+    """
+    if shards is None:
+        return partition_chunks
+    return math.lcm(partition_chunks, *(int(s) for s in shards))
+
+
 def _check_reachable(store: Any, *, zip_ok: bool = True) -> None:
     """Refuse stores workers cannot reach (or, ``zip_ok`` False, cannot write concurrently)."""
     if isinstance(store, MemoryStore) or (not zip_ok and isinstance(store, ZipStore)):
@@ -236,7 +248,8 @@ def write_distributed(
         Directory shared by every worker for the shuffle (default: system temp directory,
         fine for a ``LocalCluster``).
     partition_chunks, memory_limit
-        Block size of the shuffle and bytes handled per write task.
+        Block size of the shuffle (chunks per axis; with ``shards``, grown to whole shards so
+        that each shard is written by one task) and bytes handled per write task.
     directed, type_metadata, coordinate_system, axis_units, source_description
         Root metadata.
 
@@ -251,6 +264,7 @@ def write_distributed(
     opts = store_options(
         len(chunk_shape), locals(), type_keys(gtype, directed, type_metadata), gtype
     )
+    block = _whole_shards(partition_chunks, opts.shards)
     tmp = Path(tempfile.mkdtemp(prefix="zv-shuffle-", dir=spill_dir))
     try:
         spill = str(tmp / "pending")
@@ -262,7 +276,7 @@ def write_distributed(
             geometry_type=gtype,
             opts=opts,
             directory=spill,
-            partition_chunks=partition_chunks,
+            partition_chunks=block,
             pure=False,
         )
         summaries: list[BatchSummary] = list(cl.gather(futures))

@@ -189,3 +189,21 @@ def test_memory_store_is_refused(client: Client) -> None:
             chunk_shape=(1, 1),
             client=client,
         )
+
+
+@pytest.mark.parametrize("kind", ["point_cloud", "streamline"])
+def test_sharded_distributed_build_equals_serial(client: Client, tmp_path: Path, kind: str) -> None:
+    """Shuffle blocks grow to whole shards: no two tasks merge into one shard (lost chunks)."""
+    rng = np.random.default_rng(7)
+    if kind == "point_cloud":
+        parts = [rng.uniform(0, 60, (int(rng.integers(800, 2000)), 3)) for _ in range(6)]
+        zv.write_points(tmp_path / "serial", np.concatenate(parts), chunk_shape=(6, 6, 6),
+                        shards=(2, 2, 2))  # fmt: skip
+        batches: list[Any] = [{"data": p} for p in parts]
+    else:
+        paths = [np.cumsum(rng.normal(0, 1.5, (60, 3)), axis=0) + 30 for _ in range(60)]
+        zv.write_streamlines(tmp_path / "serial", paths, chunk_shape=(6, 6, 6), shards=(2, 2, 2))
+        batches = [{"data": paths[k : k + 10]} for k in range(0, 60, 10)]
+    summary = _distributed_equals_serial(client, tmp_path, kind, batches, shards=(2, 2, 2))
+    assert summary.chunk_count > 8  # many shards, each written by one of several tasks
+    assert zv.validate(tmp_path / "dask").ok
