@@ -604,6 +604,7 @@ def build_pyramid_distributed(
             max_block_bytes=build.memory_limit // 2,
             min_blocks=4 * build.threads,
         )
+        block = _whole_shards(block, plan.shards)
         objects = reader.object_attributes(None)
         rows = build.spill_rows(partitions, max_vertices)
         keep = build.keep_ranks(partitions, objects, rows)

@@ -240,3 +240,25 @@ def test_refusals(client: Client, tmp_path: Path) -> None:
         build_pyramid_distributed(tmp_path / "p", [(2, 2)], client=client, object_sparsity=0.5)
     levels = build_pyramid_distributed(tmp_path / "p", [(2, 2)], client=client, overwrite=True)
     assert [lvl.vertex_count for lvl in levels] == [1]
+
+
+@pytest.mark.parametrize("kind", ["points", "streamlines"])
+def test_sharded_store_pyramid_is_sharded_and_equals_serial(
+    client: Client, tmp_path: Path, kind: str
+) -> None:
+    """Coarse levels are sharded as level 0; no two tasks write into one shard."""
+    rng = np.random.default_rng(4)
+    opts: dict[str, Any] = {"chunk_shape": (8, 8, 8), "bin_shape": (2, 2, 2), "shards": (2, 2, 2)}
+
+    def write(path: Path) -> Any:
+        if kind == "points":
+            return zv.write_points(path, rng.uniform(0, 64, (6_000, 3)), **opts)
+        return zv.write_streamlines(path, [p + 30 for p in _paths(9, 120)], **opts)
+
+    _both(tmp_path, write, [(2, 2, 2), (4, 4, 4)], client)
+    for level in (1, 2):  # several shards a level, which tasks might have shared
+        shards = list((tmp_path / "dask" / str(level) / "vertices").rglob("*"))
+        assert sum(p.is_file() and p.name != "zarr.json" for p in shards) > 4
+    doc = (tmp_path / "dask" / "2" / "vertices" / "zarr.json").read_text()
+    assert '"sharding_indexed"' in doc
+    assert zv.validate(tmp_path / "dask", level=2).ok

@@ -260,7 +260,7 @@ def _extent(
     lo, hi = np.asarray(cover.min), np.asarray(cover.max)
     if opts.bounds is not None and box is not None:
         lo, hi = np.minimum(lo, box.min), np.maximum(hi, box.max)
-    return grid_for_bounds(lo.tolist(), hi.tolist(), opts.chunk_shape), box
+    return grid_for_bounds(lo.tolist(), hi.tolist(), opts.chunk_shape, opts.shards), box
 
 
 # -- rounds ---------------------------------------------------------------------------------

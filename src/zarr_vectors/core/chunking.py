@@ -60,14 +60,24 @@ def axis_bounds(pos: FloatArray) -> tuple[npt.NDArray[np.float64], npt.NDArray[n
 
 
 def grid_for_bounds(
-    lo: Sequence[float], hi: Sequence[float], chunk_shape: Sequence[float]
+    lo: Sequence[float],
+    hi: Sequence[float],
+    chunk_shape: Sequence[float],
+    align: Sequence[int] | None = None,
 ) -> ChunkGrid:
     """Return the smallest grid whose chunks cover every point in ``[lo, hi]``.
+
+    With ``align`` (chunks per shard of a sharded store) the origin is rounded down to a
+    multiple of it on each axis: every shard then covers the same chunk coordinates whatever
+    the data's extent, so parallel writers that split the work by blocks of chunk
+    coordinates (multiples of the shard shape) each own whole shards.
 
     Examples
     --------
     >>> grid_for_bounds([-5.0, 0.0], [10.0, 99.9], [10.0, 50.0])
     ChunkGrid(origin=(-1, 0), shape=(3, 2))
+    >>> grid_for_bounds([-5.0, 0.0], [10.0, 99.9], [10.0, 50.0], align=(2, 2))
+    ChunkGrid(origin=(-2, 0), shape=(4, 2))
     """
     c = np.asarray(chunk_shape, dtype=np.float64)
     lo_c = np.floor(np.asarray(lo, dtype=np.float64) / c)
@@ -78,6 +88,9 @@ def grid_for_bounds(
             f"chunk_shape {c.tolist()}: chunk indices would exceed 2**53"
         )
     first, last = lo_c.astype(np.int64), hi_c.astype(np.int64)
+    if align is not None:
+        step = np.asarray(align, dtype=np.int64)
+        first = np.floor_divide(first, step) * step
     shape = last - first + 1
     if float(np.prod(shape.astype(np.float64))) > MAX_GRID_CHUNKS:
         raise InvalidInputError(

@@ -322,6 +322,24 @@ class LevelReader:
         out["*"] = out.get(L.VERTICES, "default")
         return out
 
+    def shards(self) -> tuple[int, ...] | None:
+        """Chunks per shard of this level's payload arrays (as ``vertices``), or None."""
+        with quiet_vlen():
+            shards = self.payload(L.VERTICES).array.shards
+        return None if shards is None else tuple(int(s) for s in shards)
+
+    def aligned_shards(self) -> tuple[int, ...] | None:
+        """Return :meth:`shards` when the grid origin is a multiple of them, else None.
+
+        Stores written by this version align sharded grids so (see
+        :func:`~zarr_vectors.core.chunking.grid_for_bounds`); older ones may not be.
+        """
+        shards = self.shards()
+        origin = self.layout.grid.origin
+        if shards is None or any(o % s for o, s in zip(origin, shards, strict=True)):
+            return None
+        return shards
+
     def compressor_for(self, spec: CompressorSpec) -> CompressorSpec:
         """Return ``spec``, or :meth:`compressors` when it is ``"source"``."""
         if isinstance(spec, str) and spec == SOURCE_COMPRESSOR:

@@ -713,8 +713,8 @@ def _store_bounds(
     if opts.bounds is not None and data_box is not None:
         lo = np.minimum(data_box.min, opts.bounds.min)
         hi = np.maximum(data_box.max, opts.bounds.max)
-        return grid_for_bounds(lo.tolist(), hi.tolist(), opts.chunk_shape), data_box
-    return grid_for_bounds(cover.min, cover.max, opts.chunk_shape), data_box
+        return grid_for_bounds(lo.tolist(), hi.tolist(), opts.chunk_shape, opts.shards), data_box
+    return grid_for_bounds(cover.min, cover.max, opts.chunk_shape, opts.shards), data_box
 
 
 LevelFiller = Callable[[LevelWriter, ChunkLayout], tuple[int, int, int]]

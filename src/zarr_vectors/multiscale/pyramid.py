@@ -107,6 +107,9 @@ class PyramidPlan:
     """Explicit aggregation per vertex attribute (others: the default)."""
     compressor: CompressorSpec
     """Compressor of every array of the new levels."""
+    shards: tuple[int, ...] | None
+    """Chunks per shard of the new levels' payload arrays: level 0's when its grid is aligned
+    to them (stores written by this version), else None."""
     n_objects: int | None
     """Level-0 objects, or None when vertices have no objects."""
 
@@ -408,6 +411,7 @@ def build_pyramid(
             plan.layout(i),
             plan.level_template(i, used),
             compressor=plan.compressor,
+            shards=plan.shards,
         )
         out.append(plan.summary(done))
         if progress is not None:
@@ -457,6 +461,7 @@ def plan_pyramid(
         seed=seed,
         aggregation=aggs,
         compressor=reader.compressor_for(compressor),
+        shards=reader.aligned_shards(),
         n_objects=reader.n_objects if has_objects else None,
     )
 

@@ -41,7 +41,9 @@ __all__ = ["assemble_level", "finish_level", "open_level", "writer_options"]
 
 def writer_options(plan: PyramidPlan) -> StoreOptions:
     """Options of the payload writers of coarse levels (as the serial build: no frames)."""
-    return StoreOptions(chunk_shape=tuple(plan.meta.chunk_shape), compressor=plan.compressor)
+    return StoreOptions(
+        chunk_shape=tuple(plan.meta.chunk_shape), compressor=plan.compressor, shards=plan.shards
+    )
 
 
 def assemble_level(
@@ -62,7 +64,7 @@ def assemble_level(
 def open_level(root: zarr.Group, plan: PyramidPlan, asm: Assembly, level: int) -> LevelWriter:
     """Create the group of level ``level`` and declare the payload arrays rounds write."""
     group = root.create_group(L.level_path(level))
-    w = LevelWriter(group, asm.layout.grid.shape, plan.compressor, None)
+    w = LevelWriter(group, asm.layout.grid.shape, plan.compressor, plan.shards)
     declare_arrays(asm, w)
     return w
 

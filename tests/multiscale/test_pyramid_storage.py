@@ -1,4 +1,4 @@
-"""Pyramid levels and rechunked copies compress each array as the source store does."""
+"""Pyramid levels and rechunked copies are stored as the source store is (codecs, shards)."""
 
 from __future__ import annotations
 
@@ -111,3 +111,34 @@ def test_compressor_spec_names_the_presets(tmp_path: Path) -> None:
     odd = numcodecs.Zstd(level=9)
     arr = root.create_array("odd", shape=(4,), dtype="f4", compressors=odd)
     assert compressor_spec(arr) == odd
+
+
+def test_sharded_grids_are_aligned_to_shards(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    for lo, origin in ((30.0, 0), (-25.0, -4), (55.0, 4)):
+        store = tmp_path / f"s{lo}.zarrvectors"
+        zv.write_points(store, rng.uniform(lo, lo + 40, (500, 3)), chunk_shape=(10, 10, 10),
+                        shards=(4, 4, 4))  # fmt: skip
+        reader = zv.open(store).level(0)
+        assert reader.layout.grid.origin == (origin,) * 3
+        assert reader.aligned_shards() == (4, 4, 4)
+        plain = tmp_path / f"p{lo}.zarrvectors"
+        zv.write_points(plain, rng.uniform(lo, lo + 40, (500, 3)), chunk_shape=(10, 10, 10))
+        assert zv.open(plain).level(0).aligned_shards() is None
+
+
+def test_pyramid_of_a_sharded_store_is_sharded(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    pos = rng.uniform(-13, 50, (8_000, 3))
+    opts: dict[str, Any] = {"chunk_shape": (8.0, 8.0, 8.0), "bin_shape": (2.0, 2.0, 2.0)}
+    sharded, plain = tmp_path / "s.zarrvectors", tmp_path / "p.zarrvectors"
+    zv.write_points(sharded, pos, shards=(2, 2, 2), **opts)
+    zv.write_points(plain, pos, **opts)
+    for store in (sharded, plain):
+        zv.build_pyramid(store, [(2, 2, 2), (4, 4, 4)])
+    for level in (1, 2):
+        assert _codecs(sharded, level, "vertices") == ["sharding_indexed"]
+        assert_geometry_equal(
+            zv.read_points(sharded, level=level), zv.read_points(plain, level=level)
+        )
+    assert zv.validate(sharded, level=2).ok
