@@ -51,7 +51,8 @@ def rechunk(
         As in the ``write_*`` functions.
     compressor
         As in the ``write_*`` functions; by default (``"source"``) each array is compressed
-        as the source's array of the same path.
+        as the source's array of the same path (into another Zarr format: the presets kept,
+        other codecs replaced by the default).
     storage_options, out_storage_options
         fsspec options of the source and the destination URLs.
 
@@ -79,12 +80,13 @@ def rechunk(
             f"chunk_shape has {len(chunk_shape)} values, the store has {meta.spatial_dims} axes"
         )
     parts = read_parts(reader, sequential=meta.geometry_type in SEQUENTIAL_TYPES)
+    out_format = zarr_format or root.metadata.zarr_format
     opts = StoreOptions(
         chunk_shape=tuple(float(c) for c in chunk_shape),
         bin_shape=None if bin_shape is None else tuple(float(b) for b in bin_shape),
-        zarr_format=zarr_format or root.metadata.zarr_format,
+        zarr_format=out_format,
         overwrite=overwrite,
-        compressor=reader.compressor_for(compressor),
+        compressor=reader.compressor_for(compressor, out_format),
         shards=None if shards is None else tuple(shards),
         storage_options=out_storage_options,
         coordinate_system=meta.coordinate_system,

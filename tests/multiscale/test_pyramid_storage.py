@@ -142,3 +142,22 @@ def test_pyramid_of_a_sharded_store_is_sharded(tmp_path: Path) -> None:
             zv.read_points(sharded, level=level), zv.read_points(plain, level=level)
         )
     assert zv.validate(sharded, level=2).ok
+
+
+def test_rechunk_into_another_zarr_format_keeps_presets(tmp_path: Path) -> None:
+    """Codec classes differ between Zarr v2 and v3: presets carry over, others become zstd."""
+    rng = np.random.default_rng(8)
+    pos = rng.random((2_000, 3)) * 10
+    odd, lz4 = tmp_path / "odd.zarrvectors", tmp_path / "lz4.zarrvectors"
+    zv.write_points(odd, pos, chunk_shape=(5, 5, 5), zarr_format=2,
+                    compressor=numcodecs.Zstd(level=9))  # fmt: skip
+    zv.write_points(lz4, pos, chunk_shape=(5, 5, 5), zarr_format=2, compressor="lz4")
+    for src, want in ((odd, ["vlen-bytes", "zstd"]), (lz4, ["vlen-bytes", "blosc"])):
+        out = tmp_path / f"v3-{src.name}"
+        zv.rechunk(src, out, chunk_shape=(2.5, 2.5, 2.5), zarr_format=3)
+        assert _codecs(out, 0, "vertices") == want
+        assert len(zv.read_points(out)) == len(pos)
+    same = tmp_path / "v2-odd.zarrvectors"
+    zv.rechunk(odd, same, chunk_shape=(2.5, 2.5, 2.5))
+    meta = json.loads((same / "0" / "vertices" / ".zarray").read_text())
+    assert meta["compressor"] == {"id": "zstd", "level": 9}

@@ -340,11 +340,20 @@ class LevelReader:
             return None
         return shards
 
-    def compressor_for(self, spec: CompressorSpec) -> CompressorSpec:
-        """Return ``spec``, or :meth:`compressors` when it is ``"source"``."""
-        if isinstance(spec, str) and spec == SOURCE_COMPRESSOR:
-            return self.compressors()
-        return spec
+    def compressor_for(
+        self, spec: CompressorSpec, zarr_format: int | None = None
+    ) -> CompressorSpec:
+        """Return ``spec``, or :meth:`compressors` when it is ``"source"``.
+
+        For a store of another ``zarr_format`` than this one, codecs other than the presets
+        (whose classes differ between Zarr v2 and v3) become the default compressor.
+        """
+        if not (isinstance(spec, str) and spec == SOURCE_COMPRESSOR):
+            return spec
+        own = self.compressors()
+        if zarr_format is None or zarr_format == self.group.metadata.zarr_format:
+            return own
+        return {k: v if v is None or isinstance(v, str) else "default" for k, v in own.items()}
 
     @contextmanager
     def caching(self) -> Iterator[None]:
