@@ -110,7 +110,10 @@ def test_streamlines_distributed_equal_serial(client: Client, tmp_path: Path) ->
     assert all(np.array_equal(back[i], p) for i, p in enumerate(paths))
 
 
-def test_graph_distributed_equal_serial(client: Client, tmp_path: Path) -> None:
+@pytest.mark.parametrize("shards", [None, (2, 2, 2)], ids=["plain", "sharded"])
+def test_graph_distributed_equal_serial(
+    client: Client, tmp_path: Path, shards: tuple[int, ...] | None
+) -> None:
     rng = np.random.default_rng(5)
     batches = []
     for _ in range(3):
@@ -123,11 +126,15 @@ def test_graph_distributed_equal_serial(client: Client, tmp_path: Path) -> None:
         np.concatenate([b["data"] for b in batches]),
         np.concatenate([b["edges"] + o for b, o in zip(batches, base, strict=True)]),
         chunk_shape=(6, 6, 6),
+        shards=shards,
     )
-    _distributed_equals_serial(client, tmp_path, "graph", batches)
+    _distributed_equals_serial(client, tmp_path, "graph", batches, shards=shards)
 
 
-def test_skeletons_distributed_equal_serial(client: Client, tmp_path: Path) -> None:
+@pytest.mark.parametrize("shards", [None, (2, 2, 2)], ids=["plain", "sharded"])
+def test_skeletons_distributed_equal_serial(
+    client: Client, tmp_path: Path, shards: tuple[int, ...] | None
+) -> None:
     """Trees with uint64 ids, radius and swc_type, in 3 partitions, several chunks each."""
     rng = np.random.default_rng(6)
     batches = []
@@ -170,8 +177,9 @@ def test_skeletons_distributed_equal_serial(client: Client, tmp_path: Path) -> N
         radius=np.concatenate([b["radius"] for b in batches]),
         swc_type=np.concatenate([b["swc_type"] for b in batches]),
         chunk_shape=(6, 6, 6),
+        shards=shards,
     )
-    _distributed_equals_serial(client, tmp_path, "skeleton", batches)
+    _distributed_equals_serial(client, tmp_path, "skeleton", batches, shards=shards)
     back = zv.read_skeleton(tmp_path / "dask")
     assert len(back) == 12
     assert back.object_ids.dtype == np.uint64
