@@ -45,6 +45,7 @@ __all__ = ["TYPE_DEFAULTS", "Batch", "Writer", "batch_parts", "open_writer", "ty
 TYPE_DEFAULTS: Mapping[GeometryTypeName, Mapping[str, Any]] = {
     GeometryTypeName.GRAPH: {"is_directed": False},
     GeometryTypeName.SKELETON: {"swc_compatible": True, "is_directed": True},
+    GeometryTypeName.MESH: {"winding_order": "ccw"},
 }
 """Root keys the matching ``write_*`` function always writes."""
 

@@ -215,3 +215,25 @@ def test_sharded_distributed_build_equals_serial(client: Client, tmp_path: Path,
     summary = _distributed_equals_serial(client, tmp_path, kind, batches, shards=(2, 2, 2))
     assert summary.chunk_count > 8  # many shards, each written by one of several tasks
     assert zv.validate(tmp_path / "dask").ok
+
+
+def _sheet(offset: Any, n: int = 12) -> tuple[Any, Any]:
+    """A wavy n x n vertex sheet, two triangles a cell, moved by ``offset``."""
+    u, v = np.meshgrid(np.arange(n, dtype=float), np.arange(n, dtype=float), indexing="ij")
+    verts = np.stack([u * 2.0, v * 2.0, np.sin(u / 2) * 3], axis=-1).reshape(-1, 3) + offset
+    i = (np.arange(n - 1)[:, None] * n + np.arange(n - 1)[None, :]).ravel()
+    faces = np.concatenate([np.stack([i, i + 1, i + n], 1), np.stack([i + 1, i + n + 1, i + n], 1)])
+    return verts, faces
+
+
+@pytest.mark.parametrize("shards", [None, (2, 2, 2)], ids=["plain", "sharded"])
+def test_meshes_distributed_equal_serial(
+    client: Client, tmp_path: Path, shards: tuple[int, ...] | None
+) -> None:
+    rng = np.random.default_rng(9)
+    meshes = [_sheet(rng.uniform(0, 30, 3)) for _ in range(6)]
+    zv.write_mesh(tmp_path / "serial", meshes, chunk_shape=(6, 6, 6), shards=shards)
+    batches = [{"data": meshes[k : k + 2]} for k in range(0, 6, 2)]
+    _distributed_equals_serial(client, tmp_path, "mesh", batches, shards=shards)
+    assert len(zv.read_mesh(tmp_path / "dask")) == 6
+    assert zv.validate(tmp_path / "dask", level=2).ok

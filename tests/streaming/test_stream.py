@@ -228,6 +228,25 @@ def test_skeleton_stream_equals_in_memory() -> None:
     _assert_same_store(expected, got)
 
 
+def test_mesh_stream_equals_in_memory() -> None:
+    """Root keys too: ``winding_order`` as ``write_mesh`` writes it."""
+    rng = np.random.default_rng(13)
+    meshes = []
+    for _ in range(12):
+        verts = rng.uniform(0, 20, (int(rng.integers(3, 40)), 3))
+        faces = rng.integers(0, len(verts), (int(rng.integers(1, 30)), 3))
+        meshes.append((verts, faces[(faces[:, 0] != faces[:, 1]) & (faces[:, 1] != faces[:, 2])
+                                    & (faces[:, 0] != faces[:, 2])]))  # fmt: skip
+    expected = MemoryStore()
+    zv.write_mesh(expected, meshes, chunk_shape=(5, 5, 5))
+    got = MemoryStore()
+    with zv.open_writer(got, "mesh", chunk_shape=(5, 5, 5), memory_limit=1 << 12) as w:
+        for i in range(0, 12, 5):
+            w.append(meshes[i : i + 5])
+    _assert_same_store(expected, got)
+    assert zv.open(got).metadata.type_metadata["winding_order"] == "ccw"
+
+
 def test_progress_is_reported() -> None:
     events: list[tuple[str, int, int]] = []
     store = MemoryStore()
