@@ -135,13 +135,15 @@ def level_cases(draw: st.DrawFn) -> tuple[GeometryParts, ChunkLayout]:
     pos = np.cumsum(rng.normal(0, step, (n, d)), axis=0) if n else np.zeros((0, d))
     lo = pos.min(axis=0) if n else np.zeros(d)
     hi = pos.max(axis=0) + draw(st.sampled_from([0.0, 7.0])) if n else np.zeros(d)
-    # a long first axis: flat chunk indices beyond uint8 (400 chunks) and uint16 (70,000)
+    # a long first axis: flat chunk indices beyond uint8 (400 chunks) and uint16 (70,000),
+    # as long as the grid stays small (its dense per-slot arrays take 8 bytes a slot: a
+    # 70,000 x 120 x 120 grid would take gigabytes in the plan and its reference)
+    grid = grid_for_bounds(lo.tolist(), hi.tolist(), chunk)
     hi[0] += draw(st.sampled_from([0.0, 0.0, 400.0, 70_000.0])) * chunk[0]
-    layout = ChunkLayout(
-        chunk,
-        tuple(c / r for c, r in zip(chunk, ratio, strict=True)),
-        grid_for_bounds(lo.tolist(), hi.tolist(), chunk),
-    )
+    long = grid_for_bounds(lo.tolist(), hi.tolist(), chunk)
+    if int(np.prod(long.shape)) <= 1 << 22:
+        grid = long
+    layout = ChunkLayout(chunk, tuple(c / r for c, r in zip(chunk, ratio, strict=True)), grid)
     mode = draw(st.sampled_from(["none", "contiguous", "interleaved", "ranks", "shuffled_ranks"]))
     if mode == "none" or n == 0:
         return GeometryParts(positions=pos, ordered=False), layout
