@@ -32,6 +32,10 @@ def _same(a: Path, b: Path) -> None:
     assert [k for k in fa if fa[k] != fb[k]] == []
 
 
+SHARDS = pytest.mark.parametrize("shards", [None, (2, 2, 2)], ids=["plain", "sharded"])
+"""Builds of the byte-for-byte tests: unsharded, and 2x2x2 chunks a shard."""
+
+
 def _distributed_equals_serial(
     client: Client, tmp_path: Path, kind: str, batches: list[Any], **options: Any
 ) -> zv.WriteSummary:
@@ -110,7 +114,7 @@ def test_streamlines_distributed_equal_serial(client: Client, tmp_path: Path) ->
     assert all(np.array_equal(back[i], p) for i, p in enumerate(paths))
 
 
-@pytest.mark.parametrize("shards", [None, (2, 2, 2)], ids=["plain", "sharded"])
+@SHARDS
 def test_graph_distributed_equal_serial(
     client: Client, tmp_path: Path, shards: tuple[int, ...] | None
 ) -> None:
@@ -131,7 +135,7 @@ def test_graph_distributed_equal_serial(
     _distributed_equals_serial(client, tmp_path, "graph", batches, shards=shards)
 
 
-@pytest.mark.parametrize("shards", [None, (2, 2, 2)], ids=["plain", "sharded"])
+@SHARDS
 def test_skeletons_distributed_equal_serial(
     client: Client, tmp_path: Path, shards: tuple[int, ...] | None
 ) -> None:
@@ -226,7 +230,7 @@ def _sheet(offset: Any, n: int = 12) -> tuple[Any, Any]:
     return verts, faces
 
 
-@pytest.mark.parametrize("shards", [None, (2, 2, 2)], ids=["plain", "sharded"])
+@SHARDS
 def test_meshes_distributed_equal_serial(
     client: Client, tmp_path: Path, shards: tuple[int, ...] | None
 ) -> None:

@@ -913,13 +913,7 @@ def _read_element(
         os.close(fd)
     if got != len(head) + len(rows):
         return f"{max(0, got - len(head))} bytes, expected {len(rows)}"
-    count, length = _HEADER.unpack(head.tobytes())
-    if count != 1 or length != len(rows):
-        return (
-            f"malformed vlen-bytes element (count {count}, length {length}, "
-            f"{len(rows)} bytes present)"
-        )
-    return None
+    return _header_problem(head, len(rows))
 
 
 def _get_many(
@@ -1262,6 +1256,22 @@ def _with_header(payload: bytes | memoryview) -> memoryview:
     return out.data.toreadonly()
 
 
+def _header_problem(element: Blob | bytearray | npt.NDArray[np.uint8], present: int) -> str | None:
+    """Return what is wrong with the vlen header opening ``element``, or None.
+
+    The header must say one element of ``present`` bytes.
+    """
+    if len(element) < _HEADER.size:
+        return "truncated element header"
+    count, length = _HEADER.unpack(bytes(element[: _HEADER.size]))
+    if count != 1 or length != present:
+        return (
+            f"malformed vlen-bytes element (count {count}, length {length}, "
+            f"{present} bytes present)"
+        )
+    return None
+
+
 def _check_element_header(
     element: Blob | bytearray | npt.NDArray[np.uint8], where: str, present: int | None = None
 ) -> None:
@@ -1269,16 +1279,11 @@ def _check_element_header(
 
     With ``present``, ``element`` is the header alone, of rows of ``present`` bytes.
     """
-    if len(element) < _HEADER.size:
-        raise CorruptPayloadError(f"{where}: truncated element header")
-    count, length = _HEADER.unpack(bytes(element[: _HEADER.size]))
     if present is None:
         present = len(element) - _HEADER.size
-    if count != 1 or length != present:
-        raise CorruptPayloadError(
-            f"{where}: malformed vlen-bytes element (count {count}, length {length}, "
-            f"{present} bytes present)"
-        )
+    wrong = _header_problem(element, present)
+    if wrong is not None:
+        raise CorruptPayloadError(f"{where}: {wrong}")
 
 
 @dataclass(frozen=True)

@@ -684,14 +684,13 @@ def read_with_links(
     reader: LevelReader,
     dense: IntArray,
     names: Sequence[str],
-    links: Callable[[ObjectRanges, IntArray, Lease], LinkWork[_T]],
+    links: Callable[[ObjectRanges, IntArray], LinkWork[_T]],
 ) -> tuple[WholeObjects, _T]:
     """Fetch objects ``dense`` whole (global order) and the link work ``links`` of them.
 
-    ``links(where, index, lease)`` starts the work: ``where`` locates the objects' rows
-    (:meth:`LevelReader.locate_objects`), ``index`` maps each row of their chunks to its
-    returned position (-1: not returned) and ``lease`` lends buffers for the length of the
-    read.  Big reads start it in a second thread beside the vertex decoding (reads,
+    ``links(where, index)`` starts the work: ``where`` locates the objects' rows
+    (:meth:`LevelReader.locate_objects`) and ``index`` maps each row of their chunks to its
+    returned position (-1: not returned).  Big reads start it in a second thread beside the vertex decoding (reads,
     decompression and numpy release the GIL, and the two touch different arrays); the
     calling thread, once its vertices are out, shares what is left of it.
     """
@@ -700,7 +699,7 @@ def read_with_links(
 
         def start() -> LinkWork[_T]:
             size = int(reader.vertex_counts[located.chunks].sum())
-            return links(located, _row_index(located, size, lease), lease)
+            return links(located, _row_index(located, size, lease))
 
         if located.n_rows < _OVERLAP_ROWS:
             got = object_vertices(reader, located.expand(lease), names)
@@ -1019,9 +1018,7 @@ def read_whole_objects(
     when they are the chunks of ``dense``.
     """
 
-    def edges(
-        where: ObjectRanges, index: IntArray, lease: Lease
-    ) -> Finished[tuple[IntArray, dict[str, Column]]]:
+    def edges(where: ObjectRanges, index: IntArray) -> Finished[tuple[IntArray, dict[str, Column]]]:
         fetched = None
         if early is not None and np.array_equal(early[0], where.chunks):
             fetched = early[1].result()

@@ -30,7 +30,6 @@ from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader, ObjectRanges
 from zarr_vectors.core.recycle import RESULTS
-from zarr_vectors.core.scratch import Lease
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
@@ -471,9 +470,7 @@ class _ParentWork:
     ``index`` maps each row of the chunks ``where.chunks`` to its returned position.
     """
 
-    def __init__(
-        self, reader: LevelReader, where: ObjectRanges, index: IntArray, lease: Lease
-    ) -> None:
+    def __init__(self, reader: LevelReader, where: ObjectRanges, index: IntArray) -> None:
         self._reader, self._where, self._index = reader, where, index
         self.parents = RESULTS.empty(where.n_rows, np.int64)
         self.parents.fill(-1)
