@@ -45,6 +45,7 @@ RUNS_ROOT = Path("/work/bench-runs")
 
 __all__ = [
     "RUNS_ROOT",
+    "PairedReads",
     "ZvConfig",
     "bench_zv_points",
     "bench_zv_streamlines",
@@ -52,6 +53,7 @@ __all__ = [
     "half_open_mask",
     "median_time",
     "new_workdir",
+    "paired_reads",
     "remove_quietly",
     "streamline_hits",
     "time_each",
@@ -352,6 +354,55 @@ def write_stores(
         "write_repeat": float(len(w_times)),
     }
     return paths[-1], summary, {"write_s": statistics.median(w_times)}, extra
+
+
+@dataclass(frozen=True)
+class PairedReads:
+    """Our read and a peer's, timed alternately round by round (seconds)."""
+
+    ours: tuple[float, ...]
+    theirs: tuple[float, ...]
+
+    @property
+    def speedups(self) -> npt.NDArray[np.float64]:
+        """Peer seconds over ours, per round."""
+        return np.asarray(self.theirs) / np.asarray(self.ours)
+
+    def extra(self, prefix: str = "paired") -> dict[str, float]:
+        """Medians and the per-round speedup spread, as ``extra`` entries under ``prefix``."""
+        speed = self.speedups
+        return {
+            f"{prefix}_read_s": statistics.median(self.ours),
+            f"{prefix}_upstream_read_s": statistics.median(self.theirs),
+            f"{prefix}_speedup": float(np.median(speed)),
+            f"{prefix}_speedup_min": float(speed.min()),
+            f"{prefix}_speedup_max": float(speed.max()),
+            f"{prefix}_rounds": float(len(speed)),
+        }
+
+
+def paired_reads(
+    ours: Callable[[], object], theirs: Callable[[], float], rounds: int
+) -> PairedReads:
+    """Time ``ours`` and ``theirs`` alternately, ``rounds`` times each, in alternating order.
+
+    On a shared machine the speed of both moves with the load of the moment; timing them
+    side by side, round by round, compares them under the same load, which medians taken
+    minutes apart do not.  ``theirs`` does its own timing (another process) and returns
+    seconds; ``ours`` is timed here (GC collected first, not timed).
+    """
+    mine: list[float] = []
+    peer: list[float] = []
+    for i in range(max(1, rounds)):
+        if i % 2:
+            peer.append(theirs())
+        gc.collect()
+        t0 = time.perf_counter()
+        ours()
+        mine.append(time.perf_counter() - t0)
+        if not i % 2:
+            peer.append(theirs())
+    return PairedReads(tuple(mine), tuple(peer))
 
 
 def median_time_cpu(fn: Callable[[], T], repeat: int) -> tuple[float, float, T]:
@@ -686,11 +737,13 @@ def run_upstream_task(
     write_repeat: int | None = None,
     skipped: str = "upstream skipped",
     prepare: Callable[[Path], None] | None = None,
+    keep: bool = False,
 ) -> BenchResult | str:
     """Upstream 0.2.0 on the same data, chunk and bin shape; ``"<skipped>: reason"`` on failure.
 
     The input goes to ``work/<task>.npz`` (``task`` defaults to the data set's), which
-    ``prepare`` may amend, and is deleted afterwards.
+    ``prepare`` may amend, and is deleted afterwards.  ``keep`` keeps upstream's store for
+    :class:`~benchmarks.peers.UpstreamReads`.
     """
     task = task or data.task
     npz = save_task_npz(
@@ -705,7 +758,7 @@ def run_upstream_task(
     if prepare is not None:
         prepare(npz)
     try:
-        return peers.run_upstream(task, npz, work, repeat, write_repeat=write_repeat)
+        return peers.run_upstream(task, npz, work, repeat, write_repeat=write_repeat, keep=keep)
     except (peers.UpstreamVenvMissingError, RuntimeError) as exc:
         return f"{skipped}: {exc}"
     finally:

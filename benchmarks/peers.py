@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -55,6 +55,7 @@ SETUP_SCRIPT = Path(__file__).resolve().parent / "upstream" / "setup_venv.sh"
 
 __all__ = [
     "BenchResult",
+    "UpstreamReads",
     "UpstreamVenvMissingError",
     "bench_laz_points",
     "bench_npy_points",
@@ -934,6 +935,7 @@ def run_upstream(
     write_repeat: int | None = None,
     venv: str | Path | None = None,
     timeout: float | None = None,
+    keep: bool = False,
 ) -> BenchResult:
     """Run ``benchmarks/upstream/runner.py`` in the upstream venv and parse its JSON.
 
@@ -953,6 +955,8 @@ def run_upstream(
         Upstream venv (default ``$ZV_UPSTREAM_VENV`` or ``/tmp/zv-upstream-venv``).
     timeout : float, optional
         Seconds before the subprocess is killed.
+    keep : bool, optional
+        Keep the written store below ``workdir`` (for :class:`UpstreamReads`).
 
     Returns
     -------
@@ -971,14 +975,14 @@ def run_upstream(
     cmd += [str(Path(workdir).resolve()), "--repeat", str(repeat)]
     if write_repeat is not None:
         cmd += ["--write-repeat", str(write_repeat)]
-    # Never let our own package (src/ on PYTHONPATH) shadow upstream's.
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    if keep:
+        cmd.append("--keep")
     Path(workdir).mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
         cmd,
         capture_output=True,
         text=True,
-        env=env,
+        env=_upstream_env(),
         cwd=str(Path(workdir).resolve()),
         timeout=timeout,
         check=False,
@@ -990,6 +994,81 @@ def run_upstream(
             f"{proc.stderr[-2000:]}"
         )
     return _parse_upstream(json.loads(lines[-1]))
+
+
+def _upstream_env() -> dict[str, str]:
+    """The environment for the runner: never let our package (src/ on PYTHONPATH) shadow upstream's."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+
+class UpstreamReads:
+    """Full reads of a kept upstream store, timed on request in the upstream venv.
+
+    A context manager around ``runner.py serve TASK WORKDIR`` (after
+    :func:`run_upstream` with ``keep=True``).  Each :meth:`read` times one full read
+    there and returns its seconds, so a benchmark can alternate upstream's reads with its
+    own and compare the two under the same machine load.
+
+    Parameters
+    ----------
+    task : str
+        ``skeletons`` or ``graph``.
+    workdir : str or Path
+        The ``workdir`` given to :func:`run_upstream`.
+    venv : str or Path, optional
+        Upstream venv, as in :func:`run_upstream`.
+    """
+
+    def __init__(self, task: str, workdir: str | Path, venv: str | Path | None = None) -> None:
+        self._cmd = [str(upstream_python(venv)), str(RUNNER), "serve", task]
+        self._cmd.append(str(Path(workdir).resolve()))
+        self._proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> Self:
+        self._proc = subprocess.Popen(
+            self._cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_upstream_env(),
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        finally:
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+
+    def read(self) -> float:
+        """Time one full upstream read; return its seconds.
+
+        Raises
+        ------
+        RuntimeError
+            If the server is not running or did not answer (its stderr is in the message).
+        """
+        proc = self._proc
+        if proc is None or proc.stdin is None or proc.stdout is None:
+            raise RuntimeError("UpstreamReads used outside its with block")
+        proc.stdin.write("read\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        if not line:
+            err = proc.stderr.read() if proc.stderr is not None else ""
+            raise RuntimeError(f"upstream read server stopped: {err[-2000:]}")
+        return float(json.loads(line)["read_s"])
 
 
 # ---------------------------------------------------------------------------

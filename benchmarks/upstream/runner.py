@@ -14,6 +14,14 @@ upstream package, not ours.  It depends on nothing but NumPy and upstream::
 Stores are written below ``WORKDIR`` (re-created for each write repeat).
 Exactly one JSON object is printed on stdout; everything else goes to stderr.
 
+Paired timing (``skeletons`` and ``graph``): after a run with ``--keep``, ::
+
+    /tmp/zv-upstream-venv/bin/python benchmarks/upstream/runner.py serve TASK WORKDIR
+
+times one full ``read_graph`` of the kept store for each ``read`` line on stdin and answers
+each with one JSON line ``{"read_s": seconds}``; it exits at end of input.  The caller
+alternates these reads with its own, so both are timed under the same machine load.
+
 Input ``.npz`` keys
 -------------------
 All tasks
@@ -887,6 +895,33 @@ RUNNERS: dict[str, Callable[[dict[str, np.ndarray], Path, Report, Opts], Path]] 
 # ---------------------------------------------------------------------------
 
 
+SERVED = {"skeletons": "skeleton", "graph": "graph"}
+"""Tasks :func:`serve` can time, with the store name (``<kind>.zv``) their run keeps."""
+
+
+def serve(task: str, workdir: Path) -> int:
+    """Answer each ``read`` line on stdin with the seconds of one full read of the kept store."""
+    from zarr_vectors.types.graphs import read_graph
+
+    store = workdir / f"upstream-{task}" / f"{SERVED[task]}.zv"
+    if not store.exists():
+        print(f"no kept store {store}: run the task with --keep first", file=sys.stderr)
+        return 2
+    real_stdout = sys.stdout
+    with contextlib.redirect_stdout(sys.stderr):
+        for line in sys.stdin:
+            if line.strip() != "read":
+                print(f"unknown request {line.strip()!r} (expected 'read')", file=sys.stderr)
+                return 2
+            gc.collect()
+            t0 = time.perf_counter()
+            read_graph(str(store))
+            seconds = time.perf_counter() - t0
+            real_stdout.write(json.dumps({"read_s": seconds}) + "\n")
+            real_stdout.flush()
+    return 0
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Parse the command line."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -902,7 +937,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one task and print the JSON report on stdout."""
+    """Run one task and print the JSON report on stdout (or ``serve TASK WORKDIR``)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:
+        if len(argv) != 3 or argv[1] not in SERVED:
+            print(f"usage: runner.py serve {{{','.join(SERVED)}}} WORKDIR", file=sys.stderr)
+            return 2
+        return serve(argv[1], Path(argv[2]))
     args = parse_args(argv)
     real_stdout = sys.stdout
     rep = Report(task=args.task, repeat=args.repeat)
