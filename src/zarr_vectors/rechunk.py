@@ -16,7 +16,7 @@ from zarr_vectors.core.parts import read_parts
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.stream import SEQUENTIAL_TYPES
-from zarr_vectors.core.writer import StoreOptions, WriteSummary, write_store
+from zarr_vectors.core.writer import StoreOptions, WriteSummary, frame_bytes_option, write_store
 from zarr_vectors.errors import InvalidInputError
 
 __all__ = ["rechunk"]
@@ -32,6 +32,7 @@ def rechunk(
     overwrite: bool = False,
     compressor: CompressorSpec = "source",
     shards: Sequence[int] | None = None,
+    frame_bytes: int | Literal["auto"] | None = "auto",
     storage_options: Mapping[str, Any] | None = None,
     out_storage_options: Mapping[str, Any] | None = None,
 ) -> WriteSummary:
@@ -53,6 +54,9 @@ def rechunk(
         As in the ``write_*`` functions; by default (``"source"``) each array is compressed
         as the source's array of the same path (into another Zarr format: the presets kept,
         other codecs replaced by the default).
+    frame_bytes
+        As in the ``write_*`` functions (default ``"auto"``: the geometry type's seekable
+        frame size, so one-object reads of the copy decode frames, not whole chunks).
     storage_options, out_storage_options
         fsspec options of the source and the destination URLs.
 
@@ -88,6 +92,7 @@ def rechunk(
         overwrite=overwrite,
         compressor=reader.compressor_for(compressor, out_format),
         shards=None if shards is None else tuple(shards),
+        frame_bytes=frame_bytes_option(frame_bytes, meta.geometry_type),
         storage_options=out_storage_options,
         coordinate_system=meta.coordinate_system,
         axis_units=meta.axis_units,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import zarr_vectors as zv
 from zarr_vectors.core import io as zv_io
 from zarr_vectors.core.io import FRAME_BYTES_ATTR, _ElementCodec, _encode_frames, frame_table
 from zarr_vectors.errors import CorruptPayloadError, InvalidInputError
-from zarr_vectors.testing.examples import random_walk_paths
+from zarr_vectors.testing.examples import random_walk_paths, random_walk_trees
 
 ZSTD = numcodecs.Zstd(level=3)
 
@@ -186,3 +187,46 @@ def test_object_index_chunks_are_seekable_and_plain_zarr(tmp_path: Path) -> None
     off = np.asarray(zarr.open_array(manifest_dir.parent / "offsets", mode="r")[...])
     assert off[-1] == len(man)
     assert int(man[:, -1].sum()) == len(pos)
+
+
+def _frames_of(store: Any) -> int | None:
+    vert = zv.open_store(store)["0/vertices"]
+    value = vert.attrs.get(FRAME_BYTES_ATTR)
+    return None if value is None else int(value)
+
+
+def test_default_frames_per_geometry_type(tmp_path: Path) -> None:
+    """Paths and graphs: 4 KiB frames; skeletons (read tree by tree): 64 KiB; points: none."""
+    pos, parents, offsets = random_walk_trees(40, 300, seed=3)
+    trees = [
+        (pos[a:b], np.where(parents[a:b] < 0, -1, parents[a:b] - a))
+        for a, b in itertools.pairwise(offsets)
+    ]
+    zv.write_skeleton(tmp_path / "sk", trees, chunk_shape=(20, 20, 20))
+    zv.write_graph(tmp_path / "g", pos, np.array([[0, 1], [1, 2]]), chunk_shape=(20, 20, 20))
+    assert _frames_of(tmp_path / "sk") == zv_io.TREE_FRAME_BYTES == 65536
+    assert _frames_of(tmp_path / "g") == zv_io.DEFAULT_FRAME_BYTES == 4096
+    # streamed and distributed writers resolve "auto" the same way
+    with zv.open_writer(tmp_path / "st", "skeleton", chunk_shape=(20, 20, 20)) as w:
+        w.append(trees)
+    assert _frames_of(tmp_path / "st") == 65536
+    a, b = zv.read_skeleton(tmp_path / "sk"), zv.read_skeleton(tmp_path / "st")
+    np.testing.assert_array_equal(a.positions, b.positions)
+    np.testing.assert_array_equal(a.parents, b.parents)
+    one = zv.read_skeleton(tmp_path / "sk", object_ids=[17])
+    np.testing.assert_array_equal(one.positions, trees[17][0])
+
+
+def test_rechunk_keeps_seekable_frames(tmp_path: Path) -> None:
+    pos, offsets = _paths(80)
+    zv.write_streamlines(tmp_path / "s", pos, offsets=offsets, chunk_shape=(4, 4, 4))
+    zv.rechunk(tmp_path / "s", tmp_path / "r", chunk_shape=(8, 8, 8))
+    assert _frames_of(tmp_path / "r") == 4096
+    zv.rechunk(tmp_path / "s", tmp_path / "one", chunk_shape=(8, 8, 8), frame_bytes=None)
+    assert _frames_of(tmp_path / "one") is None
+    for out in ("r", "one"):
+        got = zv.read_streamlines(tmp_path / out, object_ids=[5])
+        np.testing.assert_array_equal(got.positions, pos[offsets[5] : offsets[6]])
+    with pytest.raises(InvalidInputError, match="frame_bytes"):
+        zv.rechunk(tmp_path / "s", tmp_path / "bad", chunk_shape=(8, 8, 8), frame_bytes=3)
+    assert not (tmp_path / "bad").exists()

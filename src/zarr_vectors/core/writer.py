@@ -32,6 +32,7 @@ from zarr_vectors.core.gather import GATHER_BYTES, PayloadBatch, Rows, payload_b
 from zarr_vectors.core.io import (
     DEFAULT_FRAME_BYTES,
     LZ4_LINKS_BLOCK,
+    TREE_FRAME_BYTES,
     Compressor,
     CompressorSpec,
     PayloadArray,
@@ -64,6 +65,7 @@ __all__ = [
     "WriteSummary",
     "check_positions",
     "default_frame_bytes",
+    "frame_bytes_option",
     "make_axes",
     "store_options",
     "column_attrs",
@@ -123,15 +125,19 @@ def default_frame_bytes(geometry_type: GeometryTypeName | None) -> int | None:
     """Default seekable-frame size: framed payloads for object types, whole for point clouds.
 
     Reading one object of a path, graph or mesh store then decodes a few 4 KiB frames per
-    chunk instead of whole chunks; point clouds keep one frame per chunk (better compression
-    of quantised coordinates, and box queries read whole chunks anyway).
+    chunk instead of whole chunks; skeletons, read whole tree by tree, use 64 KiB frames
+    (:data:`~zarr_vectors.core.io.TREE_FRAME_BYTES`); point clouds keep one frame per chunk
+    (better compression of quantised coordinates, and box queries read whole chunks anyway).
     """
     if geometry_type is GeometryTypeName.POINT_CLOUD:
         return None
+    if geometry_type is GeometryTypeName.SKELETON:
+        return TREE_FRAME_BYTES
     return DEFAULT_FRAME_BYTES
 
 
-def _frame_bytes(value: Any, geometry_type: GeometryTypeName | None) -> int | None:
+def frame_bytes_option(value: Any, geometry_type: GeometryTypeName | None) -> int | None:
+    """Resolve the writers' ``frame_bytes=`` (int, None or ``"auto"``) for ``geometry_type``."""
     if isinstance(value, str) and value == "auto":
         return default_frame_bytes(geometry_type)
     if value is None:
@@ -180,7 +186,7 @@ def store_options(
         zarr_format=kw.get("zarr_format", 3),
         overwrite=bool(kw.get("overwrite", False)),
         compressor=kw.get("compressor", "default"),
-        frame_bytes=_frame_bytes(kw.get("frame_bytes", "auto"), geometry_type),
+        frame_bytes=frame_bytes_option(kw.get("frame_bytes", "auto"), geometry_type),
         shards=None if shards is None else tuple(int(x) for x in shards),
         storage_options=kw.get("storage_options"),
         coordinate_system=kw.get("coordinate_system", "unknown"),

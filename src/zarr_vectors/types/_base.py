@@ -173,10 +173,13 @@ def build_query(
 
 
 def write_options(
-    parts: GeometryParts, kw: Mapping[str, Any], type_metadata: Mapping[str, Any] | None = None
+    geometry_type: GeometryTypeName,
+    parts: GeometryParts,
+    kw: Mapping[str, Any],
+    type_metadata: Mapping[str, Any] | None = None,
 ) -> StoreOptions:
-    """Store options from a ``write_*`` call's keyword arguments (its ``locals()``)."""
-    return store_options(parts.positions.shape[1], kw, type_metadata)
+    """Store options of a ``geometry_type`` ``write_*`` call from its keywords (``locals()``)."""
+    return store_options(parts.positions.shape[1], kw, type_metadata, geometry_type)
 
 
 def attribute_selection(

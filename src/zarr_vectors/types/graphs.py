@@ -397,7 +397,7 @@ def write_graph(
         groups,
         group_attributes,
     )
-    opts = write_options(parts, locals(), {"is_directed": bool(directed)})
+    opts = write_options(GeometryTypeName.GRAPH, parts, locals(), {"is_directed": bool(directed)})
     return write_store(store, GeometryTypeName.GRAPH, parts, opts)
 
 

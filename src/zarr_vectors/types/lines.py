@@ -135,7 +135,7 @@ def write_lines(
         groups,
         group_attributes,
     )
-    opts = write_options(parts, locals(), None)
+    opts = write_options(GeometryTypeName.LINE, parts, locals(), None)
     return write_store(store, GeometryTypeName.LINE, parts, opts)
 
 

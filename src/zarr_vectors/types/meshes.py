@@ -559,7 +559,7 @@ def write_mesh(
         "winding_order": WindingOrder.parse(winding_order, field="winding_order").value,
         "closed_surface": None if closed_surface is None else bool(closed_surface),
     }
-    opts = write_options(parts, locals(), meta)
+    opts = write_options(GeometryTypeName.MESH, parts, locals(), meta)
     if Encoding.parse(encoding, field="encoding") is Encoding.DRACO:
         settings = DracoSettings(
             quantization_bits=quantization_bits, compression_level=compression_level

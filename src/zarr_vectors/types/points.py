@@ -179,7 +179,8 @@ def write_points(
     frame_bytes
         Decoded bytes per zstd frame of the payloads (seekable zstd: reading one object
         decodes only the frames holding its rows); None for one frame per chunk; ``"auto"``
-        (default): 4096 for object types, None for point clouds.
+        (default): 4096 for object types, 65536 for skeletons (read whole tree by tree),
+        None for point clouds.
     storage_options
         fsspec options for URL stores.
     coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata

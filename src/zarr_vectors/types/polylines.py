@@ -227,7 +227,7 @@ def write_polylines(
         group_attributes,
         finite=False,
     )
-    return write_store(store, gtype, parts, write_options(parts, locals(), type_metadata))
+    return write_store(store, gtype, parts, write_options(gtype, parts, locals(), type_metadata))
 
 
 def write_streamlines(

@@ -454,9 +454,8 @@ def write_skeleton(
         group_attributes,
     )
     meta = {"swc_compatible": True, "is_directed": True}
-    return write_store(
-        store, GeometryTypeName.SKELETON, parts, write_options(parts, locals(), meta)
-    )
+    opts = write_options(GeometryTypeName.SKELETON, parts, locals(), meta)
+    return write_store(store, GeometryTypeName.SKELETON, parts, opts)
 
 
 # -- reading --------------------------------------------------------------------------------
