@@ -29,7 +29,10 @@ Peers:
   on the same data and the first configuration's chunk shape.  Upstream's ``read_graph``
   returns spurious edges for skeletons and ignores ``object_ids`` (it returns every node); both
   are recorded as failed correctness flags, and the time of that everything-returning "by id"
-  call is shown in its own row.
+  call is shown in its own row.  After its run upstream's store is kept and read again in
+  ``--paired`` rounds alternating with our full reads (``runner.py serve``): the "full read
+  ≥ 10×" targets judge the per-round speedups (see benchmarks/README.md, "Paired full
+  reads").
 
 Usage::
 
@@ -152,7 +155,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--configs",
-        default="250,250:lz4,125:lz4",
+        default="250,250:lz4,250:none,125:lz4",
         help="chunk/bin[:compressor] list (default %(default)s)",
     )
     p.add_argument("--ids", type=int, default=50, help="random ids for one-skeleton reads")

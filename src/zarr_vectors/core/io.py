@@ -94,6 +94,7 @@ __all__ = [
     "local_members",
     "malformed_documents",
     "read_dense_whole",
+    "dense_chunk_count",
     "dense_chunks",
     "open_payload_array",
     "quiet_vlen",
@@ -1160,17 +1161,28 @@ def read_dense_whole(array: zarr.Array[Any]) -> npt.NDArray[Any]:
     return out
 
 
-def dense_chunks(array: zarr.Array[Any]) -> Iterator[tuple[int, npt.NDArray[Any]]] | None:
+def dense_chunk_count(array: zarr.Array[Any]) -> int | None:
+    """Return how many chunks :func:`dense_chunks` yields for ``array`` (None: not decoded here)."""
+    fast = _dense_codec(array)
+    if fast is None or not array.shape:
+        return None
+    return -(-int(array.shape[0]) // fast[0])
+
+
+def dense_chunks(
+    array: zarr.Array[Any], chunks: range | None = None
+) -> Iterator[tuple[int, npt.NDArray[Any]]] | None:
     """Decode a dense array chunk by chunk: ``(first row, rows)`` of each chunk, in order.
 
     For the arrays :func:`read_dense_whole` decodes itself (else None), without ever holding
     all of their rows: the rows of a chunk live in a buffer reused for the next chunk, so use
-    (or copy) them before advancing.
+    (or copy) them before advancing.  ``chunks`` (of :func:`dense_chunk_count`) limits the
+    chunks decoded, e.g. to split the work between threads (decoding releases the GIL).
     """
     fast = _dense_codec(array)
     if fast is None or not array.shape:
         return None
-    return _dense_chunks(array, *fast)
+    return _dense_chunks(array, *fast, chunks=chunks)
 
 
 def _dense_chunks(
@@ -1178,8 +1190,9 @@ def _dense_chunks(
     chunk_rows: int,
     comp: NumcodecsCodec | None,
     out: npt.NDArray[Any] | None = None,
+    chunks: range | None = None,
 ) -> Iterator[tuple[int, npt.NDArray[Any]]]:
-    """``(first row, rows)`` of each chunk of a dense array, in order.
+    """``(first row, rows)`` of each chunk (of ``chunks``, default all) of a dense array, in order.
 
     Whole Blosc chunks decode straight into their rows of ``out`` when it is given (the
     array's shape and dtype); other chunks decode into one buffer reused chunk after chunk.
@@ -1188,10 +1201,12 @@ def _dense_chunks(
     shape = tuple(array.shape)
     n = int(shape[0])
     row_bytes = dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))
-    keys = _dense_keys(array, range(-(-n // chunk_rows) if n else 0))
+    if chunks is None:
+        chunks = range(-(-n // chunk_rows) if n else 0)
+    keys = _dense_keys(array, chunks)
     flat = None if out is None else out.reshape(-1).view(np.uint8)
     scratch: npt.NDArray[np.uint8] | None = None
-    for c, raw in enumerate(_get_many(array.store_path.store, keys)):
+    for c, raw in zip(chunks, _get_many(array.store_path.store, keys), strict=True):
         lo, hi = c * chunk_rows, min(n, (c + 1) * chunk_rows)
         if raw is None:
             yield lo, np.full((hi - lo, *shape[1:]), array.fill_value, dtype=dtype)

@@ -10,6 +10,7 @@ payloads of many chunks), :meth:`LevelReader.object_refs` (manifest rows of some
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -30,6 +31,7 @@ from zarr_vectors.core.io import (
     CompressorSpec,
     PayloadArray,
     compressor_spec,
+    dense_chunk_count,
     dense_chunks,
     local_members,
     malformed_documents,
@@ -123,6 +125,9 @@ def _every_row_in_order(starts: IntArray, ends: IntArray, n_rows: int) -> bool:
         and bool((starts[1:] == ends[:-1]).all())
     )
 
+
+_PARALLEL_REF_CHUNKS = 8
+"""Manifest chunks (16,384 refs each) from which a whole-index read decodes in two threads."""
 
 _REF_BLOCK = 1 << 16
 """Manifest refs checked per pass (their columns stay in cache)."""
@@ -721,17 +726,30 @@ class LevelReader:
         starts, ends = self._offsets_of(ids)
         manifest = self.node(L.OBJECT_MANIFEST)
         shape = tuple(manifest.shape)
-        blocks = None
+        n_chunks = None
         well_formed = len(shape) == 2 and shape[1] == self.layout.ndim + 2  # else: raised below
         if well_formed and shape[0] and _every_row_in_order(starts, ends, shape[0]):
-            blocks = dense_chunks(manifest)
-        if blocks is None:
+            n_chunks = dense_chunk_count(manifest)
+        if n_chunks is None:
             _, counts, located = self._refs_between(starts, ends)
             return counts, located
         out = np.zeros((3, shape[0]), dtype=np.int64)
-        for lo, refs in blocks:
-            hi = lo + len(refs)
-            self._check_ref_block(refs.astype(np.int64, copy=False), out[:, lo:hi], lo, None)
+
+        def check_chunks(chunks: range) -> None:
+            blocks = dense_chunks(manifest, chunks)
+            assert blocks is not None  # dense_chunk_count said so
+            for lo, refs in blocks:
+                hi = lo + len(refs)
+                self._check_ref_block(refs.astype(np.int64, copy=False), out[:, lo:hi], lo, None)
+
+        if n_chunks < _PARALLEL_REF_CHUNKS:
+            check_chunks(range(n_chunks))
+        else:  # decoding releases the GIL: the halves run side by side (~2x on a 1M-ref index)
+            half = n_chunks // 2
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                upper = pool.submit(check_chunks, range(half, n_chunks))
+                check_chunks(range(half))
+                upper.result()
         return ends - starts, out
 
     def _check_refs(self, refs: IntArray, rows: IntArray | None) -> IntArray:
