@@ -109,6 +109,8 @@ SKELETON_OPS = (
     Op("full read (functional)", "read_s", "read_s"),
     Op("full read (open Reader)", "extra:read_open_s", "read_s"),
     *PAIRED_OPS,
+    Op("bbox central 1 %: nodes in the box (functional read_graph)", "bbox_read_s", "bbox_read_s"),
+    Op("bbox central 1 %: whole trees touching it (read_skeleton)", "extra:bbox_whole_s", None),
     Op("one skeleton by id (functional, median)", "object_read_s", "object_read_s"),
     Op("one skeleton by id (open Reader, median)", "extra:object_open_s", "object_read_s"),
     Op("one skeleton by id (open Reader, p90)", "extra:object_open_p90_s", "object_read_s"),
@@ -242,11 +244,15 @@ def bench_zv_skeletons(
     workdir: Path,
     config: ZvConfig,
     ids: npt.NDArray[np.int64],
+    box: BBox,
     repeat: int,
     keep_all: bool = False,
 ) -> tuple[BenchResult, Path]:
     """``write_skeleton`` / ``read_skeleton`` / ``zv.open(...).read`` on one configuration.
 
+    The box read (``bbox_read_s``) is upstream's: the nodes in ``box`` and the edges among
+    them (``read_graph(store, bbox=box)``); ``extra["bbox_whole_s"]`` times
+    ``read_skeleton(store, bbox=box)``, every tree with a node in the box, whole.
     Returns the result and the store read.
     """
     import zarr_vectors as zv
@@ -286,6 +292,21 @@ def bench_zv_skeletons(
     )
     checks.update(obj_checks)
     extra.update(obj_extra)
+    n_box_rep = max(repeat, 5)
+    timings["bbox_read_s"], extra["bbox_func_cpu_s"], res = median_time_cpu(
+        lambda: zv.read_graph(store, bbox=box), n_box_rep
+    )
+    mask = half_open_mask(data.positions, box)
+    child = np.flatnonzero(data.parents >= 0)
+    links = np.stack([child, data.parents[child]], axis=1)
+    v_ok, e_ok = check_graph(data.positions, links, mask, res, True)
+    checks["bbox_nodes"], checks["bbox_edges"] = v_ok, e_ok
+    extra["bbox_nodes"] = float(mask.sum())
+    extra["bbox_whole_s"], whole = median_time(lambda: zv.read_skeleton(store, bbox=box), n_box_rep)
+    owner = np.repeat(np.arange(data.n_objects), np.diff(data.offsets))
+    touched = np.unique(owner[mask])
+    checks["bbox_whole"] = check_skeletons(data, whole, touched)
+    extra["bbox_whole_nodes"] = float(len(whole.positions))
     chunk_keys = [key for key, _label in CHUNK_ROWS]
     extra.update(
         object_chunk_stats(
@@ -298,12 +319,11 @@ def bench_zv_skeletons(
         task="skeletons",
         n_vertices=data.n_vertices,
         n_objects=data.n_objects,
-        timings=timings | {"bbox_read_s": None},
+        timings=timings,
         path=path,
         checks=checks,
         extra=extra,
         n_chunks=int(summary.chunk_count),
-        unsupported={"bbox_read_s": "not measured for skeletons (see the graph section)"},
     )
     return result, path
 
@@ -611,13 +631,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import zarr_vectors as zv
 
-    trees = [bench_zv_skeletons(skel, work, cfg, ids, args.repeat, args.keep) for cfg in configs]
+    sk_box = ds.bbox_fraction(skel.positions, 0.01)
+    trees = [
+        bench_zv_skeletons(skel, work, cfg, ids, sk_box, args.repeat, args.keep) for cfg in configs
+    ]
     results = [r for r, _ in trees]
     notes: list[str] = []
     if not args.no_swc:
         results.append(bench_swc_skeletons(skel, work, ids, args.repeat))
     up_repeat = args.upstream_repeat or args.repeat
-    sk_box = ds.bbox_fraction(skel.positions, 0.01)
     if args.upstream:
         up = run_upstream_task(
             skel,
