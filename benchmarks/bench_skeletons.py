@@ -48,7 +48,7 @@ import dataclasses
 import shutil
 import statistics
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -533,13 +533,20 @@ def pair_with_upstream(
     return out
 
 
-def evaluate(results: Sequence[BenchResult]) -> list[Target]:
-    """The issue's skeleton/graph targets, per configuration."""
+def evaluate(
+    results: Sequence[BenchResult], compared: Collection[str] | None = None
+) -> list[Target]:
+    """The issue's skeleton/graph targets, per configuration.
+
+    ``compared``: the configurations (``fmt``) stored with the chunk and bin shape of
+    upstream's run, the only ones whose full read is held against upstream's (default: all).
+    """
     targets: list[Target] = []
     for task in ("skeletons", "graph"):
         up = next((r for r in results if r.task == task and r.fmt == "zv-upstream"), None)
         for r in (r for r in results if r.task == task and r.fmt.startswith("zv ")):
-            if up is not None and up.read_s and r.read_s:
+            like = compared is None or r.fmt in compared
+            if up is not None and up.read_s and r.read_s and like:
                 targets.append(_full_read_target(task, r, up, r.read_s, up.read_s))
             if task != "skeletons":
                 continue
@@ -679,7 +686,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             keep_upstream(up, graph_results, notes)
         results.extend(graph_results)
 
-    targets = evaluate(results)
+    same = [c for c in configs if (c.chunk, c.bin) == (configs[0].chunk, configs[0].bin)]
+    others = [c.label for c in configs if c not in same]
+    if args.upstream and others:
+        notes.append(
+            f"upstream ran with the chunk shape of {configs[0].label}; the full reads of "
+            f"{', '.join(others)} are timed but not held against it"
+        )
+    targets = evaluate(results, {c.label for c in same})
     print(render(results, targets, notes))
     save_run(
         args,

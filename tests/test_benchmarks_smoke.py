@@ -225,3 +225,5 @@ def test_full_read_target_judges_paired_rounds() -> None:
     assert "9 alternating rounds" in verdict.detail
     assert "median 12.0×" in verdict.detail
     assert "8.0× faster" in verdict.detail  # the separate runs are still reported
+    # a configuration stored with another chunk shape than upstream's run is not held against it
+    assert bench_skeletons.evaluate([up, paired], compared={"zv c125"}) == []
