@@ -22,12 +22,13 @@ from zarr.storage import LocalStore, MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.core.ragged import sort_keys as _sort_keys
-from zarr_vectors.core.reader import LevelReader
+from zarr_vectors.core.reader import LevelReader, ObjectRanges, RowRanges
 from zarr_vectors.errors import GeometryError, InvalidInputError
 from zarr_vectors.testing.strategies import bboxes, graphs, object_id_arrays
 from zarr_vectors.types._base import Query, get_geometry_type
 from zarr_vectors.types.graphs import (
     Graph,
+    _row_index,
     connected_components,
     first_appearance,
     read_graph,
@@ -627,3 +628,31 @@ def test_pyramid_level_reads() -> None:
     assert 0 < g.n_vertices < 200
     assert (g.edges[:, 0] != g.edges[:, 1]).all()
     assert g.edges.max() < g.n_vertices
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 90), min_size=1, max_size=60),
+    seed=st.integers(0, 2**32 - 1),
+    keep=st.floats(0.2, 1.0),
+)
+def test_row_index_equals_a_scatter(lengths: list[int], seed: int, keep: float) -> None:
+    """Both ways of building the row map (sort the refs / scatter the rows) agree."""
+    rng = np.random.default_rng(seed)
+    counts = np.asarray(lengths, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    size = int(counts.sum())
+    order = rng.permutation(len(counts))
+    if keep < 0.9:  # a partial read: some refs are not returned
+        order = order[: max(1, int(keep * len(order)))]
+    starts, counts = starts[order], counts[order]
+    where = ObjectRanges(
+        np.zeros(1, dtype=np.int64),
+        np.array([0, counts.sum()], dtype=np.int64),
+        np.zeros(1, dtype=np.int64),
+        RowRanges(starts, counts),
+    )
+    expected = np.full(size, -1, dtype=np.int64)
+    rows = np.concatenate([np.arange(s, s + c) for s, c in zip(starts, counts, strict=True)])
+    expected[rows] = np.arange(len(rows))
+    np.testing.assert_array_equal(_row_index(where, size), expected)

@@ -739,7 +739,7 @@ def _row_index(where: ObjectRanges, size: int, lease: Lease | None = None) -> In
     With a ``lease`` the map may be in its buffers.
     """
     starts, counts = where.ranges.starts, where.ranges.counts
-    if 0 < 64 * len(starts) <= size:  # long refs (skeletons): sort the refs, not the rows
+    if 0 < 32 * len(starts) <= size:  # refs of 32+ rows (skeletons): sort the refs, not the rows
         order = np.argsort(starts, kind="stable")
         first, n = starts[order], counts[order]
         ends = first + n
