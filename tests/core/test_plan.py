@@ -138,11 +138,12 @@ def level_cases(draw: st.DrawFn) -> tuple[GeometryParts, ChunkLayout]:
     # a long first axis: flat chunk indices beyond uint8 (400 chunks) and uint16 (70,000),
     # as long as the grid stays small (its dense per-slot arrays take 8 bytes a slot: a
     # 70,000 x 120 x 120 grid would take gigabytes in the plan and its reference)
+    # (sized before it is made: a grid past the writers' 2^30 slots is an error to make)
     grid = grid_for_bounds(lo.tolist(), hi.tolist(), chunk)
-    hi[0] += draw(st.sampled_from([0.0, 0.0, 400.0, 70_000.0])) * chunk[0]
-    long = grid_for_bounds(lo.tolist(), hi.tolist(), chunk)
-    if int(np.prod(long.shape)) <= 1 << 22:
-        grid = long
+    extra = draw(st.sampled_from([0, 0, 400, 70_000]))
+    if int(np.prod(grid.shape[1:])) * (grid.shape[0] + extra + 1) <= 1 << 22:
+        hi[0] += extra * chunk[0]
+        grid = grid_for_bounds(lo.tolist(), hi.tolist(), chunk)
     layout = ChunkLayout(chunk, tuple(c / r for c, r in zip(chunk, ratio, strict=True)), grid)
     mode = draw(st.sampled_from(["none", "contiguous", "interleaved", "ranks", "shuffled_ranks"]))
     if mode == "none" or n == 0:
