@@ -26,6 +26,7 @@ from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInput
 
 IntArrayT = npt.NDArray[np.int64]
 from zarr_vectors.testing.strategies import bboxes, trees
+from zarr_vectors.types import graphs
 from zarr_vectors.types._base import Query, get_geometry_type
 from zarr_vectors.types.graphs import read_graph
 from zarr_vectors.types.skeletons import (
@@ -367,8 +368,13 @@ def _rewrite_links(store: MemoryStore, change: Any) -> None:
     links.write(flat, [np.asarray(change(rows), dtype="<i4").tobytes()])
 
 
+@pytest.mark.parametrize("decode_each", [True, False], ids=["decoded each", "read together"])
 @pytest.mark.parametrize("compressor", ["lz4", "default", None])
-def test_long_chunks_map_links_chunk_by_chunk(compressor: str | None) -> None:
+def test_long_chunks_map_links_chunk_by_chunk(
+    compressor: str | None, decode_each: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both ways of mapping long chunks' links: each decoded just before, or all read first."""
+    monkeypatch.setattr(graphs, "_DECODE_EACH_ROWS", 1 if decode_each else 1 << 40)
     store, pos, parents = _long_chunk_store(compressor)
     full = read_skeleton(store)
     assert full.parents.tolist() == parents.tolist()
@@ -506,8 +512,6 @@ def test_big_reads_share_the_link_tasks(
     compressor: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Local and cross-chunk links go to whichever thread is free; errors still surface."""
-    from zarr_vectors.types import graphs
-
     store, pos, parents = _long_chunk_store(compressor, 40_000, crossing=True)
     assert len(pos) >= graphs._OVERLAP_ROWS  # the two-thread path
     full = read_skeleton(store)
