@@ -529,6 +529,7 @@ def pair_with_upstream(
                 out.append(dataclasses.replace(result, extra=extra))
     finally:
         if not args.keep:
+            # runner.py's task_dir (that file runs in the upstream venv, not imported here)
             shutil.rmtree(work / f"upstream-{task}", ignore_errors=True)
     return out
 

@@ -895,6 +895,11 @@ RUNNERS: dict[str, Callable[[dict[str, np.ndarray], Path, Report, Opts], Path]] 
 # ---------------------------------------------------------------------------
 
 
+def task_dir(workdir: Path, task: str) -> Path:
+    """Directory below ``workdir`` holding the stores of ``task`` (re-created by each run)."""
+    return workdir / f"upstream-{task}"
+
+
 SERVED = {"skeletons": "skeleton", "graph": "graph"}
 """Tasks :func:`serve` can time, with the store name (``<kind>.zv``) their run keeps."""
 
@@ -903,7 +908,7 @@ def serve(task: str, workdir: Path) -> int:
     """Answer each ``read`` line on stdin with the seconds of one full read of the kept store."""
     from zarr_vectors.types.graphs import read_graph
 
-    store = workdir / f"upstream-{task}" / f"{SERVED[task]}.zv"
+    store = task_dir(workdir, task) / f"{SERVED[task]}.zv"
     if not store.exists():
         print(f"no kept store {store}: run the task with --keep first", file=sys.stderr)
         return 2
@@ -955,7 +960,7 @@ def main(argv: list[str] | None = None) -> int:
             rep.notes.append(f"expected upstream {EXPECTED_VERSION}, got {rep.version}")
         with np.load(args.data, allow_pickle=False) as npz:
             data = {k: npz[k] for k in npz.files}
-        work = args.workdir / f"upstream-{args.task}"
+        work = task_dir(args.workdir, args.task)
         if work.exists():
             shutil.rmtree(work)
         work.mkdir(parents=True)

@@ -121,7 +121,7 @@ class StoreOptions:
     single objects), or None for one frame per chunk."""
 
 
-def default_frame_bytes(geometry_type: GeometryTypeName | None) -> int | None:
+def default_frame_bytes(geometry_type: GeometryTypeName) -> int | None:
     """Default seekable-frame size: framed payloads for object types, whole for point clouds.
 
     Reading one object of a path, graph or mesh store then decodes a few 4 KiB frames per
@@ -136,7 +136,7 @@ def default_frame_bytes(geometry_type: GeometryTypeName | None) -> int | None:
     return DEFAULT_FRAME_BYTES
 
 
-def frame_bytes_option(value: Any, geometry_type: GeometryTypeName | None) -> int | None:
+def frame_bytes_option(value: Any, geometry_type: GeometryTypeName) -> int | None:
     """Resolve the writers' ``frame_bytes=`` (int, None or ``"auto"``) for ``geometry_type``."""
     if isinstance(value, str) and value == "auto":
         return default_frame_bytes(geometry_type)
@@ -167,15 +167,16 @@ def make_axes(
 def store_options(
     ndim: int,
     kw: Mapping[str, Any],
-    type_metadata: Mapping[str, Any] | None = None,
-    geometry_type: GeometryTypeName | None = None,
+    type_metadata: Mapping[str, Any] | None,
+    geometry_type: GeometryTypeName,
 ) -> StoreOptions:
-    """Build :class:`StoreOptions` from the keyword arguments every ``write_*`` shares.
+    """Build :class:`StoreOptions` of a ``geometry_type`` store from a ``write_*`` call's keywords.
 
     ``kw`` maps the keyword names (``chunk_shape``, ``bin_shape``, ``bounds``, ``zarr_format``,
     ``overwrite``, ``compressor``, ``shards``, ``storage_options``, ``coordinate_system``,
     ``axis_units``, ``axis_names``, ``source_description``, ``notes``, ``custom_metadata``)
-    to their values; absent names take the defaults.  ``None`` type keys are dropped.
+    to their values; absent names take the defaults (``frame_bytes="auto"`` the geometry
+    type's).  ``None`` type keys are dropped.
     """
     units = kw.get("axis_units")
     bounds, shards, bins = kw.get("bounds"), kw.get("shards"), kw.get("bin_shape")

@@ -690,9 +690,10 @@ def read_with_links(
 
     ``links(where, index)`` starts the work: ``where`` locates the objects' rows
     (:meth:`LevelReader.locate_objects`) and ``index`` maps each row of their chunks to its
-    returned position (-1: not returned).  Big reads start it in a second thread beside the vertex decoding (reads,
-    decompression and numpy release the GIL, and the two touch different arrays); the
-    calling thread, once its vertices are out, shares what is left of it.
+    returned position (-1: not returned).  Big reads start it in a second thread beside the
+    vertex decoding (reads, decompression and numpy release the GIL, and the two touch
+    different arrays); the calling thread, once its vertices are out, shares what is left
+    of it.
     """
     with SCRATCH.lease() as lease:  # row maps live only until vertices and links are out
         located = reader.locate_objects(dense)

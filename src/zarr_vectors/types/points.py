@@ -214,9 +214,7 @@ def write_points(
     parts = _points_parts(
         positions, attributes, object_ids, object_attributes, groups, group_attributes
     )
-    opts = store_options(
-        parts.positions.shape[1], locals(), geometry_type=GeometryTypeName.POINT_CLOUD
-    )
+    opts = store_options(parts.positions.shape[1], locals(), None, GeometryTypeName.POINT_CLOUD)
     return write_store(store, GeometryTypeName.POINT_CLOUD, parts, opts)
 
 
