@@ -16,7 +16,6 @@ import zarr
 
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, list_resolution_levels, open_store
-from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import RootMetadata
 from zarr_vectors.types._base import build_query, get_geometry_type
 
@@ -33,7 +32,7 @@ class Reader:
     >>> store = MemoryStore()
     >>> _ = zv.write_points(store, np.array([[1.0, 1.0], [5.0, 5.0]]), chunk_shape=(4, 4))
     >>> with zv.open(store) as r:
-    ...     r.geometry_type.value, len(r.read(bbox=([0, 0], [4, 4])))
+    ...     str(r.geometry_type), len(r.read(bbox=([0, 0], [4, 4])))
     ('point_cloud', 1)
     """
 
@@ -45,8 +44,8 @@ class Reader:
         self.metadata: RootMetadata = self.level(0).meta
 
     @property
-    def geometry_type(self) -> GeometryTypeName:
-        """Geometry type of the store."""
+    def geometry_type(self) -> str:
+        """Geometry type of the store (a built-in one as its :class:`GeometryTypeName`)."""
         return self.metadata.geometry_type
 
     @property

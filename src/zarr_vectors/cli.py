@@ -166,7 +166,7 @@ def summarize(store: str) -> StoreSummary:
     units, grid, box = meta.axis_units, meta.chunk_grid, meta.bounding_box
     return StoreSummary(
         store=store,
-        geometry_type=meta.geometry_type.value,
+        geometry_type=str(meta.geometry_type),
         zarr_vectors_version=meta.zarr_vectors_version,
         zarr_format=root.metadata.zarr_format,
         spatial_dims=meta.spatial_dims,

@@ -53,6 +53,7 @@ from zarr_vectors.formats.registry import (
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid
 from zarr_vectors.spec.conventions import Compression
 from zarr_vectors.spec.metadata import RootMetadata
+from zarr_vectors.spec.typespec import type_spec
 
 __all__ = ["RichProgress", "parse_ratio", "parse_shape", "register"]
 
@@ -197,7 +198,7 @@ def _print_report(console: Console, store: Path, report: ConvertReport) -> None:
     table = Table(title=escape(f"wrote {store}"), show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("geometry type", s.geometry_type.value)
+    table.add_row("geometry type", str(s.geometry_type))
     table.add_row("vertices", f"{s.vertex_count:,}")
     table.add_row("objects", f"{s.object_count:,}")
     table.add_row("chunks", f"{s.chunk_count:,} (grid {list(s.chunk_grid.shape)})")
@@ -386,9 +387,9 @@ def export_command(
     if out.exists() and not overwrite:
         _usage(err, f"{out} exists; pass --overwrite to replace it")
     gtype = _read_store(err, store).geometry_type
-    if gtype not in info.exports:
+    if type_spec(gtype).family_name not in info.exports:
         kinds = " or ".join(g.value for g in info.exports)
-        _usage(err, f"{store} holds {gtype.value} geometry; {info.name} files hold {kinds}")
+        _usage(err, f"{store} holds {gtype} geometry; {info.name} files hold {kinds}")
     if object_id is not None and "object_id" not in info.export_options:
         _usage(err, f"--object-id applies to SWC files, not {info.name}")
     try:

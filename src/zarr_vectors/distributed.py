@@ -62,10 +62,10 @@ from zarr_vectors.core.stream import ProgressCallback, write_assembled
 from zarr_vectors.core.writer import LevelWriter, StoreOptions, WriteSummary, store_options
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.multiscale.partition import (
-    PYRAMID_TYPES,
     Partition,
     PartitionKind,
     block_chunks,
+    exact_partitions,
     merge_partitions,
     plan_partitions,
     row_bytes,
@@ -89,7 +89,8 @@ from zarr_vectors.multiscale.tasks import (
     partition_scores,
     spill_rows,
 )
-from zarr_vectors.spec.conventions import Aggregation, GeometryTypeName, SparsityStrategy
+from zarr_vectors.spec.conventions import Aggregation, SparsityStrategy
+from zarr_vectors.spec.typespec import parse_geometry_type, registered_type_names
 from zarr_vectors.streaming import batch_parts, type_keys
 
 __all__ = ["build_pyramid_distributed", "write_distributed"]
@@ -107,7 +108,7 @@ def _spill_task(
     batch: int,
     item: Any,
     load: Loader | None,
-    geometry_type: GeometryTypeName,
+    geometry_type: str,
     opts: StoreOptions,
     directory: str,
     partition_chunks: int,
@@ -203,7 +204,7 @@ def _runner(client: distributed.Client, opts: StoreOptions) -> Callable[..., lis
 
 def write_distributed(
     store: StoreLike,
-    geometry_type: GeometryTypeName | str,
+    geometry_type: str,
     partitions: Sequence[Any],
     *,
     chunk_shape: Sequence[float],
@@ -258,7 +259,7 @@ def write_distributed(
     WriteSummary
         What was written; the store equals the in-memory writer's for the same data.
     """
-    gtype = GeometryTypeName.parse(geometry_type)
+    gtype = parse_geometry_type(geometry_type)
     _check_reachable(store)
     cl, own_client = _connect(client)
     opts = store_options(
@@ -584,10 +585,10 @@ def build_pyramid_distributed(
         compressor=compressor,
     )
     gtype = plan.meta.geometry_type
-    if gtype not in PYRAMID_TYPES:
-        names = ", ".join(sorted(t.value for t in PYRAMID_TYPES))
+    if not exact_partitions(gtype):
+        names = ", ".join(sorted(n for n in registered_type_names() if exact_partitions(n)))
         raise InvalidInputError(
-            f"distributed pyramids support {names}; a {gtype.value} store's links may join "
+            f"distributed pyramids support {names}; a {gtype} store's links may join "
             "objects of different partitions: build its pyramid with zarr_vectors.build_pyramid"
         )
     cl, own_client = _connect(client)  # before deleting anything: there may be no cluster

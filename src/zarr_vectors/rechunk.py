@@ -15,9 +15,9 @@ from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.parts import read_parts
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
-from zarr_vectors.core.stream import SEQUENTIAL_TYPES
 from zarr_vectors.core.writer import StoreOptions, WriteSummary, frame_bytes_option, write_store
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.spec.typespec import type_spec
 
 __all__ = ["rechunk"]
 
@@ -83,7 +83,7 @@ def rechunk(
         raise InvalidInputError(
             f"chunk_shape has {len(chunk_shape)} values, the store has {meta.spatial_dims} axes"
         )
-    parts = read_parts(reader, sequential=meta.geometry_type in SEQUENTIAL_TYPES)
+    parts = read_parts(reader, sequential=type_spec(meta.geometry_type).sequential)
     out_format = zarr_format or root.metadata.zarr_format
     opts = StoreOptions(
         chunk_shape=tuple(float(c) for c in chunk_shape),

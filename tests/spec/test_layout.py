@@ -12,13 +12,14 @@ from zarr_vectors.spec.conventions import (
     GeometryTypeName,
     SparsityStrategy,
 )
+from zarr_vectors.spec.typespec import type_spec
 
 SEED_GEOMETRY_TYPES = ["point_cloud", "line", "polyline", "streamline", "graph", "skeleton", "mesh"]
 
 
 def test_the_seven_seed_geometry_types() -> None:
     assert [g.value for g in GeometryTypeName] == SEED_GEOMETRY_TYPES
-    assert [g.has_objects for g in GeometryTypeName] == [False] + [True] * 6
+    assert [type_spec(g).has_objects for g in GeometryTypeName] == [False] + [True] * 6
 
 
 @pytest.mark.parametrize("name", SEED_GEOMETRY_TYPES)
@@ -49,15 +50,34 @@ def test_array_table_is_consistent() -> None:
     assert len(kinds) == len(set(kinds)) == len(ArrayKind)
     assert set(L.SPEC_BY_KIND) == set(ArrayKind)
     for spec in L.ARRAY_SPECS:
-        assert spec.required <= spec.types
+        assert all(spec.allows(g) for g in GeometryTypeName if spec.requires(g))
         if spec.dtype is not None:
             assert spec.dtype.startswith("<")
     per_chunk = {s.path for s in L.ARRAY_SPECS if s.per_chunk}
     assert {"vertices", "vertex_fragments", "links", "cross_chunk_links"} <= per_chunk
     required_everywhere = {
-        s.path for s in L.ARRAY_SPECS if s.required == frozenset(GeometryTypeName)
+        s.path for s in L.ARRAY_SPECS if all(s.requires(g) for g in GeometryTypeName)
     }
     assert required_everywhere == {"vertices", "vertex_fragments", "vertex_counts"}
+
+
+def _holders(path: str, test: str) -> set[str]:
+    spec = next(s for s in L.ARRAY_SPECS if s.path == path)
+    return {g.value for g in GeometryTypeName if getattr(spec, test)(g)}
+
+
+def test_array_table_per_type() -> None:
+    """Which built-in types may and must hold the link and object arrays (FORMAT.md §6)."""
+    linked = {"graph", "skeleton", "mesh"}
+    objects = set(SEED_GEOMETRY_TYPES) - {"point_cloud"}
+    assert _holders("links", "allows") == linked
+    assert _holders("link_attributes/{name}", "allows") == linked
+    assert _holders("cross_chunk_links", "allows") == objects
+    assert _holders("cross_chunk_link_attributes/{name}", "allows") == linked
+    assert _holders("object_index/offsets", "requires") == objects
+    assert _holders("object_index/manifest", "requires") == objects
+    assert _holders("object_index/offsets", "allows") == set(SEED_GEOMETRY_TYPES)
+    assert _holders("links", "requires") == set()
 
 
 @pytest.mark.parametrize("name", ["intensity", "rgb_2", "_x", "ünï"])

@@ -22,7 +22,6 @@ from zarr_vectors.errors import (
 )
 from zarr_vectors.spec.conventions import GeometryTypeName, SparsityStrategy
 from zarr_vectors.spec.metadata import (
-    TYPE_SPECIFIC_KEYS,
     Axis,
     BoundingBox,
     ChunkGrid,
@@ -32,6 +31,7 @@ from zarr_vectors.spec.metadata import (
     RootMetadata,
     check_divides,
 )
+from zarr_vectors.spec.typespec import BUILTIN_TYPE_SPECS, type_spec
 
 SEED_EXAMPLE = Path(__file__).with_name("seed_root_example.json")
 """The seed's complete example (shared/seeds/004, *Root metadata*), copied verbatim."""
@@ -45,7 +45,7 @@ LEVEL_KEYS = {
     "level", "bin_ratio", "bin_shape", "object_sparsity", "sparsity_strategy", "vertex_count",
     "object_count", "chunk_count", "coarsening",
 }  # fmt: skip
-ALL_TYPE_KEYS = {k for keys in TYPE_SPECIFIC_KEYS.values() for k in keys}
+ALL_TYPE_KEYS = {k for spec in BUILTIN_TYPE_SPECS for k in spec.root_keys}
 
 
 def seed_doc() -> dict[str, Any]:
@@ -150,7 +150,7 @@ def root_metadata(draw: st.DrawFn) -> RootMetadata:
         )
         for lvl, r in zip([0, *levels], ratios, strict=True)
     )
-    type_keys = TYPE_SPECIFIC_KEYS.get(gtype, ())
+    type_keys = type_spec(gtype).root_keys
     type_metadata = (
         draw(st.dictionaries(st.sampled_from(type_keys), json_values)) if type_keys else {}
     )

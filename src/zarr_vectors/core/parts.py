@@ -14,7 +14,7 @@ from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.errors import CorruptPayloadError
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.layout import LINK_ARITY
+from zarr_vectors.spec.typespec import type_spec
 
 __all__ = ["read_parts"]
 
@@ -45,7 +45,7 @@ def read_parts(reader: LevelReader, *, sequential: bool) -> GeometryParts:
     }
     links = None
     link_attrs = {}
-    if LINK_ARITY[reader.meta.geometry_type] > 0:
+    if type_spec(reader.meta.geometry_type).linked:
         names = reader.names(L.LINK_ATTRIBUTES)
         block = reader.links(flats, names)
         inverse = np.empty(total, dtype=np.int64)

@@ -43,6 +43,7 @@ from zarr_vectors.spec.layout import (
     level_path,
 )
 from zarr_vectors.spec.metadata import ChunkGrid, LevelMetadata, RootMetadata
+from zarr_vectors.spec.typespec import type_spec
 
 __all__ = [
     "OpenMode",
@@ -280,7 +281,7 @@ def _empty_level(group: zarr.Group, metadata: RootMetadata) -> None:
         attributes=array_attributes(ArrayKind.VERTEX_COUNTS, "<i8", 1),
         chunks=shape,
     )
-    if metadata.geometry_type.has_objects:
+    if type_spec(metadata.geometry_type).has_objects:
         create_dense_array(
             group,
             OBJECT_OFFSETS,

@@ -36,16 +36,12 @@ from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.spill import BatchSummary, spill_batch
 from zarr_vectors.core.writer import LevelWriter, StoreOptions, WriteSummary, write_store_with
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.typespec import type_spec
 
-__all__ = ["SEQUENTIAL_TYPES", "ProgressCallback", "StreamWriter", "write_assembled"]
+__all__ = ["ProgressCallback", "StreamWriter", "write_assembled"]
 
 ProgressCallback = Callable[[str, int, int], None]
 """Called as ``progress(stage, done, total)`` while long operations run (opt-in)."""
-
-SEQUENTIAL_TYPES = frozenset(
-    {GeometryTypeName.LINE, GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE}
-)
 
 
 class StreamWriter:
@@ -60,7 +56,7 @@ class StreamWriter:
     def __init__(
         self,
         store: Any,
-        geometry_type: GeometryTypeName,
+        geometry_type: str,
         opts: StoreOptions,
         *,
         spill_dir: str | Path | None = None,
@@ -159,7 +155,7 @@ def _remove_batch(directory: Path, batch: int) -> None:
 
 def write_assembled(
     store: Any,
-    geometry_type: GeometryTypeName,
+    geometry_type: str,
     asm: Assembly,
     summaries: list[BatchSummary],
     opts: StoreOptions,
@@ -196,7 +192,7 @@ def write_assembled(
             del where
             plans = runner("links", asm, list(asm.rounds(memory_limit, links=True)), w)
             write_cross_links(w, plans, asm)
-        elif asm.has_objects and geometry_type in SEQUENTIAL_TYPES:
+        elif asm.has_objects and type_spec(geometry_type).sequential:
             write_joins(w, layout, manifest, ref_obj)
         finish_dense(w, asm, vertex_counts, manifest, offsets, summaries)
         n_with = int(np.count_nonzero(np.diff(offsets)))

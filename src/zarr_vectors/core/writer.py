@@ -49,7 +49,7 @@ from zarr_vectors.core.reader import parse_bbox
 from zarr_vectors.core.store import StoreHandle, StoreLike, has_data, init_root, resolve_store
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.conventions import ArrayKind, Compression, GeometryTypeName
+from zarr_vectors.spec.conventions import ArrayKind, Compression, FramePolicy
 from zarr_vectors.spec.metadata import (
     Axis,
     BoundingBox,
@@ -58,6 +58,7 @@ from zarr_vectors.spec.metadata import (
     RootMetadata,
     parse_float_tuple,
 )
+from zarr_vectors.spec.typespec import type_spec
 
 __all__ = [
     "LevelWriter",
@@ -121,7 +122,7 @@ class StoreOptions:
     single objects), or None for one frame per chunk."""
 
 
-def default_frame_bytes(geometry_type: GeometryTypeName) -> int | None:
+def default_frame_bytes(geometry_type: str) -> int | None:
     """Default seekable-frame size: framed payloads for object types, whole for point clouds.
 
     Reading one object of a path, graph or mesh store then decodes a few 4 KiB frames per
@@ -129,14 +130,13 @@ def default_frame_bytes(geometry_type: GeometryTypeName) -> int | None:
     (:data:`~zarr_vectors.core.io.TREE_FRAME_BYTES`); point clouds keep one frame per chunk
     (better compression of quantised coordinates, and box queries read whole chunks anyway).
     """
-    if geometry_type is GeometryTypeName.POINT_CLOUD:
+    policy = type_spec(geometry_type).frame_policy
+    if policy is FramePolicy.WHOLE_CHUNK:
         return None
-    if geometry_type is GeometryTypeName.SKELETON:
-        return TREE_FRAME_BYTES
-    return DEFAULT_FRAME_BYTES
+    return TREE_FRAME_BYTES if policy is FramePolicy.TREE else DEFAULT_FRAME_BYTES
 
 
-def frame_bytes_option(value: Any, geometry_type: GeometryTypeName) -> int | None:
+def frame_bytes_option(value: Any, geometry_type: str) -> int | None:
     """Resolve the writers' ``frame_bytes=`` (int, None or ``"auto"``) for ``geometry_type``."""
     if isinstance(value, str) and value == "auto":
         return default_frame_bytes(geometry_type)
@@ -168,7 +168,7 @@ def store_options(
     ndim: int,
     kw: Mapping[str, Any],
     type_metadata: Mapping[str, Any] | None,
-    geometry_type: GeometryTypeName,
+    geometry_type: str,
 ) -> StoreOptions:
     """Build :class:`StoreOptions` of a ``geometry_type`` store from a ``write_*`` call's keywords.
 
@@ -204,7 +204,7 @@ def store_options(
 class WriteSummary:
     """What a ``write_*`` call stored."""
 
-    geometry_type: GeometryTypeName
+    geometry_type: str
     """Geometry type of the store."""
     vertex_count: int
     """Vertices written at level 0."""
@@ -730,7 +730,7 @@ LevelFiller = Callable[[LevelWriter, ChunkLayout], tuple[int, int, int]]
 
 def write_store(
     store: StoreLike,
-    geometry_type: GeometryTypeName,
+    geometry_type: str,
     parts: GeometryParts,
     opts: StoreOptions,
 ) -> WriteSummary:
@@ -815,7 +815,7 @@ def _shapes(opts: StoreOptions, d: int) -> tuple[tuple[float, ...], tuple[float,
 
 def write_store_with(
     store: StoreLike,
-    geometry_type: GeometryTypeName,
+    geometry_type: str,
     extent: tuple[ChunkGrid, BoundingBox | None, int],
     opts: StoreOptions,
     fill: LevelFiller,

@@ -55,6 +55,7 @@ from zarr_vectors.multiscale import PyramidLevel, build_pyramid
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import RootMetadata
+from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.types._base import decode_columns
 
 __all__ = [
@@ -453,7 +454,7 @@ def iter_point_batches(
     reader = LevelReader(open_store(store, mode="r"), level)
     if reader.meta.geometry_type is not GeometryTypeName.POINT_CLOUD:
         raise InvalidInputError(
-            f"store holds {reader.meta.geometry_type.value!r}, not 'point_cloud'"
+            f"store holds {str(reader.meta.geometry_type)!r}, not 'point_cloud'"
         )
     names = reader.names(L.ATTRIBUTES)
     flats = reader.chunks()
@@ -702,10 +703,10 @@ def export(
     """
     info = format_for(path)
     gtype = store_metadata(store).geometry_type
-    if gtype not in info.exports:
+    if type_spec(gtype).family_name not in info.exports:
         allowed = " or ".join(repr(g.value) for g in info.exports)
         raise InvalidInputError(
-            f"the store holds {gtype.value!r}; {info.name} files hold {allowed} geometry"
+            f"the store holds {str(gtype)!r}; {info.name} files hold {allowed} geometry"
         )
     given = {k: v for k, v in options.items() if v is not None}
     unknown = sorted(set(given) - set(info.export_options))

@@ -9,7 +9,6 @@ same-bin pieces of a tree (skeletons stay trees).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -18,22 +17,11 @@ import numpy.typing as npt
 from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.columns import Column
 from zarr_vectors.core.ragged import run_starts, sort_order
-from zarr_vectors.spec.conventions import Aggregation
+from zarr_vectors.spec.conventions import Aggregation, MergeRule
 
 __all__ = ["MergeRule", "aggregate", "assign_clusters", "default_aggregation", "remap_links"]
 
 IntArray = npt.NDArray[np.int64]
-
-
-class MergeRule(Enum):
-    """Which vertices of one coarse bin become one metavertex."""
-
-    BIN = "bin"
-    """All vertices of the bin (per object when vertices have objects)."""
-    RUN = "run"
-    """Consecutive vertices of one object in the bin (paths)."""
-    TREE = "tree"
-    """Vertices of the bin connected by edges inside the bin (trees)."""
 
 
 def _bin_key(pos: npt.NDArray[np.floating], layout: ChunkLayout) -> IntArray:

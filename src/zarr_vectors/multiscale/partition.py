@@ -28,13 +28,13 @@ import numpy.typing as npt
 
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.typespec import type_spec
 
 __all__ = [
-    "PYRAMID_TYPES",
     "Partition",
     "PartitionKind",
     "block_chunks",
+    "exact_partitions",
     "merge_partitions",
     "plan_partitions",
     "row_bytes",
@@ -42,17 +42,15 @@ __all__ = [
 
 IntArray = npt.NDArray[np.int64]
 
-PYRAMID_TYPES = frozenset(
-    {
-        GeometryTypeName.POINT_CLOUD,
-        GeometryTypeName.LINE,
-        GeometryTypeName.POLYLINE,
-        GeometryTypeName.STREAMLINE,
-    }
-)
-"""Geometry types whose levels partitions derive exactly.  Graphs, skeletons and meshes are
-left out: their links may join objects of different partitions, and the serial build orders
-and de-duplicates remapped links over the whole level."""
+
+def exact_partitions(geometry_type: str) -> bool:
+    """Whether partitions derive the levels of ``geometry_type`` exactly.
+
+    Types with a ``links`` array (graphs, skeletons, meshes) are left out: their links may join
+    objects of different partitions, and the serial build orders and de-duplicates remapped
+    links over the whole level.
+    """
+    return type_spec(geometry_type).exact_partitions
 
 
 class PartitionKind(Enum):

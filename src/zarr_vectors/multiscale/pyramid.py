@@ -36,13 +36,14 @@ from zarr_vectors.multiscale.cluster import (
 )
 from zarr_vectors.multiscale.sparsity import check_attribute, keep_count, rank_objects
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.conventions import Aggregation, GeometryTypeName, SparsityStrategy
+from zarr_vectors.spec.conventions import Aggregation, SparsityStrategy
 from zarr_vectors.spec.metadata import (
     LevelMetadata,
     RootMetadata,
     check_divides,
     parse_int_tuple,
 )
+from zarr_vectors.spec.typespec import type_spec
 
 __all__ = [
     "PyramidLevel",
@@ -55,17 +56,6 @@ __all__ = [
 ]
 
 IntArray = npt.NDArray[np.int64]
-
-_RULES: Mapping[GeometryTypeName, MergeRule] = {
-    GeometryTypeName.POINT_CLOUD: MergeRule.BIN,
-    GeometryTypeName.LINE: MergeRule.RUN,
-    GeometryTypeName.POLYLINE: MergeRule.RUN,
-    GeometryTypeName.STREAMLINE: MergeRule.RUN,
-    GeometryTypeName.GRAPH: MergeRule.BIN,
-    GeometryTypeName.SKELETON: MergeRule.TREE,
-    GeometryTypeName.MESH: MergeRule.BIN,
-}
-_SEQUENTIAL = {GeometryTypeName.LINE, GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE}
 
 
 @dataclass(frozen=True)
@@ -121,18 +111,18 @@ class PyramidPlan:
     @property
     def rule(self) -> MergeRule:
         """Which vertices of a bin merge."""
-        return _RULES[self.meta.geometry_type]
+        return type_spec(self.meta.geometry_type).merge_rule
 
     @property
     def sequential(self) -> bool:
         """Whether consecutive vertices of an object are connected (paths)."""
-        return self.meta.geometry_type in _SEQUENTIAL
+        return type_spec(self.meta.geometry_type).sequential
 
     @property
     def directed(self) -> bool:
         """Whether links are directed (skeletons, directed graphs)."""
-        gtype = self.meta.geometry_type
-        return bool(self.meta.type_metadata.get("is_directed", gtype is GeometryTypeName.SKELETON))
+        default = type_spec(self.meta.geometry_type).directed_default
+        return bool(self.meta.type_metadata.get("is_directed", default))
 
     def layout(self, level: int) -> ChunkLayout:
         """Chunks and bins of level ``level`` (1..n)."""

@@ -16,8 +16,12 @@ __all__ = [
     "ArrayKind",
     "Compression",
     "Encoding",
+    "FramePolicy",
     "GeometryTypeName",
+    "MergeRule",
     "ParamEnum",
+    "SceneKind",
+    "Topology",
     "Severity",
     "SparsityStrategy",
     "WindingOrder",
@@ -47,7 +51,11 @@ class ParamEnum(StrEnum):
 
 
 class GeometryTypeName(ParamEnum):
-    """The seven geometry type constants of the seed (``geometry_type`` root key)."""
+    """The seven built-in geometry type names (``geometry_type`` root key).
+
+    The set of names a store may carry is open: every fact about a type, built-in or
+    registered by a plug-in, is its :class:`~zarr_vectors.spec.typespec.TypeSpec`.
+    """
 
     POINT_CLOUD = "point_cloud"
     LINE = "line"
@@ -59,7 +67,11 @@ class GeometryTypeName(ParamEnum):
 
     @classmethod
     def parse(cls, value: str | Self, *, field: str | None = None) -> Self:
-        """Convert ``value`` to a member, raising ``UnknownGeometryTypeError`` if unknown."""
+        """Convert ``value`` to a built-in name, raising ``UnknownGeometryTypeError`` if unknown.
+
+        Registered plug-in names are not members: parse those with
+        :func:`~zarr_vectors.spec.typespec.parse_geometry_type`.
+        """
         if isinstance(value, cls):
             return value
         try:
@@ -69,11 +81,6 @@ class GeometryTypeName(ParamEnum):
             raise UnknownGeometryTypeError(
                 f"{field or 'geometry_type'}: {value!r} is not one of {valid}"
             ) from None
-
-    @property
-    def has_objects(self) -> bool:
-        """Whether every vertex belongs to an object (all types but ``point_cloud``)."""
-        return self is not GeometryTypeName.POINT_CLOUD
 
 
 class ArrayKind(StrEnum):
@@ -147,3 +154,57 @@ class WindingOrder(ParamEnum):
 
     CCW = "ccw"
     CW = "cw"
+
+
+class MergeRule(ParamEnum):
+    """Which vertices of one coarse bin become one metavertex (FORMAT.md §10)."""
+
+    BIN = "bin"
+    """All vertices of the bin (per object when vertices have objects)."""
+    RUN = "run"
+    """Consecutive vertices of one object in the bin (paths)."""
+    TREE = "tree"
+    """Vertices of the bin connected by edges inside the bin (trees)."""
+
+
+class FramePolicy(ParamEnum):
+    """Default seekable-frame size of a type's zstd payloads (writers' ``frame_bytes="auto"``)."""
+
+    WHOLE_CHUNK = "whole_chunk"
+    """One frame per chunk (box queries read whole chunks anyway)."""
+    OBJECT = "object"
+    """Small frames, so reading one object decodes a few frames per chunk."""
+    TREE = "tree"
+    """Larger frames for types read whole object by object (trees)."""
+
+
+class SceneKind(ParamEnum):
+    """How a typed read result flattens into a drawable scene (viz)."""
+
+    POINTS = "points"
+    """Vertices only."""
+    SEGMENTS = "segments"
+    """Two-vertex objects (``Lines``)."""
+    PATHS = "paths"
+    """Consecutive vertices of an object joined (``Polylines``)."""
+    GRAPH = "graph"
+    """Vertices plus an edge list, vertices drawn as nodes (``Graph``)."""
+    TREE = "tree"
+    """Child→parent edges (``Skeletons``)."""
+    MESH = "mesh"
+    """Triangles (``Meshes``)."""
+
+
+class Topology(ParamEnum):
+    """What the connectivity of a type's objects must satisfy (validation, FORMAT.md §8)."""
+
+    NONE = "none"
+    """No connectivity (points)."""
+    PATHS = "paths"
+    """Consecutive rows of an object are joined; chunk crossings carry join records."""
+    GRAPH = "graph"
+    """Links form a simple graph (no self loops at level 0)."""
+    FOREST = "forest"
+    """Links form one tree per object."""
+    SURFACE = "surface"
+    """Links are triangles inside one object."""

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.spec.conventions import ArrayKind, GeometryTypeName
+from zarr_vectors.spec.conventions import ArrayKind
+from zarr_vectors.spec.typespec import TypeSpec, type_spec
 
 __all__ = [
     "ARRAY_SPECS",
@@ -25,7 +27,6 @@ __all__ = [
     "GROUP_OFFSETS",
     "LINKS",
     "LINK_ATTRIBUTES",
-    "LINK_ARITY",
     "OBJECT_ATTRIBUTES",
     "OBJECT_INDEX",
     "OBJECT_MANIFEST",
@@ -35,6 +36,7 @@ __all__ = [
     "VERTICES",
     "SPEC_BY_KIND",
     "ArraySpec",
+    "Holders",
     "array_attributes",
     "FRAGMENT_WIDTH",
     "attribute_path",
@@ -65,25 +67,31 @@ DENSE_CHUNK_ROWS = 16384
 """Rows per Zarr chunk of dense arrays: small enough that fetching one object's index entry
 decodes little, large enough that a full read is a few chunk reads."""
 
-LINK_ARITY: Mapping[GeometryTypeName, int] = {
-    GeometryTypeName.POINT_CLOUD: 0,
-    GeometryTypeName.LINE: 0,
-    GeometryTypeName.POLYLINE: 0,
-    GeometryTypeName.STREAMLINE: 0,
-    GeometryTypeName.GRAPH: 2,
-    GeometryTypeName.SKELETON: 2,
-    GeometryTypeName.MESH: 3,
-}
-"""Vertices per stored link; 0 means connectivity is implicit (paths) or absent (points)."""
 
-_ALL = frozenset(GeometryTypeName)
-_OBJECTS = frozenset(g for g in GeometryTypeName if g.has_objects)
-_LINKED = frozenset(g for g, k in LINK_ARITY.items() if k > 0)
-_CROSSING = _LINKED | {
-    GeometryTypeName.LINE,
-    GeometryTypeName.POLYLINE,
-    GeometryTypeName.STREAMLINE,
-}
+class Holders(Enum):
+    """Which geometry types may hold (or must hold) an array, as a test on their spec."""
+
+    NONE = "none"
+    ALL = "all"
+    OBJECTS = "objects"
+    """Types whose every vertex belongs to an object."""
+    LINKED = "linked"
+    """Types with a ``links`` array."""
+    CROSSING = "crossing"
+    """Types with cross-chunk link records."""
+
+    def test(self, spec: TypeSpec) -> bool:
+        """Whether a type with ``spec`` is one of these holders."""
+        if self is Holders.NONE or self is Holders.ALL:
+            return self is Holders.ALL
+        if self is Holders.OBJECTS:
+            return spec.has_objects
+        if self is Holders.LINKED:
+            return spec.linked
+        return spec.cross_chunk_endpoints > 0
+
+
+_ALL, _OBJECTS, _LINKED, _CROSSING = Holders.ALL, Holders.OBJECTS, Holders.LINKED, Holders.CROSSING
 
 
 @dataclass(frozen=True)
@@ -100,19 +108,33 @@ class ArraySpec:
     """Fixed little-endian dtype, or None when any numeric/bool dtype is allowed."""
     width: str
     """Row width: a number, ``"D"`` (spatial dims), ``"L(D+1)"`` or ``"K"`` (any)."""
-    types: frozenset[GeometryTypeName]
+    types: Holders
     """Geometry types that may hold this array."""
-    required: frozenset[GeometryTypeName]
+    required: Holders
     """Geometry types for which the array must exist in every level."""
+
+    def allows(self, geometry_type: str) -> bool:
+        """Whether stores of ``geometry_type`` may hold this array."""
+        return self.types.test(type_spec(geometry_type))
+
+    def requires(self, geometry_type: str) -> bool:
+        """Whether every level of a ``geometry_type`` store must hold this array."""
+        return self.required.test(type_spec(geometry_type))
 
 
 ARRAY_SPECS: tuple[ArraySpec, ...] = (
     ArraySpec(ArrayKind.VERTICES, VERTICES, True, None, "D", _ALL, _ALL),
     ArraySpec(ArrayKind.VERTEX_FRAGMENTS, VERTEX_FRAGMENTS, True, "<i8", "4", _ALL, _ALL),
-    ArraySpec(ArrayKind.ATTRIBUTE, ATTRIBUTES + "/{name}", True, None, "K", _ALL, frozenset()),
-    ArraySpec(ArrayKind.LINKS, LINKS, True, "<i4", "arity", _LINKED, frozenset()),
+    ArraySpec(ArrayKind.ATTRIBUTE, ATTRIBUTES + "/{name}", True, None, "K", _ALL, Holders.NONE),
+    ArraySpec(ArrayKind.LINKS, LINKS, True, "<i4", "arity", _LINKED, Holders.NONE),
     ArraySpec(
-        ArrayKind.LINK_ATTRIBUTE, LINK_ATTRIBUTES + "/{name}", True, None, "K", _LINKED, frozenset()
+        ArrayKind.LINK_ATTRIBUTE,
+        LINK_ATTRIBUTES + "/{name}",
+        True,
+        None,
+        "K",
+        _LINKED,
+        Holders.NONE,
     ),
     ArraySpec(
         ArrayKind.CROSS_CHUNK_LINKS,
@@ -121,7 +143,7 @@ ARRAY_SPECS: tuple[ArraySpec, ...] = (
         "<i8",
         "L(D+1)",
         _CROSSING,
-        frozenset(),
+        Holders.NONE,
     ),
     ArraySpec(
         ArrayKind.CROSS_CHUNK_LINK_ATTRIBUTE,
@@ -130,7 +152,7 @@ ARRAY_SPECS: tuple[ArraySpec, ...] = (
         None,
         "K",
         _LINKED,
-        frozenset(),
+        Holders.NONE,
     ),
     ArraySpec(ArrayKind.VERTEX_COUNTS, VERTEX_COUNTS, False, "<i8", "grid", _ALL, _ALL),
     ArraySpec(ArrayKind.OBJECT_OFFSETS, OBJECT_OFFSETS, False, "<i8", "1", _ALL, _OBJECTS),
@@ -142,10 +164,10 @@ ARRAY_SPECS: tuple[ArraySpec, ...] = (
         None,
         "K",
         _ALL,
-        frozenset(),
+        Holders.NONE,
     ),
-    ArraySpec(ArrayKind.GROUP_OFFSETS, GROUP_OFFSETS, False, "<i8", "1", _ALL, frozenset()),
-    ArraySpec(ArrayKind.GROUP_MEMBERS, GROUP_MEMBERS, False, "<i8", "1", _ALL, frozenset()),
+    ArraySpec(ArrayKind.GROUP_OFFSETS, GROUP_OFFSETS, False, "<i8", "1", _ALL, Holders.NONE),
+    ArraySpec(ArrayKind.GROUP_MEMBERS, GROUP_MEMBERS, False, "<i8", "1", _ALL, Holders.NONE),
     ArraySpec(
         ArrayKind.GROUP_ATTRIBUTE,
         GROUPINGS_ATTRIBUTES + "/{name}",
@@ -153,7 +175,7 @@ ARRAY_SPECS: tuple[ArraySpec, ...] = (
         None,
         "K",
         _ALL,
-        frozenset(),
+        Holders.NONE,
     ),
 )
 """Every array a level group may contain (FORMAT.md §6)."""

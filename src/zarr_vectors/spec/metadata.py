@@ -22,6 +22,7 @@ import numpy as np
 
 from zarr_vectors.errors import MetadataValidationError, ZVUserWarning
 from zarr_vectors.spec.conventions import GeometryTypeName, SparsityStrategy
+from zarr_vectors.spec.typespec import parse_geometry_type, type_spec
 
 __all__ = [
     "FORMAT_VERSION",
@@ -34,7 +35,6 @@ __all__ = [
     "LevelMetadata",
     "MultiscaleMetadata",
     "RootMetadata",
-    "TYPE_SPECIFIC_KEYS",
     "check_divides",
     "default_axis_names",
     "parse_float_tuple",
@@ -53,21 +53,6 @@ _MAX_EXACT_INT = 2**53
 
 JSON = Any
 """A JSON value as returned by ``json.loads``."""
-
-TYPE_SPECIFIC_KEYS: Mapping[GeometryTypeName, tuple[str, ...]] = {
-    GeometryTypeName.STREAMLINE: (
-        "step_size",
-        "step_size_unit",
-        "seeding_strategy",
-        "propagation_algorithm",
-        "reference_image",
-        "tractography_software",
-    ),
-    GeometryTypeName.GRAPH: ("is_directed",),
-    GeometryTypeName.SKELETON: ("swc_compatible", "is_directed"),
-    GeometryTypeName.MESH: ("winding_order", "closed_surface"),
-}
-"""Optional root keys each geometry type may carry (FORMAT.md §3)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -518,8 +503,8 @@ class RootMetadata:
     (1, 1)
     """
 
-    geometry_type: GeometryTypeName
-    """Which of the seven geometry types the store holds."""
+    geometry_type: str
+    """Registered geometry type name (a built-in one as its :class:`GeometryTypeName`)."""
     spatial_dims: int
     """Number of spatial dimensions D."""
     base_bin_shape: tuple[float, ...]
@@ -549,12 +534,12 @@ class RootMetadata:
     draco_compressed: bool | None = None
     """True when any payload is Draco-encoded."""
     type_metadata: Mapping[str, JSON] = field(default_factory=dict)
-    """Type-specific optional keys (see :data:`TYPE_SPECIFIC_KEYS`)."""
+    """Type-specific optional keys (:attr:`~zarr_vectors.spec.typespec.TypeSpec.root_keys`)."""
     extra: Mapping[str, JSON] = field(default_factory=dict)
     """Keys this library does not know; preserved on rewrite."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "geometry_type", GeometryTypeName.parse(self.geometry_type))
+        object.__setattr__(self, "geometry_type", parse_geometry_type(self.geometry_type))
         d = _parse_int(self.spatial_dims, "spatial_dims", minimum=1)
         chunk = parse_float_tuple(self.chunk_shape, "chunk_shape", length=d, positive=True)
         bins = parse_float_tuple(self.base_bin_shape, "base_bin_shape", length=d, positive=True)
@@ -568,13 +553,13 @@ class RootMetadata:
             )
         for ds in self.multiscales.datasets:
             check_divides(chunk, ds.bin_shape, f"multiscales level {ds.level} bin_shape")
-        allowed = TYPE_SPECIFIC_KEYS.get(self.geometry_type, ())
+        allowed = type_spec(self.geometry_type).root_keys
         stray = sorted(set(self.type_metadata) - set(allowed))
         if stray:
             raise _fail(
                 "type_metadata",
                 f"keys {stray} do not belong to geometry type "
-                f"{self.geometry_type.value!r} (allowed: {list(allowed)})",
+                f"{str(self.geometry_type)!r} (allowed: {list(allowed)})",
             )
         shadow = sorted(set(self.extra) & (set(_ROOT_KEYS) | set(allowed)))
         if shadow:
@@ -633,7 +618,7 @@ class RootMetadata:
             datasets=(DatasetMetadata(level=0, bin_ratio=(1,) * d, bin_shape=bins),),
         )
         return cls(
-            geometry_type=GeometryTypeName.parse(geometry_type),
+            geometry_type=parse_geometry_type(geometry_type),
             spatial_dims=d,
             chunk_shape=chunk,
             base_bin_shape=bins,
@@ -656,7 +641,7 @@ class RootMetadata:
         out.update(
             {
                 "zarr_vectors_version": self.zarr_vectors_version,
-                "geometry_type": self.geometry_type.value,
+                "geometry_type": str(self.geometry_type),
                 "spatial_dims": self.spatial_dims,
                 "base_bin_shape": list(self.base_bin_shape),
                 "chunk_shape": list(self.chunk_shape),
@@ -692,13 +677,13 @@ class RootMetadata:
                 ZVUserWarning,
                 stacklevel=3,
             )
-        gtype = GeometryTypeName.parse(
+        gtype = parse_geometry_type(
             _parse_str(_require(doc, "geometry_type", where), "geometry_type")
         )
         ms = _require(doc, "multiscales", where)
         if not isinstance(ms, list) or len(ms) == 0 or not isinstance(ms[0], Mapping):
             raise _fail("multiscales", "must be a non-empty list of objects")
-        type_keys = TYPE_SPECIFIC_KEYS.get(gtype, ())
+        type_keys = type_spec(gtype).root_keys
         known = set(_ROOT_KEYS) | set(type_keys)
         bbox, grid = doc.get("bounding_box"), doc.get("chunk_grid")
         return cls(

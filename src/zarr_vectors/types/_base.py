@@ -12,7 +12,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,17 +23,25 @@ from zarr_vectors.core.reader import LevelReader, parse_bbox
 from zarr_vectors.core.writer import StoreOptions, store_options
 from zarr_vectors.errors import CorruptPayloadError, InvalidInputError, UnknownGeometryTypeError
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import BoundingBox
+from zarr_vectors.spec.typespec import (
+    TypeSpec,
+    load_geometry_entry_point,
+    register_type_spec,
+    type_spec,
+)
 
 __all__ = [
+    "Batch",
     "GeometryType",
     "Query",
     "attribute_selection",
+    "batch_ids",
     "build_query",
     "dense_object_ids",
     "get_geometry_type",
     "register_geometry_type",
+    "take_batch_args",
     "user_ids",
     "write_options",
 ]
@@ -56,42 +63,85 @@ class Query:
     """Paths: cut objects to the box instead of returning them whole."""
 
 
-class GeometryType(ABC):
-    """Base class of the seven geometry types; subclasses are stateless."""
+@dataclass(frozen=True)
+class Batch:
+    """One streaming batch converted for spilling."""
 
-    name: ClassVar[GeometryTypeName]
-    """Spec name written to ``geometry_type``."""
-    ordered: ClassVar[bool] = True
-    """Rows of an object keep input (traversal) order."""
-    sequential: ClassVar[bool] = False
-    """Consecutive vertices of an object are connected."""
+    parts: GeometryParts
+    """Vertices, objects and links of the batch (batch-local numbering)."""
+    user_ids: npt.NDArray[Any] | None = None
+    """Per-vertex user object ids (point clouds)."""
+    object_ids: npt.NDArray[Any] | None = None
+    """Per-object user ids of the batch's objects."""
+
+
+class GeometryType(ABC):
+    """Base class of every geometry type (built-in or plug-in); subclasses are stateless.
+
+    A subclass sets :attr:`spec` (its :class:`~zarr_vectors.spec.typespec.TypeSpec`) and
+    implements :meth:`read`; :meth:`batch` (streaming and distributed writes) and
+    :meth:`scene_result` (drawing) are optional.
+    """
+
+    spec: ClassVar[TypeSpec]
+    """Every fact about the type; ``spec.name`` is written to ``geometry_type``."""
+    name: ClassVar[str]
+    """``spec.name`` (set for each subclass that defines ``spec``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "spec" in cls.__dict__:
+            cls.name = cls.spec.name
 
     @classmethod
     @abstractmethod
     def read(cls, reader: LevelReader, query: Query) -> Any:
         """Run ``query`` on one level and return this type's typed result."""
 
+    @classmethod
+    def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
+        """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
+        raise InvalidInputError(f"no streaming support for {cls.spec.name!r}")
 
-_REGISTRY: dict[GeometryTypeName, type[GeometryType]] = {}
-_ENTRY_POINT_GROUP = "zarr_vectors.geometry_types"
+    @classmethod
+    def scene_result(cls, result: Any) -> Any:
+        """Return ``result`` as the result class its ``spec.scene`` kind draws (identity)."""
+        return result
+
+
+_REGISTRY: dict[str, type[GeometryType]] = {}
 
 
 def register_geometry_type(cls: type[GeometryType]) -> type[GeometryType]:
-    """Register a geometry type class under ``cls.name`` (usable as a decorator)."""
-    _REGISTRY[cls.name] = cls
+    """Register a geometry type class and its spec under ``cls.spec.name`` (a decorator)."""
+    register_type_spec(cls.spec)
+    _REGISTRY[cls.spec.name] = cls
     return cls
 
 
-def get_geometry_type(name: str | GeometryTypeName) -> type[GeometryType]:
-    """Return the registered class for ``name``, loading entry points on first miss."""
-    key = GeometryTypeName.parse(name)
+def get_geometry_type(name: str) -> type[GeometryType]:
+    """Return the registered class for ``name``, loading its entry point on first miss."""
+    key = type_spec(name).name
     if key not in _REGISTRY:
-        for ep in entry_points(group=_ENTRY_POINT_GROUP):
-            if ep.name == key.value:
-                register_geometry_type(ep.load())
+        obj = load_geometry_entry_point(key)
+        if isinstance(obj, type) and issubclass(obj, GeometryType):
+            register_geometry_type(obj)
     if key not in _REGISTRY:
-        raise UnknownGeometryTypeError(f"no reader is registered for geometry type {key.value!r}")
+        raise UnknownGeometryTypeError(f"no reader is registered for geometry type {key!r}")
     return _REGISTRY[key]
+
+
+def take_batch_args(kwargs: dict[str, Any], *names: str) -> list[Any]:
+    """Pop ``names`` from a batch's keywords (None if absent); others are an error."""
+    values = [kwargs.pop(n, None) for n in names]
+    if kwargs:
+        raise InvalidInputError(f"unexpected arguments {sorted(kwargs)}")
+    return values
+
+
+def batch_ids(value: Any) -> npt.NDArray[Any] | None:
+    """User ids of a batch as an array, or None."""
+    return None if value is None else np.asarray(value)
 
 
 # -- helpers shared by the types ------------------------------------------------------------
@@ -173,7 +223,7 @@ def build_query(
 
 
 def write_options(
-    geometry_type: GeometryTypeName,
+    geometry_type: str,
     parts: GeometryParts,
     kw: Mapping[str, Any],
     type_metadata: Mapping[str, Any] | None = None,

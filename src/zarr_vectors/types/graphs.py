@@ -55,13 +55,16 @@ from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInput
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import BoundingBox
+from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.types._base import (
+    Batch,
     GeometryType,
     Query,
     attribute_selection,
     decode_columns,
     register_geometry_type,
     resolve_user_ids,
+    take_batch_args,
     user_ids,
     write_options,
 )
@@ -1186,7 +1189,7 @@ def graph_result(reader: LevelReader, rows: GraphRows, directed: bool) -> Graph:
 
 
 def _is_directed(reader: LevelReader) -> bool:
-    if reader.meta.geometry_type is GeometryTypeName.SKELETON:
+    if type_spec(reader.meta.geometry_type).always_directed:
         return True
     return bool(reader.meta.type_metadata.get("is_directed", False))
 
@@ -1195,7 +1198,7 @@ def _is_directed(reader: LevelReader) -> bool:
 class GraphType(GeometryType):
     """Plug-in for ``graph`` stores."""
 
-    name = GeometryTypeName.GRAPH
+    spec = type_spec(GeometryTypeName.GRAPH)
 
     @classmethod
     def read(cls, reader: LevelReader, query: Query) -> Graph:
@@ -1203,20 +1206,48 @@ class GraphType(GeometryType):
         edge_names = reader.names(L.LINK_ATTRIBUTES)
         return graph_result(reader, gather_graph(reader, query, edge_names), _is_directed(reader))
 
+    @classmethod
+    def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
+        """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
+        edges, object_ids, attrs, e_attrs, o_attrs, groups, g_attrs = take_batch_args(
+            kw,
+            "edges",
+            "object_ids",
+            "attributes",
+            "edge_attributes",
+            "object_attributes",
+            "groups",
+            "group_attributes",
+        )
+        if edges is None:
+            raise InvalidInputError("graph batches need edges=")
+        parts = _graph_parts(
+            data,
+            edges,
+            bool(meta.get("is_directed", False)),
+            object_ids,
+            attrs,
+            e_attrs,
+            o_attrs,
+            groups,
+            g_attrs,
+        )
+        return Batch(parts)
+
 
 def object_query(
     reader: LevelReader,
-    allowed: tuple[GeometryTypeName, ...],
+    allowed: tuple[str, ...],
     bbox: BBoxLike | None,
     object_ids: npt.ArrayLike | None,
     group: str | int | None,
     attributes: bool | str | Sequence[str],
 ) -> Query:
     """Validate read arguments for a graph-like store and build the query."""
-    if reader.meta.geometry_type not in allowed:
-        names = ", ".join(repr(a.value) for a in allowed)
+    if type_spec(reader.meta.geometry_type).family_name not in allowed:
+        names = ", ".join(repr(str(a)) for a in allowed)
         raise InvalidInputError(
-            f"store holds {reader.meta.geometry_type.value!r}; this reader needs {names}"
+            f"store holds {str(reader.meta.geometry_type)!r}; this reader needs {names}"
         )
     ids = None
     if object_ids is not None:

@@ -19,7 +19,16 @@ from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, write_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import GeometryTypeName
-from zarr_vectors.types._base import GeometryType, Query, register_geometry_type, write_options
+from zarr_vectors.spec.typespec import type_spec
+from zarr_vectors.types._base import (
+    Batch,
+    GeometryType,
+    Query,
+    batch_ids,
+    register_geometry_type,
+    take_batch_args,
+    write_options,
+)
 from zarr_vectors.types.polylines import _path_parts, path_query, read_paths
 
 __all__ = ["Lines", "read_lines", "write_lines"]
@@ -143,8 +152,7 @@ def write_lines(
 class LineType(GeometryType):
     """Plug-in for ``line`` stores."""
 
-    name = GeometryTypeName.LINE
-    sequential = True
+    spec = type_spec(GeometryTypeName.LINE)
 
     @classmethod
     def read(cls, reader: LevelReader, query: Query) -> Lines:
@@ -164,6 +172,23 @@ class LineType(GeometryType):
             pl.groups,
             pl.group_attributes,
         )
+
+    @classmethod
+    def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
+        """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
+        attributes, obj_attrs, ids = take_batch_args(kw, "attributes", "object_attributes", "ids")
+        ends = np.asarray(data)
+        if ends.ndim != 3 or ends.shape[1] != 2:
+            raise InvalidInputError(f"endpoints must have shape (M, 2, D), got {ends.shape}")
+        m, _, d = ends.shape
+        flat = {
+            k: np.asarray(v).reshape(2 * m, *np.asarray(v).shape[2:])
+            for k, v in (attributes or {}).items()
+        }
+        parts = _path_parts(
+            ends.reshape(2 * m, d), np.arange(0, 2 * m + 1, 2), flat, obj_attrs, None, None, None
+        )
+        return Batch(parts, object_ids=batch_ids(ids))
 
 
 def read_lines(

@@ -46,14 +46,18 @@ from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import GeometryError, InvalidInputError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Encoding, GeometryTypeName, WindingOrder
+from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.types._base import (
+    Batch,
     GeometryType,
     Query,
     attribute_selection,
+    batch_ids,
     build_query,
     decode_columns,
     dense_object_ids,
     register_geometry_type,
+    take_batch_args,
     write_options,
 )
 from zarr_vectors.types._objects import (
@@ -858,12 +862,37 @@ def _winding(reader: LevelReader) -> WindingOrder:
 class MeshType(GeometryType):
     """Plug-in for ``mesh`` stores."""
 
-    name = GeometryTypeName.MESH
+    spec = type_spec(GeometryTypeName.MESH)
 
     @classmethod
     def read(cls, reader: LevelReader, query: Query) -> Meshes:
         """Return the vertices and faces selected by ``query`` (all face attributes)."""
         return _read(reader, query, reader.names(L.LINK_ATTRIBUTES), boundary=False)
+
+    @classmethod
+    def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
+        """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
+        faces, ids, attrs, f_attrs, o_attrs, groups, g_attrs = take_batch_args(
+            kw,
+            "faces",
+            "ids",
+            "attributes",
+            "face_attributes",
+            "object_attributes",
+            "groups",
+            "group_attributes",
+        )
+        parts = _mesh_parts(
+            data,
+            faces,
+            object_ids=None,
+            attributes=attrs,
+            face_attributes=f_attrs,
+            object_attributes=o_attrs,
+            groups=groups,
+            group_attributes=g_attrs,
+        )
+        return Batch(parts, object_ids=batch_ids(ids))
 
 
 def read_mesh(
@@ -930,7 +959,7 @@ def read_mesh(
     reader = LevelReader(root, level)
     if reader.meta.geometry_type is not GeometryTypeName.MESH:
         raise InvalidInputError(
-            f"store holds {reader.meta.geometry_type.value!r}; read_mesh needs 'mesh'"
+            f"store holds {str(reader.meta.geometry_type)!r}; read_mesh needs 'mesh'"
         )
     query = build_query(
         reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes

@@ -25,13 +25,16 @@ from zarr_vectors.core.writer import WriteSummary, check_positions, store_option
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.types._base import (
+    Batch,
     GeometryType,
     Query,
     build_query,
     decode_columns,
     dense_object_ids,
     register_geometry_type,
+    take_batch_args,
     user_ids,
 )
 
@@ -222,8 +225,7 @@ def write_points(
 class PointCloudType(GeometryType):
     """Plug-in for ``point_cloud`` stores."""
 
-    name = GeometryTypeName.POINT_CLOUD
-    ordered = False
+    spec = type_spec(GeometryTypeName.POINT_CLOUD)
 
     @classmethod
     def read(cls, reader: LevelReader, query: Query) -> Points:
@@ -266,6 +268,25 @@ class PointCloudType(GeometryType):
             stored = user_ids(reader)
             ids_out = obj if stored is None else stored[obj]
         return Points(pos, decode_columns(attrs), ids_out)
+
+    @classmethod
+    def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
+        """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
+        attributes, object_ids = take_batch_args(kw, "attributes", "object_ids")
+        parts = _points_parts(data, attributes, None, None, None, None)
+        if object_ids is None:
+            return Batch(parts)
+        ids = np.asarray(object_ids)
+        if ids.shape != (len(parts.positions),) or ids.dtype.kind not in "iu":
+            raise InvalidInputError("object_ids must hold one integer per point")
+        staged = GeometryParts(
+            positions=parts.positions,
+            vertex_object=np.zeros(len(ids), np.int64),
+            n_objects=0,
+            ordered=True,
+            vertex_attributes=parts.vertex_attributes,
+        )
+        return Batch(staged, user_ids=ids)
 
 
 def read_points(
@@ -316,6 +337,6 @@ def _query(
 ) -> Query:
     if reader.meta.geometry_type is not GeometryTypeName.POINT_CLOUD:
         raise InvalidInputError(
-            f"store holds {reader.meta.geometry_type.value!r}, not 'point_cloud'"
+            f"store holds {str(reader.meta.geometry_type)!r}, not 'point_cloud'"
         )
     return build_query(reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes)

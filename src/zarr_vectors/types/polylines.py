@@ -24,12 +24,16 @@ from zarr_vectors.core.writer import WriteSummary, write_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.typespec import parse_geometry_type, type_spec
 from zarr_vectors.types._base import (
+    Batch,
     GeometryType,
     Query,
+    batch_ids,
     build_query,
     decode_columns,
     register_geometry_type,
+    take_batch_args,
     write_options,
 )
 from zarr_vectors.types._objects import (
@@ -214,8 +218,8 @@ def write_polylines(
     >>> len(zv.read_polylines(store, bbox=([90, 90], [99, 99])))
     0
     """
-    gtype = GeometryTypeName.parse(geometry_type)
-    if gtype not in (GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE):
+    gtype = parse_geometry_type(geometry_type)
+    if type_spec(gtype).family_name not in (GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE):
         raise InvalidInputError(f"geometry_type must be 'polyline' or 'streamline', got {gtype}")
     parts = _path_parts(
         polylines,
@@ -278,20 +282,28 @@ def write_streamlines(
 class PolylineType(GeometryType):
     """Plug-in for ``polyline`` stores."""
 
-    name = GeometryTypeName.POLYLINE
-    sequential = True
+    spec = type_spec(GeometryTypeName.POLYLINE)
 
     @classmethod
     def read(cls, reader: LevelReader, query: Query) -> Polylines:
         """Return whole paths selected by ``query``."""
         return read_paths(reader, query)
 
+    @classmethod
+    def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
+        """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
+        offsets, attrs, obj_attrs, ids, groups, group_attrs = take_batch_args(
+            kw, "offsets", "attributes", "object_attributes", "ids", "groups", "group_attributes"
+        )
+        parts = _path_parts(data, offsets, attrs, obj_attrs, None, groups, group_attrs)
+        return Batch(parts, object_ids=batch_ids(ids))
+
 
 @register_geometry_type
 class StreamlineType(PolylineType):
     """Plug-in for ``streamline`` stores."""
 
-    name = GeometryTypeName.STREAMLINE
+    spec = type_spec(GeometryTypeName.STREAMLINE)
 
 
 def read_paths(reader: LevelReader, query: Query) -> Polylines:
@@ -345,7 +357,7 @@ def _clip(
 
 def path_query(
     reader: LevelReader,
-    allowed: tuple[GeometryTypeName, ...],
+    allowed: tuple[str, ...],
     bbox: BBoxLike | None,
     object_ids: Any,
     group: str | int | None,
@@ -353,10 +365,10 @@ def path_query(
     clip: bool = False,
 ) -> Query:
     """Validate read arguments against a path store and build the query."""
-    if reader.meta.geometry_type not in allowed:
-        names = ", ".join(repr(a.value) for a in allowed)
+    if type_spec(reader.meta.geometry_type).family_name not in allowed:
+        names = ", ".join(repr(str(a)) for a in allowed)
         raise InvalidInputError(
-            f"store holds {reader.meta.geometry_type.value!r}; this reader needs {names}"
+            f"store holds {str(reader.meta.geometry_type)!r}; this reader needs {names}"
         )
     return build_query(
         reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes, clip=clip

@@ -35,11 +35,15 @@ from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.types._base import (
+    Batch,
     GeometryType,
     Query,
+    batch_ids,
     decode_columns,
     register_geometry_type,
+    take_batch_args,
     write_options,
 )
 from zarr_vectors.types._objects import (
@@ -527,12 +531,32 @@ def _read_skeletons(reader: LevelReader, query: Query) -> Skeletons:
 class SkeletonType(GeometryType):
     """Plug-in for ``skeleton`` stores."""
 
-    name = GeometryTypeName.SKELETON
+    spec = type_spec(GeometryTypeName.SKELETON)
 
     @classmethod
     def read(cls, reader: LevelReader, query: Query) -> Skeletons:
         """Return whole skeletons selected by ``query``."""
         return _read_skeletons(reader, query)
+
+    @classmethod
+    def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
+        """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
+        parents, offsets, ids, radius, swc_type, attrs, o_attrs, groups, g_attrs = take_batch_args(
+            kw,
+            "parents",
+            "offsets",
+            "ids",
+            "radius",
+            "swc_type",
+            "attributes",
+            "object_attributes",
+            "groups",
+            "group_attributes",
+        )
+        parts = _skeleton_parts(
+            data, parents, offsets, None, radius, swc_type, attrs, o_attrs, groups, g_attrs
+        )
+        return Batch(parts, object_ids=batch_ids(ids))
 
 
 def read_skeleton(

@@ -31,6 +31,7 @@ from zarr_vectors.core.io import quiet_vlen
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import ArrayKind, Encoding
 from zarr_vectors.spec.layout import ARRAY_SPECS, ArraySpec
+from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.validate._context import ArrayInfo, ValidationContext
 from zarr_vectors.validate._scan import join
 
@@ -100,22 +101,22 @@ def check_level_nodes(ctx: ValidationContext) -> None:
                     "L1.array.not_array", node.path, f"{rel!r} must be an array, found a group"
                 )
                 continue
-            if gtype is not None and gtype not in spec.types:
+            if gtype is not None and not spec.allows(gtype):
                 ctx.error(
                     "L1.array.not_allowed",
                     node.path,
-                    f"{gtype.value!r} stores may not hold {spec.kind.value!r} arrays",
+                    f"{str(gtype)!r} stores may not hold {spec.kind.value!r} arrays",
                 )
             ctx.arrays[node.path] = ArrayInfo(node.path, spec, node.attrs(fmt) or {})
         if gtype is None:
             continue
         for spec in ARRAY_SPECS:
-            if gtype in spec.required and spec.kind not in found:
+            if spec.requires(gtype) and spec.kind not in found:
                 ctx.error(
                     "L1.array.missing",
                     join(level, spec.path),
                     f"required array {spec.path!r} is missing from level {level} "
-                    f"({gtype.value!r} stores need it at every level)",
+                    f"({str(gtype)!r} stores need it at every level)",
                 )
 
 
@@ -265,7 +266,7 @@ def _check_width_attr(ctx: ValidationContext, info: ArrayInfo) -> None:
     elif kind is ArrayKind.VERTEX_FRAGMENTS:
         expected = L.FRAGMENT_WIDTH
     elif kind is ArrayKind.LINKS and ctx.geometry_type is not None:
-        expected = L.LINK_ARITY[ctx.geometry_type] or None
+        expected = type_spec(ctx.geometry_type).link_arity or None
     if width < 1:
         ctx.error("L2.array.width", info.path, f"width must be >= 1, got {width}")
     elif expected is not None and width != expected:

@@ -44,7 +44,8 @@ import numpy.typing as npt
 
 from zarr_vectors.core.ragged import concat_ranges
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.conventions import GeometryTypeName, Severity
+from zarr_vectors.spec.conventions import Severity
+from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.validate._context import ValidationContext
 from zarr_vectors.validate._levelview import (
     LevelView,
@@ -63,15 +64,6 @@ __all__ = ["check_chunks", "check_level_counts"]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 E = Severity.ERROR
-
-_LINK_K = {
-    GeometryTypeName.LINE: 2,
-    GeometryTypeName.POLYLINE: 2,
-    GeometryTypeName.STREAMLINE: 2,
-    GeometryTypeName.GRAPH: 2,
-    GeometryTypeName.SKELETON: 2,
-    GeometryTypeName.MESH: 3,
-}
 
 
 def _views(ctx: ValidationContext) -> list[LevelView]:
@@ -259,7 +251,9 @@ class _ChunkScan:
         if self.refs is not None:
             n = self.refs.n_objects
             bad, want = (obj < 0) | (obj >= n), f"in [0, {n}) (the object ids of this level)"
-        elif L.OBJECT_OFFSETS in self.lv.dense or (self.lv.gtype and self.lv.gtype.has_objects):
+        elif L.OBJECT_OFFSETS in self.lv.dense or (
+            self.lv.gtype and type_spec(self.lv.gtype).has_objects
+        ):
             return  # object index missing or unreadable: reported elsewhere
         else:
             bad, want = obj != -1, "-1 (the level has no object index)"
@@ -475,7 +469,7 @@ def _cross_k(ctx: ValidationContext, lv: LevelView) -> int | None:
     d = lv.ndim
     k, rem = divmod(info.width, d + 1)
     attr = (ctx.attrs(info.path) or {}).get("endpoints")
-    want = None if lv.gtype is None else _LINK_K.get(lv.gtype)
+    want = None if lv.gtype is None else type_spec(lv.gtype).cross_chunk_endpoints or None
     problem = None
     if rem or k < 2:
         problem = f"width {info.width} is not k·(D+1) = k·{d + 1} with k >= 2 endpoints"
@@ -500,10 +494,15 @@ def check_level_counts(ctx: ValidationContext) -> None:
         actual = dict(lv.totals)
         if lv.refs is not None and lv.refs.all_valid:
             actual["object_count"] = int(lv.refs.present().sum())
-        elif lv.gtype is GeometryTypeName.POINT_CLOUD and not {
-            L.OBJECT_OFFSETS,
-            L.OBJECT_MANIFEST,
-        } & set(lv.dense):
+        elif (
+            lv.gtype is not None
+            and not type_spec(lv.gtype).has_objects
+            and not {
+                L.OBJECT_OFFSETS,
+                L.OBJECT_MANIFEST,
+            }
+            & set(lv.dense)
+        ):
             actual["object_count"] = 0  # a point cloud without objects
         for key in ("vertex_count", "chunk_count", "object_count"):
             if key in attrs and key in actual and attrs[key] != actual[key]:

@@ -16,10 +16,11 @@ from typing import Any, Literal
 import zarr
 from zarr.storage import StorePath
 
-from zarr_vectors.errors import ZarrVectorsError
-from zarr_vectors.spec.conventions import GeometryTypeName, Severity
+from zarr_vectors.errors import UnknownGeometryTypeError, ZarrVectorsError
+from zarr_vectors.spec.conventions import Severity
 from zarr_vectors.spec.layout import ArraySpec
 from zarr_vectors.spec.metadata import BoundingBox, ChunkGrid
+from zarr_vectors.spec.typespec import parse_geometry_type
 from zarr_vectors.validate._report import Finding
 from zarr_vectors.validate._scan import JSON, ZARR_JSON, RawNode, Scan, ZarrFormat, display_path
 
@@ -197,12 +198,12 @@ class ValidationContext:
         return None
 
     @cached_property
-    def geometry_type(self) -> GeometryTypeName | None:
-        """``geometry_type`` when it is one of the seven constants."""
+    def geometry_type(self) -> str | None:
+        """``geometry_type`` when it names a registered type."""
         value = self.root_attrs.get("geometry_type")
         try:
-            return GeometryTypeName(value) if isinstance(value, str) else None
-        except ValueError:
+            return parse_geometry_type(value) if isinstance(value, str) else None
+        except UnknownGeometryTypeError:
             return None
 
     @cached_property

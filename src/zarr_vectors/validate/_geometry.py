@@ -30,7 +30,8 @@ import numpy.typing as npt
 
 from zarr_vectors.core.ragged import concat_ranges, unique_sorted
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.conventions import GeometryTypeName, Severity
+from zarr_vectors.spec.conventions import Severity, Topology
+from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.validate._context import ValidationContext
 from zarr_vectors.validate._levelview import LevelView, RefTable, chunk_where, level_view
 from zarr_vectors.validate._objectindex import load_refs
@@ -39,8 +40,6 @@ __all__ = ["check_link_geometry", "check_path_continuity"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
-G = GeometryTypeName
-_PATHS = (G.LINE, G.POLYLINE, G.STREAMLINE)
 _KEY = np.dtype([("a", "<i8"), ("b", "<i8")])
 
 
@@ -150,17 +149,18 @@ def check_link_geometry(ctx: ValidationContext) -> None:
     """Check skeletons are forests, mesh faces stay inside objects, and graphs have no loops."""
     for level in ctx.level_paths:
         lv = level_view(ctx, level)
-        if lv is None or lv.gtype not in (G.GRAPH, G.SKELETON, G.MESH):
+        spec = None if lv is None or lv.gtype is None else type_spec(lv.gtype)
+        if lv is None or spec is None or not spec.linked:
             continue
         vx = _numbering(lv)
         if vx is None:
             continue
         with np.errstate(all="ignore"):
-            links = _collect(ctx, lv, vx, 3 if lv.gtype is G.MESH else 2)
+            links = _collect(ctx, lv, vx, spec.link_arity)
         obj = vx.objects(load_refs(ctx, lv))
-        if lv.gtype is G.SKELETON:
+        if spec.topology is Topology.FOREST:
             _check_tree(ctx, lv, vx, links, obj)
-        elif lv.gtype is G.MESH:
+        elif spec.topology is Topology.SURFACE:
             _check_faces(ctx, lv, vx, links, obj)
         else:
             _summary(
@@ -283,13 +283,14 @@ def check_path_continuity(ctx: ValidationContext) -> None:
     """Check every chunk crossing of a path has exactly one join record, and nothing else does."""
     for level in ctx.level_paths:
         lv = level_view(ctx, level)
-        if lv is None or lv.gtype not in _PATHS:
+        spec = None if lv is None or lv.gtype is None else type_spec(lv.gtype)
+        if lv is None or spec is None or spec.topology is not Topology.PATHS:
             continue
         refs = load_refs(ctx, lv)
         vx = _numbering(lv)
         if refs is None or vx is None or not refs.all_valid:
             continue  # L1/L3 reported why
-        if lv.gtype is G.LINE:
+        if spec.object_vertices == 2:
             _check_line_lengths(ctx, lv, refs)
         if L.CROSS_CHUNK_LINKS in lv.payloads and _cross_k(lv) != 2:
             continue  # L3.cross_chunk_links.width

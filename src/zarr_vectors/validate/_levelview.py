@@ -34,7 +34,7 @@ from zarr_vectors.errors import (
     ZarrVectorsError,
 )
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.conventions import ArrayKind, Encoding, GeometryTypeName, Severity
+from zarr_vectors.spec.conventions import ArrayKind, Encoding, Severity
 from zarr_vectors.spec.metadata import ChunkGrid
 from zarr_vectors.validate._context import ArrayInfo, ValidationContext, integers, numbers
 from zarr_vectors.validate._scan import join
@@ -222,7 +222,7 @@ class LevelView:
     """Level group path (``"0"``)."""
     ndim: int
     """D."""
-    gtype: GeometryTypeName | None
+    gtype: str | None
     """Geometry type, when known."""
     chunks: ChunkLayout
     """Chunk arithmetic of the grid (bins of one chunk: only chunk coordinates are used)."""

@@ -23,7 +23,6 @@ import math
 from collections.abc import Mapping
 
 from zarr_vectors.errors import ZarrVectorsError
-from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import (
     FORMAT_VERSION,
     MULTISCALE_TYPE,
@@ -31,6 +30,7 @@ from zarr_vectors.spec.metadata import (
     BoundingBox,
     ChunkGrid,
 )
+from zarr_vectors.spec.typespec import registered_type_names
 from zarr_vectors.validate._context import SEED_TOLERANCE, ValidationContext, divides, integers
 from zarr_vectors.validate._scan import JSON, join
 
@@ -55,7 +55,7 @@ def check_seed_rules(ctx: ValidationContext) -> None:
 def _rule_1(ctx: ValidationContext) -> None:
     value = ctx.root_attrs.get("geometry_type")
     if isinstance(value, str) and ctx.geometry_type is None:
-        valid = ", ".join(repr(g.value) for g in GeometryTypeName)
+        valid = ", ".join(repr(g) for g in registered_type_names())
         ctx.error("L2.seed.1", "", f"geometry_type {value!r} is not one of {valid}")
 
 

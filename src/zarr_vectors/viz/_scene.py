@@ -9,7 +9,7 @@ result into a :class:`Scene`; consumers never branch on result classes themselve
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +28,10 @@ from zarr_vectors.api import Reader
 from zarr_vectors.core.reader import BBoxLike, parse_bbox
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.multiscale.select import choose_level
-from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.conventions import SceneKind
 from zarr_vectors.spec.metadata import BoundingBox, RootMetadata
+from zarr_vectors.spec.typespec import parse_geometry_type, type_spec
+from zarr_vectors.types._base import get_geometry_type
 
 __all__ = ["Scene", "axis_labels", "load_scene", "scene_from_result"]
 
@@ -42,7 +44,7 @@ FloatArray = npt.NDArray[np.float64]
 class Scene:
     """Geometry of one level as a vertex table plus connectivity."""
 
-    geometry_type: GeometryTypeName
+    geometry_type: str
     """Geometry type of the store."""
     positions: FloatArray
     """(N, D) vertex positions, physical units."""
@@ -62,6 +64,11 @@ class Scene:
     """Per-edge attributes, aligned with ``edges`` (graphs)."""
     face_attributes: Mapping[str, AnyArray] = field(default_factory=dict)
     """Per-face attributes, aligned with ``faces`` (meshes)."""
+
+    @property
+    def kind(self) -> SceneKind:
+        """How the scene is drawn (the geometry type's ``TypeSpec.scene``)."""
+        return type_spec(self.geometry_type).scene
 
     @property
     def ndim(self) -> int:
@@ -115,13 +122,13 @@ def _floats(a: Any) -> FloatArray:
     return np.asarray(a, dtype=np.float64)
 
 
-def _points_scene(r: Any) -> Scene:
+def _points_scene(r: Any, gtype: str) -> Scene:
     pos = _floats(r.positions)
     obj, ids = (None, np.zeros(0, dtype=np.int64))
     if getattr(r, "object_ids", None) is not None:
         obj, ids = _dense_objects(np.asarray(r.object_ids))
     return Scene(
-        geometry_type=GeometryTypeName.POINT_CLOUD,
+        geometry_type=gtype,
         positions=pos,
         edges=_no_index(2),
         faces=_no_index(3),
@@ -131,13 +138,13 @@ def _points_scene(r: Any) -> Scene:
     )
 
 
-def _lines_scene(r: Any) -> Scene:
+def _lines_scene(r: Any, gtype: str) -> Scene:
     ends = _floats(r.endpoints)
     m = len(ends)
     d = ends.shape[2] if ends.ndim == 3 else 0
     attrs = {k: np.asarray(v).reshape((2 * m, *np.shape(v)[2:])) for k, v in r.attributes.items()}
     return Scene(
-        geometry_type=GeometryTypeName.LINE,
+        geometry_type=gtype,
         positions=ends.reshape(2 * m, d),
         edges=np.arange(2 * m, dtype=np.int64).reshape(m, 2),
         faces=_no_index(3),
@@ -148,7 +155,7 @@ def _lines_scene(r: Any) -> Scene:
     )
 
 
-def _paths_scene(r: Any, gtype: GeometryTypeName) -> Scene:
+def _paths_scene(r: Any, gtype: str) -> Scene:
     return Scene(
         geometry_type=gtype,
         positions=_floats(r.positions),
@@ -161,7 +168,7 @@ def _paths_scene(r: Any, gtype: GeometryTypeName) -> Scene:
     )
 
 
-def _graph_scene(r: Any) -> Scene:
+def _graph_scene(r: Any, gtype: str) -> Scene:
     obj, ids = _dense_objects(np.asarray(r.object_ids))
     objects = np.asarray(r.objects) if hasattr(r, "objects") else ids
     obj_attrs = dict(r.object_attributes)
@@ -171,7 +178,7 @@ def _graph_scene(r: Any) -> Scene:
         take = np.array([where[v] for v in ids.tolist()], dtype=np.int64)
         obj_attrs = {k: np.asarray(v)[take] for k, v in obj_attrs.items()}
     return Scene(
-        geometry_type=GeometryTypeName.GRAPH,
+        geometry_type=gtype,
         positions=_floats(r.positions),
         edges=np.asarray(r.edges, dtype=np.int64).reshape(-1, 2),
         faces=_no_index(3),
@@ -183,11 +190,11 @@ def _graph_scene(r: Any) -> Scene:
     )
 
 
-def _skeleton_scene(r: Any) -> Scene:
+def _skeleton_scene(r: Any, gtype: str) -> Scene:
     parents = np.asarray(r.parents, dtype=np.int64)
     child = np.flatnonzero(parents >= 0)
     return Scene(
-        geometry_type=GeometryTypeName.SKELETON,
+        geometry_type=gtype,
         positions=_floats(r.positions),
         edges=np.stack([child, parents[child]], axis=1).astype(np.int64),
         faces=_no_index(3),
@@ -198,9 +205,9 @@ def _skeleton_scene(r: Any) -> Scene:
     )
 
 
-def _mesh_scene(r: Any) -> Scene:
+def _mesh_scene(r: Any, gtype: str) -> Scene:
     return Scene(
-        geometry_type=GeometryTypeName.MESH,
+        geometry_type=gtype,
         positions=_floats(r.vertices),
         edges=_no_index(2),
         faces=np.asarray(r.faces, dtype=np.int64).reshape(-1, 3),
@@ -212,7 +219,18 @@ def _mesh_scene(r: Any) -> Scene:
     )
 
 
-def scene_from_result(result: Any, geometry_type: str | GeometryTypeName) -> Scene:
+_FLATTEN: Mapping[SceneKind, Callable[[Any, str], Scene]] = {
+    SceneKind.POINTS: _points_scene,
+    SceneKind.SEGMENTS: _lines_scene,
+    SceneKind.PATHS: _paths_scene,
+    SceneKind.GRAPH: _graph_scene,
+    SceneKind.TREE: _skeleton_scene,
+    SceneKind.MESH: _mesh_scene,
+}
+"""How each scene kind flattens (a type picks one through ``TypeSpec.scene``)."""
+
+
+def scene_from_result(result: Any, geometry_type: str) -> Scene:
     """Flatten a typed read result (``Points``, ``Polylines``, ``Graph``...) into a Scene.
 
     Parameters
@@ -234,18 +252,9 @@ def scene_from_result(result: Any, geometry_type: str | GeometryTypeName) -> Sce
     >>> scene_from_result(pl, "polyline").edges.tolist()
     [[0, 1], [2, 3], [3, 4]]
     """
-    gtype = GeometryTypeName.parse(geometry_type)
-    if gtype is GeometryTypeName.POINT_CLOUD:
-        return _points_scene(result)
-    if gtype is GeometryTypeName.LINE:
-        return _lines_scene(result)
-    if gtype in (GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE):
-        return _paths_scene(result, gtype)
-    if gtype is GeometryTypeName.GRAPH:
-        return _graph_scene(result)
-    if gtype is GeometryTypeName.SKELETON:
-        return _skeleton_scene(result)
-    return _mesh_scene(result)
+    gtype = parse_geometry_type(geometry_type)
+    flatten = _FLATTEN[type_spec(gtype).scene]
+    return flatten(get_geometry_type(gtype).scene_result(result), gtype)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,7 +35,7 @@ from zarr_vectors.api import Reader
 from zarr_vectors.core.reader import BBoxLike
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.spec.conventions import GeometryTypeName, ParamEnum
+from zarr_vectors.spec.conventions import ParamEnum, SceneKind
 from zarr_vectors.spec.metadata import RootMetadata
 from zarr_vectors.viz._precomputed import (
     AnnotationKind,
@@ -95,7 +95,7 @@ class NeuroglancerExport:
     """Sub-directory of ``path`` holding the precomputed data source."""
     level: int
     """Resolution level exported."""
-    geometry_type: GeometryTypeName
+    geometry_type: str
     """Geometry type of the store."""
     count: int
     """Annotations, skeletons or meshes written."""
@@ -157,7 +157,7 @@ def _write_json(path: Path, doc: Mapping[str, Any]) -> None:
 
 def _annotation_columns(scene: Scene) -> dict[str, AnyArray]:
     """Per-annotation attribute columns: points take vertex rows, segments average ends."""
-    if scene.geometry_type is GeometryTypeName.POINT_CLOUD:
+    if scene.kind is SceneKind.POINTS:
         return {k: np.asarray(v) for k, v in scene.attributes.items()}
     a, b = scene.edges[:, 0], scene.edges[:, 1]
     cols: dict[str, AnyArray] = {}
@@ -181,7 +181,7 @@ def _annotation_objects(scene: Scene) -> IntArray | None:
     if ids.size and ids.min() < 0:
         return None
     owner = scene.vertex_object
-    if scene.geometry_type is not GeometryTypeName.POINT_CLOUD:
+    if scene.kind is not SceneKind.POINTS:
         owner = owner[scene.edges[:, 0]]
     return ids[owner].astype(np.int64)
 
@@ -210,7 +210,7 @@ def _write_annotations(
 ) -> tuple[int, FloatArray, FloatArray]:
     kind: AnnotationKind = "POINT"
     geometry = scene.positions
-    if scene.geometry_type is not GeometryTypeName.POINT_CLOUD:
+    if scene.kind is not SceneKind.POINTS:
         kind = "LINE"
         geometry = scene.positions[scene.edges].reshape(len(scene.edges), -1)
     lower, upper = _bounds(scene.positions, scene.ndim)
@@ -449,13 +449,12 @@ def export_neuroglancer(
     scene, meta = loaded.scene, loaded.metadata
     dims = _dimensions(meta)
     out = Path(out_dir)
-    gtype = meta.geometry_type
     segment_ids: list[int] = []
-    if gtype in (GeometryTypeName.GRAPH, GeometryTypeName.SKELETON):
+    if scene.kind in (SceneKind.GRAPH, SceneKind.TREE):
         kind = ExportKind.SKELETONS
         segment_ids = _write_skeletons(scene, out / kind.value, dims)
         count = len(segment_ids)
-    elif gtype is GeometryTypeName.MESH:
+    elif scene.kind is SceneKind.MESH:
         kind = ExportKind.MESHES
         segment_ids = _write_meshes(scene, out / kind.value, dims)
         count = len(segment_ids)
@@ -468,7 +467,7 @@ def export_neuroglancer(
         kind=kind,
         source=kind.value,
         level=loaded.level,
-        geometry_type=gtype,
+        geometry_type=meta.geometry_type,
         count=count,
         segment_ids=tuple(segment_ids),
         dimensions=dims,
@@ -501,7 +500,7 @@ def viewer_state(export: NeuroglancerExport, base_url: str) -> dict[str, Any]:
     Examples
     --------
     >>> exp = NeuroglancerExport(path=Path("."), kind=ExportKind.MESHES, source="meshes",
-    ...     level=0, geometry_type=GeometryTypeName.MESH, count=1, segment_ids=(1,),
+    ...     level=0, geometry_type="mesh", count=1, segment_ids=(1,),
     ...     dimensions=(Dimension(name="x", scale=1e-9, unit="m"),) * 3,
     ...     lower_bound=(0.0, 0.0, 0.0), upper_bound=(10.0, 10.0, 10.0))
     >>> state = viewer_state(exp, "http://127.0.0.1:8000")

@@ -35,7 +35,7 @@ from zarr_vectors.core.ragged import unique_sorted
 from zarr_vectors.core.reader import BBoxLike
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.spec.conventions import GeometryTypeName, ParamEnum
+from zarr_vectors.spec.conventions import ParamEnum, SceneKind
 from zarr_vectors.spec.metadata import BoundingBox
 from zarr_vectors.viz._scene import Scene, axis_labels, load_scene
 
@@ -72,7 +72,7 @@ class RenderResult:
     """The PNG written."""
     level: int
     """Resolution level drawn (chosen automatically unless given)."""
-    geometry_type: GeometryTypeName
+    geometry_type: str
     """Geometry type of the store."""
     projection: Projection
     """Axes shown."""
@@ -261,18 +261,18 @@ def _draw_scene(
 ) -> _Drawn:
     three_d = len(axes) == 3
     pos = scene.positions[:, list(axes)]
-    gtype = scene.geometry_type
+    kind = scene.kind
     drawn_vertices = 0
-    if gtype is GeometryTypeName.MESH:
+    if kind is SceneKind.MESH:
         tri3 = _padded(scene.positions, 3)[scene.faces]
         _draw_faces(ax, tri3, _rgba(scene, colours, scene.faces), axes, three_d)
     elif len(scene.edges):
         _draw_edges(ax, pos[scene.edges], _rgba(scene, colours, scene.edges), three_d)
-    if gtype in (GeometryTypeName.POINT_CLOUD, GeometryTypeName.GRAPH):
+    if kind in (SceneKind.POINTS, SceneKind.GRAPH):
         keep = _thin(len(pos), budget)
         point_colours = None if colours is not None and colours.where != "vertex" else colours
         rgba = _rgba(scene, point_colours, keep)
-        _draw_points(ax, pos[keep], rgba, three_d, nodes=gtype is GeometryTypeName.GRAPH)
+        _draw_points(ax, pos[keep], rgba, three_d, nodes=kind is SceneKind.GRAPH)
         drawn_vertices = len(keep)
     else:
         drawn_vertices = len(scene.positions)
@@ -431,7 +431,7 @@ def render(
         _colour_bar(fig, ax, colours)
     if not len(scene.positions):
         ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center")
-    heading = title if title is not None else meta.geometry_type.value.replace("_", " ")
+    heading = title if title is not None else str(meta.geometry_type).replace("_", " ")
     ax.set_title(f"{heading}\n{_counts_line(scene, drawn, loaded.level)}", fontsize=10)
     path = Path(out_png)
     fig.savefig(path, dpi=dpi, format="png")
