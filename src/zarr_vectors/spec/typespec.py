@@ -212,9 +212,9 @@ def register_type_spec(spec: TypeSpec, *, replace: bool = False) -> TypeSpec:
     return spec
 
 
-def _entry_points() -> dict[str, EntryPoint]:
+def _entry_points(rescan: bool = False) -> dict[str, EntryPoint]:
     global _ENTRY_POINTS
-    if _ENTRY_POINTS is None:
+    if _ENTRY_POINTS is None or rescan:
         _ENTRY_POINTS = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     return _ENTRY_POINTS
 
@@ -227,7 +227,9 @@ def load_geometry_entry_point(name: str) -> object | None:
     """
     if name in _LOADED:
         return _LOADED[name]
-    ep = _entry_points().get(name)
+    # a name missing from the cached scan triggers one rescan: distributions installed (or
+    # put on sys.path) after the first lookup become visible
+    ep = _entry_points().get(name) or _entry_points(rescan=True).get(name)
     if ep is None:
         return None
     obj: object = ep.load()
