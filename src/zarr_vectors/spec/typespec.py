@@ -254,7 +254,7 @@ def type_spec(name: str) -> TypeSpec:
         load_geometry_entry_point(key)
         spec = _SPECS.get(key)
     if spec is None:
-        valid = ", ".join(repr(n) for n in registered_type_names())
+        valid = ", ".join(repr(str(n)) for n in registered_type_names())
         raise UnknownGeometryTypeError(f"geometry_type: {key!r} is not one of {valid}")
     return spec
 

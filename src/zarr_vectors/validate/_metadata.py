@@ -55,7 +55,7 @@ def check_seed_rules(ctx: ValidationContext) -> None:
 def _rule_1(ctx: ValidationContext) -> None:
     value = ctx.root_attrs.get("geometry_type")
     if isinstance(value, str) and ctx.geometry_type is None:
-        valid = ", ".join(repr(g) for g in registered_type_names())
+        valid = ", ".join(repr(str(g)) for g in registered_type_names())
         ctx.error("L2.seed.1", "", f"geometry_type {value!r} is not one of {valid}")
 
 
