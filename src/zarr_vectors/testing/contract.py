@@ -110,13 +110,8 @@ class GeometryTypeTests:
     def boxes(self) -> list[Box]:
         """Query boxes: chunk-aligned, straddling chunks, everything and nothing."""
         c = np.asarray(self.chunk_shape, dtype=np.float64)
-        return [
-            (tuple((0 * c).tolist()), tuple(c.tolist())),
-            (tuple((0.5 * c).tolist()), tuple((2.25 * c).tolist())),
-            (tuple((1.5 * c).tolist()), tuple((4 * c).tolist())),
-            (tuple((-100 * c).tolist()), tuple((100 * c).tolist())),
-            (tuple((50 * c).tolist()), tuple((51 * c).tolist())),
-        ]
+        spans = [(0, 2), (0.5, 2.25), (1.75, 2.5), (2, 2.75), (1.5, 4), (-100, 100), (50, 51)]
+        return [(tuple((a * c).tolist()), tuple((b * c).tolist())) for a, b in spans]
 
     # -- the contract ---------------------------------------------------------------------
 
