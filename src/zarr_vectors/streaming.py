@@ -140,7 +140,7 @@ def open_writer(
     store
         Where the new store goes (path, URL or zarr store).
     geometry_type
-        ``"point_cloud"``, ``"line"``, ``"polyline"`` or ``"streamline"``.
+        Any registered type name (``"point_cloud"``, ``"polyline"``, ``"mesh"``, a plug-in's...).
     chunk_shape, bin_shape, bounds, zarr_format, overwrite, compressor, shards, storage_options
         As in :func:`~zarr_vectors.write_points`.
     spill_dir
