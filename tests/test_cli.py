@@ -213,6 +213,7 @@ def test_subprocess_exit_codes(tmp_path: Path, damaged: Path, module: bool) -> N
     assert "no store found" in missing.stderr
 
 
+@pytest.mark.slow
 def test_subprocess_json_and_info(tmp_path: Path) -> None:
     good = _write(tmp_path / "good.zarrvectors").path
     report = _run("validate", str(good), "--json")

@@ -89,6 +89,7 @@ def _load_paths(seed: int) -> dict[str, object]:
     return {"data": paths, "attributes": {"fa": [rng.random(len(p)) for p in paths]}}
 
 
+@pytest.mark.slow
 def test_streamlines_distributed_equal_serial(client: Client, tmp_path: Path) -> None:
     seeds = [1, 2, 3, 4]
     loaded = [_load_paths(s) for s in seeds]

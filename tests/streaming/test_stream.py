@@ -76,7 +76,8 @@ def test_points_stream_equals_in_memory(with_ids: bool, partition_chunks: int) -
     _assert_same_store(expected, got)
 
 
-@pytest.mark.parametrize("gtype", [pytest.param("polyline", marks=pytest.mark.slow), "streamline"])
+@pytest.mark.slow
+@pytest.mark.parametrize("gtype", ["polyline", "streamline"])
 def test_paths_stream_equals_in_memory(gtype: str) -> None:
     rng = np.random.default_rng(7)
     paths = [
