@@ -28,6 +28,7 @@ from benchmarks import bench_meshes, bench_points, bench_pyramid, bench_skeleton
 
 # trx-python leaves the TemporaryDirectory of a loaded .trx to the finaliser (ResourceWarning).
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
     pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
 ]

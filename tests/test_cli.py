@@ -202,6 +202,7 @@ def _run(*args: str, module: bool = False) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", [False, True], ids=["script", "python-m"])
 def test_subprocess_exit_codes(tmp_path: Path, damaged: Path, module: bool) -> None:
     good = _write(tmp_path / "good.zarrvectors").path
@@ -212,6 +213,7 @@ def test_subprocess_exit_codes(tmp_path: Path, damaged: Path, module: bool) -> N
     assert "no store found" in missing.stderr
 
 
+@pytest.mark.slow
 def test_subprocess_json_and_info(tmp_path: Path) -> None:
     good = _write(tmp_path / "good.zarrvectors").path
     report = _run("validate", str(good), "--json")

@@ -272,6 +272,7 @@ def _folders(tmp_path: Path) -> dict[str, Path]:
     return folders
 
 
+@pytest.mark.slow
 def test_every_format_every_command_in_process(tmp_path: Path) -> None:
     folders = _folders(tmp_path)
     for case in CASES:
@@ -288,6 +289,7 @@ take most of a minute on two cores; every command runs in-process on every forma
 """
 
 
+@pytest.mark.slow
 def test_every_format_in_subprocesses(tmp_path: Path) -> None:
     folders = _folders(tmp_path)
     plans = {c: _commands(c, folders[c.name], full=c.name == FULL_IN_SUBPROCESS) for c in CASES}
@@ -356,6 +358,7 @@ def test_convert_failure_exit_1(tmp_path: Path) -> None:
     assert "cannot convert" in result.stderr
 
 
+@pytest.mark.slow
 def test_export_and_pyramid_exit_codes(las_file: Path, tmp_path: Path) -> None:
     store = tmp_path / "s.zarrvectors"
     ok = runner.invoke(app, ["convert", str(las_file), str(store), "--chunk-shape", "20,20,20"])

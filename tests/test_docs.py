@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -117,7 +118,29 @@ def test_blocks_are_found() -> None:
     assert [b.source for b in code_blocks(indented, "t.md")] == ["y = 2\n"]
 
 
-@pytest.mark.parametrize("page", pages_with_examples(), ids=_page_id)
+SLOW_PAGES = frozenset(
+    {
+        "cli.md",
+        "guides/cloud.md",
+        "guides/dask.md",
+        "guides/pyramids.md",
+        "guides/streaming.md",
+        "tutorials/graphs.md",
+        "tutorials/meshes.md",
+        "tutorials/points.md",
+        "tutorials/skeletons.md",
+        "tutorials/streamlines.md",
+    }
+)
+"""Pages whose examples take two seconds or more: they run with ``-m slow`` (getting-started
+stays in the default run)."""
+
+
+def _page_param(page: Path) -> Any:
+    return pytest.param(page, marks=pytest.mark.slow) if _page_id(page) in SLOW_PAGES else page
+
+
+@pytest.mark.parametrize("page", [_page_param(p) for p in pages_with_examples()], ids=_page_id)
 def test_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     page_id = _page_id(page)
     blocks = runnable(list(code_blocks(page.read_text(encoding="utf-8"), page_id)))
@@ -147,6 +170,7 @@ def test_every_export_is_documented() -> None:
     assert module.main([]) == 0
 
 
+@pytest.mark.slow
 def test_mkdocs_build_strict(tmp_path: Path) -> None:
     if importlib.util.find_spec("mkdocs") is None:
         if os.environ.get("CI"):

@@ -67,6 +67,7 @@ def request_count(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
+@pytest.mark.slow
 def test_points_round_trip_query_pyramid_validate(
     s3: dict[str, Any], request_count: list[str]
 ) -> None:
@@ -124,6 +125,7 @@ def test_streamlines_on_s3(s3: dict[str, Any]) -> None:
     assert np.array_equal(one[0], paths[7])
 
 
+@pytest.mark.slow
 def test_sharded_store_on_s3_needs_fewer_requests(
     s3: dict[str, Any], request_count: list[str]
 ) -> None:
@@ -154,6 +156,7 @@ def _name(options: dict[str, Any]) -> str:
     return "-".join(f"{k}{v}" for k, v in options.items()) or "plain"
 
 
+@pytest.mark.slow
 @STORE_OPTIONS
 def test_skeletons_and_graphs_on_s3_read_as_local(
     s3: dict[str, Any], options: dict[str, Any]
@@ -208,6 +211,7 @@ def _grid_mesh(rng: np.random.Generator, n: int = 12) -> tuple[Any, Any]:
     return verts, faces
 
 
+@pytest.mark.slow
 @STORE_OPTIONS
 def test_meshes_paths_and_points_on_s3_read_as_local(
     s3: dict[str, Any], options: dict[str, Any]

@@ -352,6 +352,7 @@ def touching_cases(draw: st.DrawFn, *, exact: bool, allow_subnormal: bool = Fals
     return chunk, bins, pos, draw(bboxes(chunk))
 
 
+@pytest.mark.slow
 @settings(max_examples=80)
 @given(touching_cases(exact=True))
 def test_chunks_touching_covers_every_point_in_the_box(case: Case) -> None:
@@ -363,6 +364,7 @@ def test_chunks_touching_covers_every_point_in_the_box(case: Case) -> None:
 @example(((0.1,), (0.1,), np.array([[1.7]]), ((0.0,), (17 * 0.1,))))
 # regression: chunks_touching used ceil(max / C) as the exclusive upper chunk, but p < max can
 # have floor(p / C) == max / C after rounding (p=1.7, C=0.1, max=17*0.1; p=-5e-324, C=10, max=0)
+@pytest.mark.slow
 def test_chunks_touching_covers_points_with_decimal_chunks_and_subnormals(case: Case) -> None:
     check_touching_covers_points(*case)
 

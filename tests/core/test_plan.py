@@ -170,6 +170,7 @@ def level_cases(draw: st.DrawFn) -> tuple[GeometryParts, ChunkLayout]:
     return GeometryParts(positions=pos, **kw), layout
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(level_cases())
 def test_plan_equals_vertex_by_vertex_reference(case: tuple[GeometryParts, ChunkLayout]) -> None:

@@ -155,6 +155,7 @@ def test_uncompressed_vertices_disagreeing_with_vertex_counts_are_named(tmp_path
         zv.read_points(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "options",
     [{"compressor": None}, {"compressor": "none"}, {"compressor": None, "shards": (2, 2, 2)}],

@@ -55,6 +55,7 @@ def _distributed_equals_serial(
     return summary
 
 
+@pytest.mark.slow
 def test_points_distributed_equal_serial(client: Client, tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     parts = [
@@ -88,6 +89,7 @@ def _load_paths(seed: int) -> dict[str, object]:
     return {"data": paths, "attributes": {"fa": [rng.random(len(p)) for p in paths]}}
 
 
+@pytest.mark.slow
 def test_streamlines_distributed_equal_serial(client: Client, tmp_path: Path) -> None:
     seeds = [1, 2, 3, 4]
     loaded = [_load_paths(s) for s in seeds]
@@ -114,6 +116,7 @@ def test_streamlines_distributed_equal_serial(client: Client, tmp_path: Path) ->
     assert all(np.array_equal(back[i], p) for i, p in enumerate(paths))
 
 
+@pytest.mark.slow
 @SHARDS
 def test_graph_distributed_equal_serial(
     client: Client, tmp_path: Path, shards: tuple[int, ...] | None
@@ -135,6 +138,7 @@ def test_graph_distributed_equal_serial(
     _distributed_equals_serial(client, tmp_path, "graph", batches, shards=shards)
 
 
+@pytest.mark.slow
 @SHARDS
 def test_skeletons_distributed_equal_serial(
     client: Client, tmp_path: Path, shards: tuple[int, ...] | None
@@ -203,6 +207,7 @@ def test_memory_store_is_refused(client: Client) -> None:
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["point_cloud", "streamline"])
 def test_sharded_distributed_build_equals_serial(client: Client, tmp_path: Path, kind: str) -> None:
     """Shuffle blocks grow to whole shards: no two tasks merge into one shard (lost chunks)."""
@@ -230,6 +235,7 @@ def _sheet(offset: Any, n: int = 12) -> tuple[Any, Any]:
     return verts, faces
 
 
+@pytest.mark.slow
 @SHARDS
 def test_meshes_distributed_equal_serial(
     client: Client, tmp_path: Path, shards: tuple[int, ...] | None

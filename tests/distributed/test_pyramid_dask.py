@@ -61,6 +61,7 @@ def _both(
     return levels
 
 
+@pytest.mark.slow
 def test_points_store_and_pyramid_equal_serial(client: Client, tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     parts = [rng.uniform(-30, 90, (int(rng.integers(500, 1500)), 3)) for _ in range(4)]
@@ -112,6 +113,7 @@ def _paths(seed: int, n: int = 40) -> list[np.ndarray]:
     return [np.cumsum(rng.normal(0, 3, (int(rng.integers(2, 40)), 3)), axis=0) for _ in range(n)]
 
 
+@pytest.mark.slow
 def test_streamlines_store_and_pyramid_equal_serial(client: Client, tmp_path: Path) -> None:
     seeds = [1, 2, 3]
     batches = [_paths(s) for s in seeds]
@@ -173,6 +175,7 @@ def test_polyline_strategies_and_a_scheduler_address(
     )
 
 
+@pytest.mark.slow
 def test_points_with_objects_equal_serial(client: Client, tmp_path: Path) -> None:
     rng = np.random.default_rng(4)
     pts = rng.uniform(0, 60, (3000, 3)).astype(np.float32)
@@ -242,6 +245,7 @@ def test_refusals(client: Client, tmp_path: Path) -> None:
     assert [lvl.vertex_count for lvl in levels] == [1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["points", "streamlines"])
 def test_sharded_store_pyramid_is_sharded_and_equals_serial(
     client: Client, tmp_path: Path, kind: str

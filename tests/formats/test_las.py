@@ -128,6 +128,7 @@ def test_round_trip_laz(laz: Path, tmp_path: Path) -> None:
         assert np.array_equal(values, pb[name]), name
 
 
+@pytest.mark.slow
 def test_streaming_gives_the_same_store(laz: Path, tmp_path: Path) -> None:
     kw: dict[str, Any] = {"chunk_shape": (200, 200, 50), "bin_shape": (50, 50, 12.5)}
     in_memory, streamed = str(tmp_path / "a.zarrvectors"), str(tmp_path / "b.zarrvectors")

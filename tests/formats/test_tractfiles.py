@@ -318,6 +318,7 @@ def test_bad_trk_is_rejected(tmp_path: Path, edit: Any, match: str) -> None:
         TrkReader(bad)
 
 
+@pytest.mark.slow
 def test_trk_conversion_stores_nibabel_coordinates(tmp_path: Path) -> None:
     path = save_trk(
         tmp_path / "t.trk",

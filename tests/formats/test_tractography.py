@@ -189,6 +189,7 @@ def test_trk_round_trip(trk: Path, tmp_path: Path) -> None:
     assert a.header["voxel_order"] == b.header["voxel_order"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partition", [1, 3])
 def test_trk_streaming_gives_the_same_store(trk: Path, tmp_path: Path, partition: int) -> None:
     a, b = str(tmp_path / "a.zarrvectors"), str(tmp_path / "b.zarrvectors")
@@ -236,6 +237,7 @@ def test_tck_round_trip(tck: Path, tmp_path: Path) -> None:
     assert back.header["step_size"] == "0.5"
 
 
+@pytest.mark.slow
 def test_tck_streaming_gives_the_same_store(tck: Path, tmp_path: Path) -> None:
     a, b = str(tmp_path / "a.zarrvectors"), str(tmp_path / "b.zarrvectors")
     with open_tck(tck) as src:
@@ -294,6 +296,7 @@ def test_trx_round_trip(trx_file: Path, tmp_path: Path) -> None:
         b.close()
 
 
+@pytest.mark.slow
 def test_trx_streaming_keeps_groups(trx_file: Path, tmp_path: Path) -> None:
     a, b = str(tmp_path / "a.zarrvectors"), str(tmp_path / "b.zarrvectors")
     with open_trx(trx_file) as src:

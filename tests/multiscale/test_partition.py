@@ -105,6 +105,7 @@ def _files(root: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sparsity", [None, [0.5, 0.2]])
 def test_partitions_in_process_equal_serial(tmp_path: Path, sparsity: list[float] | None) -> None:
     paths = _paths(30)

@@ -127,6 +127,7 @@ def test_sharded_grids_are_aligned_to_shards(tmp_path: Path) -> None:
         assert zv.open(plain).level(0).aligned_shards() is None
 
 
+@pytest.mark.slow
 def test_pyramid_of_a_sharded_store_is_sharded(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
     pos = rng.uniform(-13, 50, (8_000, 3))

@@ -235,6 +235,7 @@ def mutated_roots(draw: st.DrawFn) -> dict[str, Any]:
 ANY_ROOT = mutated_roots() | st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=6)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(doc=ANY_ROOT)
 def test_root_metadata_from_random_json(doc: dict[str, Any]) -> None:

@@ -211,6 +211,7 @@ def test_dataset_round_trip(ds: DatasetMetadata) -> None:
     assert doc["path"] == str(ds.level)
 
 
+@pytest.mark.slow
 @ROUND_TRIP
 @given(level_metadata())
 def test_level_metadata_round_trip(level: LevelMetadata) -> None:
@@ -218,6 +219,7 @@ def test_level_metadata_round_trip(level: LevelMetadata) -> None:
     assert LevelMetadata.from_dict(json_round_trip(level.to_dict())) == level
 
 
+@pytest.mark.slow
 @ROUND_TRIP
 @given(root_metadata())
 def test_root_metadata_round_trip(meta: RootMetadata) -> None:

@@ -39,7 +39,7 @@ def _cuts(n: int, rng: np.random.Generator) -> list[slice]:
 
 
 @pytest.mark.parametrize("with_ids", [False, True])
-@pytest.mark.parametrize("partition_chunks", [2, 64])
+@pytest.mark.parametrize("partition_chunks", [pytest.param(2, marks=pytest.mark.slow), 64])
 def test_points_stream_equals_in_memory(with_ids: bool, partition_chunks: int) -> None:
     rng = np.random.default_rng(partition_chunks)
     n = 3000
@@ -76,6 +76,7 @@ def test_points_stream_equals_in_memory(with_ids: bool, partition_chunks: int) -
     _assert_same_store(expected, got)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gtype", ["polyline", "streamline"])
 def test_paths_stream_equals_in_memory(gtype: str) -> None:
     rng = np.random.default_rng(7)
@@ -181,6 +182,7 @@ def test_non_finite_path_vertex_is_refused_when_appended(gtype: str) -> None:
     w.abort()
 
 
+@pytest.mark.slow
 def test_graph_stream_equals_in_memory() -> None:
     rng = np.random.default_rng(11)
     pieces = []
@@ -211,6 +213,7 @@ def test_graph_stream_equals_in_memory() -> None:
     _assert_same_store(expected, got)
 
 
+@pytest.mark.slow
 def test_skeleton_stream_equals_in_memory() -> None:
     rng = np.random.default_rng(12)
     trees = []

@@ -262,6 +262,7 @@ def test_sort_keys_big_inputs_sort_stably_in_two_threads(high: int, runs: int | 
     np.testing.assert_array_equal(got, key[stable])
 
 
+@pytest.mark.slow
 def test_big_graph_whole_read_dense_chunks_and_threads() -> None:
     """A whole read of >= 65,536 vertices fetches links on a second thread; chunks holding
     >= 256 links each map their ends chunk by chunk; both must give the brute-force edges."""
@@ -524,6 +525,7 @@ def graph_cases(draw: st.DrawFn) -> tuple[tuple[float, ...], AnyArray, AnyArray,
     return chunk, case.positions, edges, directed
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(case=graph_cases(), data=st.data())
 def test_property_round_trip_and_queries(case: Any, data: st.DataObject) -> None:
@@ -587,6 +589,7 @@ def test_property_self_loops_and_duplicates_rejected(case: Any, data: st.DataObj
         write(MemoryStore(), pos, bad, directed=directed, chunk_shape=chunk)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(case=graph_cases(), data=st.data())
 def test_property_user_objects(case: Any, data: st.DataObject) -> None:

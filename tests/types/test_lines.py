@@ -153,6 +153,7 @@ def assert_segments(oracle: Any, r: zv.Lines, case: SegmentCase, sel: Sequence[i
 # round trips and queries
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(data=st.data(), case=segment_cases(), fmt=st.sampled_from((2, 3)))
 def test_segment_reads_equal_brute_force(

@@ -171,6 +171,7 @@ def write(
 # -- round trips -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @FAST
 @given(data=st.data(), chunk=st.sampled_from(CHUNKS), zarr_format=st.sampled_from([2, 3]))
 def test_list_round_trip_is_exact(
@@ -207,6 +208,7 @@ def test_list_round_trip_is_exact(
     assert m.faces.dtype == np.int64
 
 
+@pytest.mark.slow
 @FAST
 @given(data=st.data(), chunk=st.sampled_from(CHUNKS))
 def test_computed_surfaces_match_union_find(data: st.DataObject, chunk: Sequence[float]) -> None:
@@ -228,6 +230,7 @@ def test_computed_surfaces_match_union_find(data: st.DataObject, chunk: Sequence
     assert n == objects.max() + 1
 
 
+@pytest.mark.slow
 @FAST
 @given(data=st.data(), chunk=st.sampled_from(CHUNKS), boundary=st.booleans())
 def test_bbox_matches_brute_force(

@@ -461,6 +461,7 @@ def test_bbox_query_equals_brute_force(
         assert_clipped(path_oracle, clipped, case, lo, hi)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(data=st.data(), case=path_cases(min_paths=1), fmt=st.sampled_from((2, 3)))
 def test_object_ids_group_and_bbox_selection(

@@ -471,6 +471,7 @@ def forests(draw: st.DrawFn) -> tuple[tuple[float, ...], AnyArray, AnyArray]:
     return chunk, case.positions[perm], remap(case.parents, perm)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(case=forests(), data=st.data())
 def test_property_forest_round_trip(case: Any, data: st.DataObject) -> None:
@@ -495,6 +496,7 @@ def test_property_forest_round_trip(case: Any, data: st.DataObject) -> None:
     assert read_skeleton(store, bbox=(lo, hi)).object_ids.tolist() == sorted(set(tree[hit]))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(case=forests())
 def test_property_one_object_forest_with_offsets(case: Any) -> None:

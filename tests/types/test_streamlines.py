@@ -181,6 +181,7 @@ def test_round_trip_every_store(
     path_oracle.check_rows_and_links(path_store, tracts, (0.5, 0.5, 0.5))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     seed=st.integers(0, 2**32 - 1),

@@ -319,6 +319,7 @@ def test_server_sends_cors(stores: dict[str, str], tmp_path: Path):
             assert r.headers["Access-Control-Allow-Origin"] == "*"
 
 
+@pytest.mark.slow
 def test_view_command_serves_and_prints_url(stores: dict[str, str]):
     cmd = [sys.executable, "-m", "zarr_vectors.cli", "view", stores["mesh"], "--duration", "60"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

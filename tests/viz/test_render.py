@@ -86,6 +86,7 @@ def test_3d_view_is_not_blank(stores: dict[str, str], tmp_path: Path, geometry: 
     assert _coloured(_rgb(out)).mean() > 0.002
 
 
+@pytest.mark.slow
 def test_counts_per_geometry(stores: dict[str, str], tmp_path: Path):
     out = tmp_path / "x.png"
     mesh = render(stores["mesh"], out)
@@ -173,6 +174,7 @@ def pyramid_store(make_store) -> str:
     return store
 
 
+@pytest.mark.slow
 def test_level_chosen_automatically(pyramid_store: str, tmp_path: Path):
     full = render(pyramid_store, tmp_path / "a.png")
     assert full.level == 0
