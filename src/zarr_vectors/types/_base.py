@@ -26,6 +26,7 @@ from zarr_vectors.errors import CorruptPayloadError, InvalidInputError, UnknownG
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import BoundingBox
+from zarr_vectors.types._order import visible
 
 __all__ = [
     "GeometryType",
@@ -167,7 +168,7 @@ def build_query(
     return Query(
         bbox=None if bbox is None else parse_bbox(bbox, reader.layout.ndim),
         object_ids=ids,
-        attributes=attribute_selection(reader.names(L.ATTRIBUTES), attributes),
+        attributes=attribute_selection(visible(reader.names(L.ATTRIBUTES)), attributes),
         clip=clip,
     )
 
