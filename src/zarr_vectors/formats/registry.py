@@ -56,6 +56,8 @@ from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import RootMetadata
 from zarr_vectors.types._base import decode_columns
+from zarr_vectors.types._order import INPUT_INDEX, ElementOrder, visible
+from zarr_vectors.types.points import read_points
 
 __all__ = [
     "FORMATS",
@@ -175,6 +177,9 @@ class WriteOptions:
     partition_chunks: int = 1
     """Chunks per axis of a spill partition of the streaming writer (see
     :func:`~zarr_vectors.open_writer`; :func:`convert` sizes it from the data extent)."""
+    keep_order: bool = True
+    """Store each element's input position (``_input_index``) so that export gives the file's
+    element order back (sources that reorder elements honour it; ``--no-keep-order``)."""
 
     @property
     def store_kwargs(self) -> dict[str, Any]:
@@ -216,6 +221,10 @@ class Source(abc.ABC):
         self, store: StoreLike, options: WriteOptions, progress: Progress | None = None
     ) -> WriteSummary:
         """Write the file as level 0 of a new store."""
+
+    def dropped(self) -> list[str]:
+        """What of the file the store cannot carry, one line each (the default: nothing)."""
+        return []
 
     def close(self) -> None:  # noqa: B027 - optional hook: most sources hold no open file
         """Release open files (the default holds none)."""
@@ -443,7 +452,11 @@ class PointBatch:
 def iter_point_batches(
     store: StoreLike, *, level: int = 0, batch_size: int = 1_000_000
 ) -> Iterator[PointBatch]:
-    """Yield the points of a level chunk by chunk, about ``batch_size`` points at a time.
+    """Yield the points of a level, about ``batch_size`` points at a time.
+
+    A store written with input order (``keep_order``) is read whole and yielded in input
+    order; any other chunk by chunk, in storage order.  The reserved ``_input_index``
+    attribute is never yielded.
 
     Raises
     ------
@@ -455,7 +468,16 @@ def iter_point_batches(
         raise InvalidInputError(
             f"store holds {reader.meta.geometry_type.value!r}, not 'point_cloud'"
         )
-    names = reader.names(L.ATTRIBUTES)
+    names = visible(reader.names(L.ATTRIBUTES))
+    if INPUT_INDEX in reader.names(L.ATTRIBUTES):
+        # input order is a global permutation of the chunks' rows: read the level at once
+        points = read_points(store, level=level, order=ElementOrder.INPUT)
+        for start in range(0, len(points), batch_size):
+            part = slice(start, start + batch_size)
+            yield PointBatch(
+                points.positions[part], {k: v[part] for k, v in points.attributes.items()}
+            )
+        return
     flats = reader.chunks()
     counts = reader.vertex_counts[flats]
     start = 0
@@ -512,6 +534,8 @@ class ConvertReport:
     """What level 0 holds."""
     pyramid: list[PyramidLevel]
     """Coarser levels built."""
+    dropped: tuple[str, ...] = ()
+    """What of the input the store does not carry (also sent to ``progress.note``)."""
 
 
 def convert(
@@ -526,6 +550,7 @@ def convert(
     batch_size: int = 1_000_000,
     progress: Progress | None = None,
     compressor: str = "default",
+    keep_order: bool = True,
     **options: Any,
 ) -> ConvertReport:
     """Convert a foreign file to a new store, choosing the format from the extension.
@@ -555,6 +580,9 @@ def convert(
     compressor
         ``"default"`` (zstd) or ``"lz4"`` (Blosc-LZ4 payload blocks: faster queries, see
         docs/performance.md).
+    keep_order
+        Store each element's input position so that :func:`export` writes the file's element
+        order back (points of a cloud, faces of a mesh; docs/spec.md §8.7).
     **options
         Format options (``columns=("x", "y", "z")`` for CSV and Parquet).
 
@@ -603,14 +631,18 @@ def convert(
             batch_size=batch_size,
             compressor=compressor,
             partition_chunks=partition,
+            keep_order=keep_order,
         )
         summary = src.write(store, opts, report)
+        dropped = tuple(src.dropped())
+        for line in dropped:
+            report.note(f"not carried by the store: {line}")
     levels: list[PyramidLevel] = []
     if pyramid:
         report.start(f"building {len(pyramid)} pyramid level(s)", None)
         with editable(store) as target:
             levels = build_pyramid(target, [tuple(r) for r in pyramid])
-    return ConvertReport(info.name, chunk, bins, chosen, summary, levels)
+    return ConvertReport(info.name, chunk, bins, chosen, summary, levels, dropped)
 
 
 @contextmanager
