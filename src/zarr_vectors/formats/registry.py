@@ -281,7 +281,9 @@ class FormatInfo:
 _COLS = ("columns",)
 FORMATS: tuple[FormatInfo, ...] = (
     FormatInfo("las", (".las", ".laz"), "las", _POINTS, "ASPRS LAS/LAZ point clouds (laspy)"),
-    FormatInfo("ply", (".ply",), "ply_points", _POINTS, "PLY vertices with all their properties"),
+    FormatInfo(
+        "ply", (".ply",), "ply_points", _POINTS + _MESHES, "PLY point clouds and triangle meshes"
+    ),
     FormatInfo("csv", (".csv",), "tables", _POINTS, "CSV tables, one row per point", _COLS),
     FormatInfo("parquet", (".parquet", ".pq"), "tables", _POINTS, "Parquet tables", _COLS),
     FormatInfo("trk", (".trk",), "tractography", _PATHS, "TrackVis streamlines (nibabel)"),
