@@ -4,8 +4,10 @@ A file is read as one triangle mesh and stored one connected surface per object
 (:func:`~zarr_vectors.formats.trimesh_io.from_trimesh`); numeric vertex and face attributes and
 vertex colours come along.  OBJ vertices keep their file order.  STL files list three vertices
 per triangle: coincident ones are merged on reading (else every triangle would be a surface
-of its own).  Exporting writes every object of a level into one file, the format from the
-extension.
+of its own).  With ``convert``'s default ``keep_order`` the file's vertex and face order is
+stored and export writes it back, so every face keeps its position (data indexed by face in
+other tools still lines up).  Exporting writes every object of a level into one file, the
+format from the extension.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from zarr_vectors.formats.registry import (
     WriteOptions,
 )
 from zarr_vectors.formats.trimesh_io import load_trimesh, read_trimesh, write_trimesh
+from zarr_vectors.formats.ply_points import has_input_order
 from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.types._order import ElementOrder
 
 __all__ = ["MeshSource", "open_mesh", "store_to_mesh"]
 
@@ -50,6 +54,7 @@ class MeshSource(Source):
         return write_trimesh(
             store,
             self.mesh,
+            keep_order=options.keep_order,
             **options.store_kwargs,
             source_description=f"{self.path.suffix[1:].upper()} mesh: {self.path.name}",
         )
@@ -77,4 +82,5 @@ def store_to_mesh(
         Receiver of progress reports.
     """
     (progress or NullProgress()).start("reading store", None)
-    read_trimesh(store, level=level).export(str(path))
+    order = ElementOrder.INPUT if has_input_order(store, level) else ElementOrder.STORAGE
+    read_trimesh(store, level=level, order=order).export(str(path))
