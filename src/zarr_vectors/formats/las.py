@@ -90,8 +90,13 @@ _REBUILT_VLRS = frozenset({("laszip encoded", 22204)})
 _COPC_VLRS = frozenset({("copc", 1), ("copc", 1000)})
 """COPC info VLR and hierarchy EVLR: they index LAZ chunks the exporter does not reproduce."""
 _EXTRA_BYTES_VLR = ("LASF_Spec", 4)
-_DATE_OFFSET = 90
-"""Byte offset of the creation day-of-year and year (two uint16) in every LAS header."""
+_RAW_RANGES = ((26, 94), (107, 131), (179, 227))
+"""Header bytes kept raw (every LAS version): system identifier, generating software and
+creation date (laspy strips padding and writes today's date for a missing one); legacy point
+counts by return and bounding box (laspy recomputes them from the points, while files may
+carry other values)."""
+_RAW_RANGES_14 = ((255, 375),)
+"""LAS 1.4 only: the 64-bit point counts by return."""
 _POINT_FORMATS = (0, 1, 2, 3, 6, 7, 8)
 _MAX_INT32 = 2**31 - 1
 
@@ -135,8 +140,10 @@ class LasMetadata(TypedDict):
     evlrs: list[LasVlr]
     all_vlrs: bool
     """``vlrs`` lists every VLR but LASzip's, extra-bytes VLRs included (older stores: none)."""
-    creation_day_year: list[int] | None
-    """Raw creation day of year and year from the file (zeros when unset)."""
+    raw_header: dict[str, str]
+    """Header byte ranges by offset (base64), restored on export when the point count and
+    point format are the file's (see ``_RAW_RANGES``)."""
+    point_count: int
     extra_header_bytes: str
     extra_vlr_bytes: str
 
@@ -210,12 +217,12 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-def _raw_date(path: PathLike) -> list[int]:
-    """Creation day of year and year as stored in the file (laspy turns zeros into None)."""
+def _raw_header(path: PathLike, version: str) -> dict[str, str]:
+    """The :data:`_RAW_RANGES` of a file's header, base64 by offset."""
     with open(path, "rb") as f:
-        f.seek(_DATE_OFFSET)
-        raw = f.read(4)
-    return [int.from_bytes(raw[:2], "little"), int.from_bytes(raw[2:4], "little")]
+        raw = f.read(375)
+    ranges = _RAW_RANGES + (_RAW_RANGES_14 if version == "1.4" else ())
+    return {str(a): _b64(raw[a:b]) for a, b in ranges if len(raw) >= b}
 
 
 def copc_records(header: Any) -> list[str]:
@@ -250,7 +257,8 @@ def header_metadata(header: Any, path: PathLike | None = None) -> LasMetadata:
         vlrs=_vlrs(header.vlrs),
         evlrs=_vlrs(header.evlrs),
         all_vlrs=True,
-        creation_day_year=None if path is None else _raw_date(path),
+        raw_header={} if path is None else _raw_header(path, str(header.version)),
+        point_count=int(header.point_count),
         extra_header_bytes=_b64(header.extra_header_bytes),
         extra_vlr_bytes=_b64(header.extra_vlr_bytes),
     )
@@ -300,14 +308,20 @@ def _header(meta: Mapping[str, Any]) -> Any:
     return header
 
 
-def _patch_date(path: PathLike, meta: Mapping[str, Any]) -> None:
-    """Write the stored raw creation date (laspy writes today's date for a missing one)."""
-    raw = meta.get("creation_day_year")
-    if raw is None:
-        return
+def _patch_header(path: PathLike, meta: Mapping[str, Any], written: int) -> None:
+    """Restore the stored raw header bytes when the file holds the source's points.
+
+    Only when ``written`` equals the source's point count: the counts by return and the
+    bounding box describe the points, and a level other than the one converted (or an
+    edited store) holds other points, for which laspy's recomputed values are right.
+    """
+    raw = meta.get("raw_header") or {}
+    if written != meta.get("point_count"):
+        raw = {k: v for k, v in raw.items() if int(k) == _RAW_RANGES[0][0]}
     with open(path, "r+b") as f:
-        f.seek(_DATE_OFFSET)
-        f.write(int(raw[0]).to_bytes(2, "little") + int(raw[1]).to_bytes(2, "little"))
+        for offset, data in raw.items():
+            f.seek(int(offset))
+            f.write(base64.b64decode(str(data)))
 
 
 # -- reading --------------------------------------------------------------------------------
@@ -593,13 +607,15 @@ def store_to_las(
     header = _header(las_meta)
     evlrs = [_vlr(v) for v in las_meta.get("evlrs", ())]
     report.start(f"writing {path}", None)
+    written = 0
     try:
         with laspy.open(path, mode="w", header=header) as writer:
             for batch in itertools.chain([] if first is None else [first], batches):
                 writer.write_points(_record(header, batch, plan))
                 report.advance(len(batch.positions))
+                written += len(batch.positions)
             if evlrs:
                 writer.write_evlrs(VLRList(evlrs))
     except OverflowError as exc:
         raise InvalidInputError(f"a value does not fit its LAS field: {exc}") from exc
-    _patch_date(path, las_meta)
+    _patch_header(path, las_meta, written)
