@@ -18,8 +18,6 @@ import pytest
 import trimesh
 from trx import trx_file_memmap as tmm
 
-
-
 RoundTrip = Callable[..., tuple[Path, Any]]
 RealFiles = Any  # tests/formats/conftest.py::RealFiles (conftest modules are not importable)
 

@@ -83,7 +83,7 @@ class Property:
     """PLY type name of a list's count, None for scalars."""
 
     def header_line(self) -> str:
-        """The ``property ...`` header line."""
+        """Return the ``property ...`` header line."""
         if self.count_type is None:
             return f"property {self.type} {self.name}"
         return f"property list {self.count_type} {self.type} {self.name}"
@@ -125,7 +125,7 @@ class Header:
     ascii_style: AsciiStyle = field(default_factory=AsciiStyle)
 
     def element(self, name: str) -> Element | None:
-        """The element called ``name``, or None."""
+        """Return the element called ``name``, or None."""
         return next((e for e in self.elements if e.name == name), None)
 
 
@@ -322,7 +322,8 @@ def read_elements(
 ) -> dict[str, npt.NDArray[Any]]:
     """Read the ``wanted`` elements as structured arrays (native little-endian values).
 
-    A list property ``p`` becomes an (n, k) field ``p`` and its counts a field ``p\\0count``.
+    A list property ``p`` becomes an (n, k) field ``p`` and its counts a field named ``p``,
+    a NUL character, then ``count``.
     Elements after the last wanted one are not read.
     """
     out: dict[str, npt.NDArray[Any]] = {}

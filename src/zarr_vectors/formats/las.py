@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
 import laspy  # type: ignore[import-untyped, unused-ignore]
-from laspy.vlrs.vlrlist import VLRList  # type: ignore[import-untyped, unused-ignore]
 import numpy as np
 import numpy.typing as npt
+from laspy.vlrs.vlrlist import VLRList  # type: ignore[import-untyped, unused-ignore]
 
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
@@ -218,7 +218,7 @@ def _b64(data: bytes) -> str:
 
 
 def _raw_header(path: PathLike, version: str) -> dict[str, str]:
-    """The :data:`_RAW_RANGES` of a file's header, base64 by offset."""
+    """Return the :data:`_RAW_RANGES` of a file's header, base64 by offset."""
     with open(path, "rb") as f:
         raw = f.read(375)
     ranges = _RAW_RANGES + (_RAW_RANGES_14 if version == "1.4" else ())
@@ -426,7 +426,6 @@ class LasSource(Source):
         except BaseException:
             writer.abort()
             raise
-
 
     def dropped(self) -> list[str]:
         """COPC records (the store keeps every other header field, VLR and EVLR)."""

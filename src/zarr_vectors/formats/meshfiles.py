@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
+from zarr_vectors.formats.ply_points import has_input_order
 from zarr_vectors.formats.registry import (
     Extent,
     NullProgress,
@@ -23,7 +24,6 @@ from zarr_vectors.formats.registry import (
     WriteOptions,
 )
 from zarr_vectors.formats.trimesh_io import load_trimesh, read_trimesh, write_trimesh
-from zarr_vectors.formats.ply_points import has_input_order
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.types._order import ElementOrder
 

@@ -204,7 +204,8 @@ def parse_ply(stream: IO[bytes]) -> PlyPoints:
     attrs, mapping = _scalars(table, axes, set(_AXES))
     meta = _metadata(header)
     meta["attributes"] = mapping
-    faces, face_attrs = None, {}
+    faces: npt.NDArray[np.int64] | None = None
+    face_attrs: dict[str, npt.NDArray[Any]] = {}
     if has_faces:
         assert face is not None
         list_name, faces = _faces(face, tables["face"])

@@ -223,7 +223,7 @@ class Source(abc.ABC):
         """Write the file as level 0 of a new store."""
 
     def dropped(self) -> list[str]:
-        """What of the file the store cannot carry, one line each (the default: nothing)."""
+        """Describe what of the file the store cannot carry, one line each (default: nothing)."""
         return []
 
     def close(self) -> None:  # noqa: B027 - optional hook: most sources hold no open file
@@ -472,13 +472,7 @@ def iter_point_batches(
         )
     names = visible(reader.names(L.ATTRIBUTES))
     if INPUT_INDEX in reader.names(L.ATTRIBUTES):
-        # input order is a global permutation of the chunks' rows: read the level at once
-        points = read_points(store, level=level, order=ElementOrder.INPUT)
-        for start in range(0, len(points), batch_size):
-            part = slice(start, start + batch_size)
-            yield PointBatch(
-                points.positions[part], {k: v[part] for k, v in points.attributes.items()}
-            )
+        yield from _input_order_batches(store, level, batch_size)
         return
     flats = reader.chunks()
     counts = reader.vertex_counts[flats]
@@ -491,6 +485,17 @@ def iter_point_batches(
         cols = {n: reader.column(f"{L.ATTRIBUTES}/{n}", part) for n in names}
         yield PointBatch(pos, decode_columns(cols))
         start = stop
+
+
+def _input_order_batches(store: StoreLike, level: int, batch_size: int) -> Iterator[PointBatch]:
+    """Yield the points of a level in input order, ``batch_size`` at a time.
+
+    Input order is a global permutation of the chunks' rows, so the level is read at once.
+    """
+    points = read_points(store, level=level, order=ElementOrder.INPUT)
+    for start in range(0, len(points), batch_size):
+        rows = slice(start, start + batch_size)
+        yield PointBatch(points.positions[rows], {k: v[rows] for k, v in points.attributes.items()})
 
 
 def identifier(name: str, taken: set[str]) -> str:

@@ -529,7 +529,7 @@ def store_to_trk(
 
 
 def _trk_value(key: str, value: Any) -> Any:
-    """A stored TRK header value in the form the header takes (text fields as latin-1 bytes)."""
+    """Return a stored TRK header value as the header takes it (text as latin-1 bytes)."""
     return value.encode("latin1") if isinstance(value, str) and key != "endianness" else value
 
 

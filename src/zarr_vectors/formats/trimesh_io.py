@@ -122,14 +122,13 @@ def from_trimesh(
     >>> len(m), len(m[0].faces), len(m[1].faces)
     (2, 12, 20)
     """
-    args, kw = _mesh_arguments(meshes, attributes)
-    return as_meshes(*args, **kw)
+    return as_meshes(**_mesh_arguments(meshes, attributes))
 
 
 def _mesh_arguments(
     meshes: trimesh.Trimesh | Sequence[trimesh.Trimesh], attributes: bool
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Positional and keyword arguments of ``as_meshes``/``write_mesh`` for trimesh meshes."""
+) -> dict[str, Any]:
+    """Keyword arguments of ``as_meshes``/``write_mesh`` (data, attributes) for trimesh meshes."""
     _require()
     single = isinstance(meshes, trimesh.Trimesh)
     items: list[trimesh.Trimesh] = [meshes] if isinstance(meshes, trimesh.Trimesh) else list(meshes)
@@ -137,11 +136,14 @@ def _mesh_arguments(
     v_names = set.intersection(*(set(v) for v, _ in per_mesh)) if items else set()
     f_names = set.intersection(*(set(f) for _, f in per_mesh)) if items else set()
     if single:
-        return (items[0].vertices, items[0].faces), {
+        return {
+            "vertices": items[0].vertices,
+            "faces": items[0].faces,
             "attributes": {k: per_mesh[0][0][k] for k in sorted(v_names)},
             "face_attributes": {k: per_mesh[0][1][k] for k in sorted(f_names)},
         }
-    return ([(m.vertices, m.faces) for m in items],), {
+    return {
+        "vertices": [(m.vertices, m.faces) for m in items],
         "attributes": {k: [v[k] for v, _ in per_mesh] for k in sorted(v_names)},
         "face_attributes": {k: [f[k] for _, f in per_mesh] for k in sorted(f_names)},
     }
@@ -196,8 +198,7 @@ def write_trimesh(
     :func:`~zarr_vectors.types.meshes.write_mesh`; with ``keep_order=True`` the vertex and
     face order of the meshes (concatenated, for a list) is stored.
     """
-    args, kw = _mesh_arguments(meshes, attributes)
-    return write_mesh(store, *args, **kw, **kwargs)
+    return write_mesh(store, **_mesh_arguments(meshes, attributes), **kwargs)
 
 
 def load_trimesh(path: str, *, merge: bool = False) -> trimesh.Trimesh:

@@ -94,7 +94,7 @@ def input_permutation(index: npt.NDArray[Any], what: str) -> npt.NDArray[np.int6
 
 
 def missing_order(what: str) -> InvalidInputError:
-    """The error for ``order="input"`` on a store written without input order."""
+    """Return the error for ``order="input"`` on a store written without input order."""
     return InvalidInputError(
         f"{what} holds no input order ({INPUT_INDEX}): it was written without keep_order; "
         "read with order='storage'"

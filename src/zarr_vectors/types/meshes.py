@@ -58,14 +58,6 @@ from zarr_vectors.types._base import (
     register_geometry_type,
     write_options,
 )
-from zarr_vectors.types._order import (
-    INPUT_INDEX,
-    ElementOrder,
-    input_index,
-    input_permutation,
-    missing_order,
-    visible,
-)
 from zarr_vectors.types._objects import (
     UserIdMap,
     flatten_ragged,
@@ -74,6 +66,14 @@ from zarr_vectors.types._objects import (
     in_box,
     output_ids,
     ragged_columns,
+)
+from zarr_vectors.types._order import (
+    INPUT_INDEX,
+    ElementOrder,
+    input_index,
+    input_permutation,
+    missing_order,
+    visible,
 )
 
 __all__ = [
@@ -620,7 +620,10 @@ def _with_input_index(parts: GeometryParts) -> GeometryParts:
             **parts.vertex_attributes,
             INPUT_INDEX: Column(input_index(len(parts.positions))),
         },
-        link_attributes={**parts.link_attributes, INPUT_INDEX: Column(input_index(len(parts.links)))},
+        link_attributes={
+            **parts.link_attributes,
+            INPUT_INDEX: Column(input_index(len(parts.links))),
+        },
     )
 
 
