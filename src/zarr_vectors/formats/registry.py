@@ -589,7 +589,7 @@ def convert(
         docs/performance.md).
     keep_order
         Store each element's input position so that :func:`export` writes the file's element
-        order back (points of a cloud, faces of a mesh; docs/spec.md §8.7).
+        order back (points of a cloud, faces of a mesh; docs/spec.md §8.8).
     **options
         Format options (``columns=("x", "y", "z")`` for CSV and Parquet).
 

@@ -1,4 +1,4 @@
-"""Input order (docs/spec.md §8.7): the reserved ``_input_index`` attribute and ``order=``.
+"""Input order (docs/spec.md §8.8): the reserved ``_input_index`` attribute and ``order=``.
 
 A writer asked to keep input order stores, next to each element, its position in the
 writer's input: a per-vertex attribute for point clouds and mesh vertices, a per-face (link and
