@@ -161,10 +161,11 @@ OBJ_STL = (("meshio", "obj/elephav.obj"),)
 @pytest.mark.parametrize(("kind", "name"), OBJ_STL)
 def test_obj(kind: str, name: str, real_files: RealFiles, round_trip: RoundTrip) -> None:
     src = real_files.path(kind, name)
-    out, _ = round_trip(src)
+    out, report = round_trip(src)
     a, b = trimesh.load(src, process=False), trimesh.load(out, process=False)
     assert np.array_equal(a.vertices, b.vertices)
     assert np.array_equal(a.faces, b.faces)  # face order kept
+    assert report.dropped == ("622 vertex normals (vn)", "3 smoothing groups (s)")
 
 
 @pytest.mark.parametrize("suffix", [".obj", ".stl"])
