@@ -131,7 +131,7 @@ def test_mesh_vertices_and_faces_in_input_order() -> None:
 ALL_TYPES = tuple(_ply.PLY_TYPES)
 
 
-@pytest.mark.parametrize("fmt", ["ascii", "binary_little_endian"])
+@pytest.mark.parametrize("fmt", ["ascii", "binary_little_endian", "binary_big_endian"])
 def test_every_ply_type_name_round_trips(fmt: str, tmp_path: Path) -> None:
     """One property per PLY type name; the file comes back byte for byte (the issue's repro:
     ASCII ``float32`` was printed as integers)."""
@@ -142,8 +142,11 @@ def test_every_ply_type_name_round_trips(fmt: str, tmp_path: Path) -> None:
     for t in ("float", "float32", "double", "float64"):
         values[t] = values[t] + np.array([0.25, -1.5e-7, 3.14159], dtype=values[t].dtype)
     xy = np.array([[0.5, 1.0], [2.25, -3.0], [1e-3, 7.0]], np.float32)
+    order = ">" if fmt == "binary_big_endian" else "<"
     table = np.zeros(
-        3, dtype=[("x", "<f4"), ("y", "<f4")] + [(t, values[t].dtype) for t in ALL_TYPES]
+        3,
+        dtype=[("x", order + "f4"), ("y", order + "f4")]
+        + [(t, values[t].dtype.newbyteorder(order)) for t in ALL_TYPES],
     )
     table["x"], table["y"] = xy[:, 0], xy[:, 1]
     for t in ALL_TYPES:

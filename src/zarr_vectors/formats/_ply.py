@@ -387,15 +387,15 @@ def _element_lines(columns: Sequence[Column], n: int, style: AsciiStyle) -> str:
     return "".join(" ".join(row) + end for row in table.tolist())
 
 
-def _element_bytes(columns: Sequence[Column], n: int) -> bytes:
+def _element_bytes(columns: Sequence[Column], n: int, order: str) -> bytes:
     fields: list[tuple[Any, ...]] = []
     for c in columns:
-        code = "<" + PLY_TYPES[c.prop.type]
+        code = order + PLY_TYPES[c.prop.type]
         if c.prop.count_type is None:
             fields.append((c.prop.name, code))
         else:
             k = c.values.shape[1] if c.values.ndim == 2 else 0
-            fields.append((f"{c.prop.name}\0count", "<" + PLY_TYPES[c.prop.count_type]))
+            fields.append((f"{c.prop.name}\0count", order + PLY_TYPES[c.prop.count_type]))
             fields.append((c.prop.name, code, (k,)))
     table = np.zeros(n, dtype=np.dtype(fields))
     for c in columns:
@@ -441,7 +441,7 @@ def write_file(
     stored: Header | None = None,
     comments: Sequence[str] = (),
 ) -> None:
-    """Write a PLY file (``ascii`` or ``binary_little_endian``) from element columns.
+    """Write a PLY file (``ascii``, ``binary_little_endian`` or ``binary_big_endian``).
 
     ``stored`` is the header of the file the data came from: its lines are reused when they
     declare the same elements and properties, and its ASCII row style is followed.
@@ -455,7 +455,7 @@ def write_file(
         if fmt == "ascii":
             body.write(_element_lines(cols, count, style).encode("latin1"))
         else:
-            body.write(_element_bytes(cols, count))
+            body.write(_element_bytes(cols, count, ORDER[fmt]))
     with open(path, "wb") as f:
         f.write(body.getvalue())
 

@@ -8,8 +8,8 @@ attribute of the same type, and every scalar face property (colours, labels) a p
 attribute.  The header — format, element and property names with their type names as written,
 ``comment``/``obj_info`` lines and the header lines themselves, and the ASCII row style — goes
 to ``custom_metadata["ply"]``, so :func:`store_to_ply` writes the same header and properties
-back (binary files as binary little-endian, ASCII as ASCII, numbers printed as ``%g`` writers
-print them).  With ``convert``'s default ``keep_order`` the file's vertex and face order comes
+back (in the file's format: ASCII, binary little- or big-endian; ASCII numbers printed as
+``%g`` writers print them; stores from elsewhere as binary little-endian).  With ``convert``'s default ``keep_order`` the file's vertex and face order comes
 back too, so VTK/pyvista, rply and trimesh files round-trip byte for byte.
 
 Not carried, and reported by :meth:`PlySource.dropped`: elements other than ``vertex`` and
@@ -329,7 +329,8 @@ def write_ply(
 def _write(
     path: PathLike, meta: Mapping[str, Any], elements: list[tuple[str, int, list[Column]]]
 ) -> None:
-    fmt = "ascii" if meta.get("format") == "ascii" else "binary_little_endian"
+    fmt = str(meta.get("format"))
+    fmt = fmt if fmt in _ply.ORDER else "binary_little_endian"
     _ply.write_file(
         path,
         fmt,
