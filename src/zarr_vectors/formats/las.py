@@ -23,8 +23,10 @@ offsets at the floor of the bounding box, and every other numeric attribute as e
 stores without input order are written in storage order (chunk by chunk).
 
 Large files stream: :class:`LasSource` reads ``chunk_iterator`` batches into
-:func:`~zarr_vectors.open_writer` and :func:`store_to_las` writes chunk batches through a laspy
-writer, so neither direction holds the whole cloud in memory.
+:func:`~zarr_vectors.open_writer`, and :func:`store_to_las` writes batches through a laspy
+writer.  A store without input order is read chunk batch by chunk batch; one with it is read
+whole first (input order is a permutation across all chunks), so exporting it holds the
+level in memory.
 """
 
 from __future__ import annotations
