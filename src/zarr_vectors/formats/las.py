@@ -49,6 +49,7 @@ from laspy.vlrs.vlrlist import VLRList  # type: ignore[import-untyped, unused-ig
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, ZVUserWarning
+from zarr_vectors.formats import _lasbytes
 from zarr_vectors.formats.registry import (
     Extent,
     NullProgress,
@@ -92,13 +93,6 @@ _REBUILT_VLRS = frozenset({("laszip encoded", 22204)})
 _COPC_VLRS = frozenset({("copc", 1), ("copc", 1000)})
 """COPC info VLR and hierarchy EVLR: they index LAZ chunks the exporter does not reproduce."""
 _EXTRA_BYTES_VLR = ("LASF_Spec", 4)
-_RAW_RANGES = ((26, 94), (107, 131), (179, 227))
-"""Header bytes kept raw (every LAS version): system identifier, generating software and
-creation date (laspy strips padding and writes today's date for a missing one); legacy point
-counts by return and bounding box (laspy recomputes them from the points, while files may
-carry other values)."""
-_RAW_RANGES_14 = ((255, 375),)
-"""LAS 1.4 only: the 64-bit point counts by return."""
 _POINT_FORMATS = (0, 1, 2, 3, 6, 7, 8)
 _MAX_INT32 = 2**31 - 1
 
@@ -142,9 +136,8 @@ class LasMetadata(TypedDict):
     evlrs: list[LasVlr]
     all_vlrs: bool
     """``vlrs`` lists every VLR but LASzip's, extra-bytes VLRs included (older stores: none)."""
-    raw_header: dict[str, str]
-    """Header byte ranges by offset (base64), restored on export when the point count and
-    point format are the file's (see ``_RAW_RANGES``)."""
+    raw_bytes: dict[str, Any]
+    """Header and record-header bytes laspy does not round-trip (:mod:`._lasbytes`)."""
     point_count: int
     extra_header_bytes: str
     extra_vlr_bytes: str
@@ -219,14 +212,6 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-def _raw_header(path: PathLike, version: str) -> dict[str, str]:
-    """Return the :data:`_RAW_RANGES` of a file's header, base64 by offset."""
-    with open(path, "rb") as f:
-        raw = f.read(375)
-    ranges = _RAW_RANGES + (_RAW_RANGES_14 if version == "1.4" else ())
-    return {str(a): _b64(raw[a:b]) for a, b in ranges if len(raw) >= b}
-
-
 def copc_records(header: Any) -> list[str]:
     """Describe the COPC records of a header (left out of the store), one line each."""
     found = [
@@ -259,7 +244,7 @@ def header_metadata(header: Any, path: PathLike | None = None) -> LasMetadata:
         vlrs=_vlrs(header.vlrs),
         evlrs=_vlrs(header.evlrs),
         all_vlrs=True,
-        raw_header={} if path is None else _raw_header(path, str(header.version)),
+        raw_bytes={} if path is None else _lasbytes.read_raw(path, str(header.version)),
         point_count=int(header.point_count),
         extra_header_bytes=_b64(header.extra_header_bytes),
         extra_vlr_bytes=_b64(header.extra_vlr_bytes),
@@ -308,22 +293,6 @@ def _header(meta: Mapping[str, Any]) -> Any:
         header.vlrs.clear()
     header.vlrs.extend(records)
     return header
-
-
-def _patch_header(path: PathLike, meta: Mapping[str, Any], written: int) -> None:
-    """Restore the stored raw header bytes when the file holds the source's points.
-
-    Only when ``written`` equals the source's point count: the counts by return and the
-    bounding box describe the points, and a level other than the one converted (or an
-    edited store) holds other points, for which laspy's recomputed values are right.
-    """
-    raw = meta.get("raw_header") or {}
-    if written != meta.get("point_count"):
-        raw = {k: v for k, v in raw.items() if int(k) == _RAW_RANGES[0][0]}
-    with open(path, "r+b") as f:
-        for offset, data in raw.items():
-            f.seek(int(offset))
-            f.write(base64.b64decode(str(data)))
 
 
 # -- reading --------------------------------------------------------------------------------
@@ -430,8 +399,18 @@ class LasSource(Source):
             raise
 
     def dropped(self) -> list[str]:
-        """COPC records (the store keeps every other header field, VLR and EVLR)."""
-        return copc_records(self.header)
+        """Describe the COPC records and internal waveform data of the file.
+
+        The store keeps everything else: header fields, VLRs, EVLRs and every point
+        dimension (waveform packet descriptors included).
+        """
+        out = copc_records(self.header)
+        start = int(getattr(self.header, "start_of_waveform_data_packet_record", 0) or 0)
+        if self.header.global_encoding.waveform_data_packets_internal and start:
+            out.append(
+                f"waveform data packets stored in the file after the points (at byte {start:,})"
+            )
+        return out
 
 
 def open_las(path: PathLike) -> LasSource:
@@ -619,4 +598,5 @@ def store_to_las(
                 writer.write_evlrs(VLRList(evlrs))
     except OverflowError as exc:
         raise InvalidInputError(f"a value does not fit its LAS field: {exc}") from exc
-    _patch_header(path, las_meta, written)
+    same = written == las_meta.get("point_count")
+    _lasbytes.patch(path, las_meta.get("raw_bytes") or {}, same_points=same)
