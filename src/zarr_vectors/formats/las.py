@@ -8,11 +8,15 @@ return_number, number_of_returns, classification and its flags, scan angle, user
 source id, gps_time, red/green/blue, nir, extra bytes — becomes a per-point attribute named as
 in laspy (extra-bytes names are made identifiers; scaled extra bytes are stored scaled).  The
 header — version, point format, scales, offsets, system identifier, generating software,
-creation date (also its raw day and year, which may be zero), global encoding, file source id,
-GUID, extra-bytes descriptions, extra header and VLR bytes and the raw payloads of every VLR and
-EVLR in file order (base64), extra-bytes VLRs included — goes to ``custom_metadata["las"]``
-(FORMAT.md §3), so :func:`store_to_las` writes back the same header, VLRs and EVLRs.  Only the
-LASzip VLR is rebuilt (by laspy).  COPC files are read as the LAS 1.4 files they are; their
+creation date, global encoding, file source id, GUID, extra-bytes descriptions, extra header
+and VLR bytes, the raw payloads of every VLR and EVLR in file order (base64), extra-bytes VLRs
+included, and the header and record-header bytes laspy would write differently
+(:mod:`._lasbytes`: padding, reserved fields, a zero creation date, counts by return and the
+bounding box as the file had them) — goes to ``custom_metadata["las"]`` (FORMAT.md §3), so
+:func:`store_to_las` writes back the same header, VLRs and EVLRs; uncompressed files come back
+byte for byte.  Only the LASzip VLR is rebuilt (by laspy), so LAZ files come back equal point
+for point but not byte for byte.  Internal waveform data packets are not carried (reported).
+COPC files are read as the LAS 1.4 files they are; their
 COPC info VLR and hierarchy EVLR describe a page layout the exporter does not rebuild, so they
 are left out (:meth:`LasSource.dropped` says so) and the export is a plain LAS/LAZ 1.4 file.
 
