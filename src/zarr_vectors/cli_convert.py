@@ -294,6 +294,14 @@ def convert_command(
             case_sensitive=False,
         ),
     ] = Compression.ZSTD,
+    keep_order: Annotated[
+        bool,
+        typer.Option(
+            "--keep-order/--no-keep-order",
+            help="Store each point's and face's position in IN, so that export writes IN's "
+            "element order back (a small unsigned attribute); --no-keep-order drops it.",
+        ),
+    ] = True,
 ) -> None:
     """Convert a point cloud, tractogram or graph file into a new ZVF store.
 
@@ -325,6 +333,7 @@ def convert_command(
                 batch_size=batch_size,
                 progress=report,
                 compressor=compressor.value,
+                keep_order=keep_order,
                 **options,
             )
     except StoreExistsError as exc:

@@ -29,6 +29,7 @@ kept, as TrackVis and MRtrix count them, so per-streamline data stay aligned; ni
 from __future__ import annotations
 
 import abc
+import io
 import itertools
 import os
 import struct
@@ -622,9 +623,12 @@ def write_trk(path: PathLike, data: TractData, fields: Mapping[str, Any]) -> Non
     after = first + 1 + row * counts
     for j in range(props.width):
         body[after + j] = props.values[:, j]
+    if fields.get("endianness") == ">":  # a big-endian source file is written back as one
+        header = header.astype(header.dtype.newbyteorder(">"))
+        body = body.astype(">f4")
     with open(path, "wb") as f:
         f.write(header.tobytes())
-        f.write(body.data)
+        f.write(body.tobytes())
 
 
 def write_tck(
@@ -652,15 +656,21 @@ def write_tck(
     header.update(fields)
     n = len(offsets) - 1
     header[_tck.Field.NB_STREAMLINES] = n
-    body = np.empty((len(positions) + n + 1, 3), dtype="<f4")
+    big = str(header.get("datatype", "")) == "Float32BE"  # nibabel writes Float32 only
+    body = np.empty((len(positions) + n + 1, 3), dtype=">f4" if big else "<f4")
     counts = np.diff(offsets)
     rows = np.arange(len(positions), dtype=np.int64) + np.repeat(np.arange(n), counts)
     body[rows] = positions
     body[offsets[1:] + np.arange(n)] = np.nan  # the delimiter after each streamline
     body[-1] = np.inf  # end of file
+    text = io.BytesIO()
+    _tck.TckFile._write_header(text, header)
+    head = text.getvalue()
+    if big:  # nibabel always declares little-endian; the replacement has the same length
+        head = head.replace(b"datatype: Float32LE", b"datatype: Float32BE", 1)
     with open(path, "wb") as f:
-        _tck.TckFile._write_header(f, header)
-        f.write(body.data)
+        f.write(head)
+        f.write(body.tobytes())
 
 
 @dataclass(frozen=True)

@@ -8,19 +8,29 @@ return_number, number_of_returns, classification and its flags, scan angle, user
 source id, gps_time, red/green/blue, nir, extra bytes — becomes a per-point attribute named as
 in laspy (extra-bytes names are made identifiers; scaled extra bytes are stored scaled).  The
 header — version, point format, scales, offsets, system identifier, generating software,
-creation date, global encoding, file source id, GUID, extra-bytes descriptions and the raw
-payloads of the VLRs and EVLRs (base64) — goes to ``custom_metadata["las"]`` (FORMAT.md §3), so
-:func:`store_to_las` writes back an equivalent file.  The LASzip and extra-bytes VLRs are
-rebuilt by laspy rather than copied.
+creation date, global encoding, file source id, GUID, extra-bytes descriptions, extra header
+and VLR bytes, the raw payloads of every VLR and EVLR in file order (base64), extra-bytes VLRs
+included, and the header and record-header bytes laspy would write differently
+(:mod:`._lasbytes`: padding, reserved fields, a zero creation date, counts by return and the
+bounding box as the file had them) — goes to ``custom_metadata["las"]`` (FORMAT.md §3), so
+:func:`store_to_las` writes back the same header, VLRs and EVLRs; uncompressed files come back
+byte for byte.  Only the LASzip VLR is rebuilt (by laspy), so LAZ files come back equal point
+for point but not byte for byte.  Internal waveform data packets are not carried (reported).
+COPC files are read as the LAS 1.4 files they are; their
+COPC info VLR and hierarchy EVLR describe a page layout the exporter does not rebuild, so they
+are left out (:meth:`LasSource.dropped` says so) and the export is a plain LAS/LAZ 1.4 file.
 
 A store from another source is written with the point format (0, 1, 2, 3, 6, 7 or 8) whose
 dimensions cover most of its attribute names, a 0.001 scale (coarser when the extent needs it),
 offsets at the floor of the bounding box, and every other numeric attribute as extra bytes.
-Points are written in storage order (chunk by chunk), not in the original file order.
+``convert`` keeps the file's point order (``keep_order``), and export writes points in it;
+stores without input order are written in storage order (chunk by chunk).
 
 Large files stream: :class:`LasSource` reads ``chunk_iterator`` batches into
-:func:`~zarr_vectors.open_writer` and :func:`store_to_las` writes chunk batches through a laspy
-writer, so neither direction holds the whole cloud in memory.
+:func:`~zarr_vectors.open_writer`, and :func:`store_to_las` writes batches through a laspy
+writer.  A store without input order is read chunk batch by chunk batch; one with it is read
+whole first (input order is a permutation across all chunks), so exporting it holds the
+level in memory.
 """
 
 from __future__ import annotations
@@ -38,10 +48,12 @@ from typing import Any, TypedDict, cast
 import laspy  # type: ignore[import-untyped, unused-ignore]
 import numpy as np
 import numpy.typing as npt
+from laspy.vlrs.vlrlist import VLRList  # type: ignore[import-untyped, unused-ignore]
 
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, ZVUserWarning
+from zarr_vectors.formats import _lasbytes
 from zarr_vectors.formats.registry import (
     Extent,
     NullProgress,
@@ -60,6 +72,7 @@ from zarr_vectors.formats.registry import (
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import RootMetadata
 from zarr_vectors.streaming import open_writer
+from zarr_vectors.types._order import INPUT_INDEX, input_index
 from zarr_vectors.types.points import write_points
 
 __all__ = [
@@ -69,6 +82,7 @@ __all__ = [
     "LasPoints",
     "LasSource",
     "LasVlr",
+    "copc_records",
     "header_metadata",
     "las_to_store",
     "open_las",
@@ -79,7 +93,10 @@ __all__ = [
 KEY = "las"
 """Key of the LAS header in the root ``custom_metadata``."""
 _COORDS = frozenset({"X", "Y", "Z"})
-_REBUILT_VLRS = frozenset({("LASF_Spec", 4), ("laszip encoded", 22204)})
+_REBUILT_VLRS = frozenset({("laszip encoded", 22204)})
+_COPC_VLRS = frozenset({("copc", 1), ("copc", 1000)})
+"""COPC info VLR and hierarchy EVLR: they index LAZ chunks the exporter does not reproduce."""
+_EXTRA_BYTES_VLR = ("LASF_Spec", 4)
 _POINT_FORMATS = (0, 1, 2, 3, 6, 7, 8)
 _MAX_INT32 = 2**31 - 1
 
@@ -121,6 +138,13 @@ class LasMetadata(TypedDict):
     dimensions: list[LasDimension]
     vlrs: list[LasVlr]
     evlrs: list[LasVlr]
+    all_vlrs: bool
+    """``vlrs`` lists every VLR but LASzip's, extra-bytes VLRs included (older stores: none)."""
+    raw_bytes: dict[str, Any]
+    """Header and record-header bytes laspy does not round-trip (:mod:`._lasbytes`)."""
+    point_count: int
+    extra_header_bytes: str
+    extra_vlr_bytes: str
 
 
 @dataclass(frozen=True)
@@ -175,7 +199,7 @@ def _extra_type(dim: Any) -> str:
 def _vlrs(records: Iterable[Any] | None) -> list[LasVlr]:
     out: list[LasVlr] = []
     for v in records or ():
-        if (v.user_id, v.record_id) in _REBUILT_VLRS:
+        if (v.user_id, v.record_id) in _REBUILT_VLRS | _COPC_VLRS:
             continue
         out.append(
             LasVlr(
@@ -188,8 +212,26 @@ def _vlrs(records: Iterable[Any] | None) -> list[LasVlr]:
     return out
 
 
-def header_metadata(header: Any) -> LasMetadata:
-    """Return the JSON form of a ``laspy.LasHeader`` kept in ``custom_metadata["las"]``."""
+def _b64(data: bytes) -> str:
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def copc_records(header: Any) -> list[str]:
+    """Describe the COPC records of a header (left out of the store), one line each."""
+    found = [
+        f"{kind} {v.user_id!r} {v.record_id}"
+        for kind, records in (("VLR", header.vlrs), ("EVLR", header.evlrs or ()))
+        for v in records
+        if (v.user_id, v.record_id) in _COPC_VLRS
+    ]
+    return [f"COPC {r} (export writes a plain LAS/LAZ 1.4 file)" for r in found]
+
+
+def header_metadata(header: Any, path: PathLike | None = None) -> LasMetadata:
+    """Return the JSON form of a ``laspy.LasHeader`` kept in ``custom_metadata["las"]``.
+
+    ``path`` (the file the header was read from) supplies the raw creation date.
+    """
     date = header.creation_date
     return LasMetadata(
         version=str(header.version),
@@ -205,6 +247,11 @@ def header_metadata(header: Any) -> LasMetadata:
         dimensions=_dimensions(header.point_format),
         vlrs=_vlrs(header.vlrs),
         evlrs=_vlrs(header.evlrs),
+        all_vlrs=True,
+        raw_bytes={} if path is None else _lasbytes.read_raw(path, str(header.version)),
+        point_count=int(header.point_count),
+        extra_header_bytes=_b64(header.extra_header_bytes),
+        extra_vlr_bytes=_b64(header.extra_vlr_bytes),
     )
 
 
@@ -241,10 +288,14 @@ def _header(meta: Mapping[str, Any]) -> Any:
     header.global_encoding.value = int(meta.get("global_encoding", 0))
     header.file_source_id = int(meta.get("file_source_id", 0))
     header.uuid = uuid.UUID(str(meta.get("uuid", uuid.UUID(int=0))))
-    header.vlrs.extend(_vlr(v) for v in meta.get("vlrs", ()))
-    evlrs = [_vlr(v) for v in meta.get("evlrs", ())]
-    if evlrs:
-        header.evlrs = evlrs
+    header.extra_header_bytes = base64.b64decode(str(meta.get("extra_header_bytes", "")))
+    header.extra_vlr_bytes = base64.b64decode(str(meta.get("extra_vlr_bytes", "")))
+    records = [_vlr(v) for v in meta.get("vlrs", ())]
+    if meta.get("all_vlrs"):
+        # the stored list is complete and in file order: it replaces the extra-bytes VLR laspy
+        # rebuilt (in place, since assigning ``vlrs`` would rebuild it again)
+        header.vlrs.clear()
+    header.vlrs.extend(records)
     return header
 
 
@@ -273,7 +324,7 @@ def read_las(path: PathLike) -> LasPoints:
         Scaled positions, every point dimension, and the header metadata.
     """
     las = laspy.read(path)
-    meta = header_metadata(las.header)
+    meta = header_metadata(las.header, path)
     return LasPoints(_positions(las.points), _attributes(las.points, meta["dimensions"]), meta)
 
 
@@ -289,7 +340,7 @@ class LasSource(Source):
                 self.header = reader.header
         except laspy.errors.LaspyException as exc:
             raise InvalidInputError(f"{self.path}: not a valid LAS/LAZ file: {exc}") from exc
-        self.metadata: LasMetadata = header_metadata(self.header)
+        self.metadata: LasMetadata = header_metadata(self.header, self.path)
 
     def extent(self) -> Extent:
         """Return the point count and the header's bounding box."""
@@ -325,7 +376,11 @@ class LasSource(Source):
             las = laspy.read(self.path)
             report.start("writing store", None)
             return write_points(
-                store, _positions(las.points), attributes=_attributes(las.points, dims), **kwargs
+                store,
+                _positions(las.points),
+                attributes=_attributes(las.points, dims),
+                keep_order=options.keep_order,
+                **kwargs,
             )
         writer = open_writer(
             store, "point_cloud", partition_chunks=options.partition_chunks, **kwargs
@@ -333,14 +388,33 @@ class LasSource(Source):
         try:
             report.start(f"reading {self.path.name}", n)
             with laspy.open(self.path) as reader:
+                done = 0
                 for record in reader.chunk_iterator(options.batch_size):
-                    writer.append(_positions(record), attributes=_attributes(record, dims))
+                    attrs = _attributes(record, dims)
+                    if options.keep_order:
+                        attrs[INPUT_INDEX] = input_index(len(record), done, total=n)
+                    writer.append(_positions(record), attributes=attrs)
+                    done += len(record)
                     report.advance(len(record))
             report.start("writing store", None)
             return writer.close()
         except BaseException:
             writer.abort()
             raise
+
+    def dropped(self) -> list[str]:
+        """Describe the COPC records and internal waveform data of the file.
+
+        The store keeps everything else: header fields, VLRs, EVLRs and every point
+        dimension (waveform packet descriptors included).
+        """
+        out = copc_records(self.header)
+        start = int(getattr(self.header, "start_of_waveform_data_packet_record", 0) or 0)
+        if self.header.global_encoding.waveform_data_packets_internal and start:
+            out.append(
+                f"waveform data packets stored in the file after the points (at byte {start:,})"
+            )
+        return out
 
 
 def open_las(path: PathLike) -> LasSource:
@@ -515,11 +589,18 @@ def store_to_las(
     las_meta["dimensions"] = [dict(d) for d in las_meta["dimensions"]]
     plan = _extra_dims(las_meta, first)
     header = _header(las_meta)
+    evlrs = [_vlr(v) for v in las_meta.get("evlrs", ())]
     report.start(f"writing {path}", None)
+    written = 0
     try:
         with laspy.open(path, mode="w", header=header) as writer:
             for batch in itertools.chain([] if first is None else [first], batches):
                 writer.write_points(_record(header, batch, plan))
                 report.advance(len(batch.positions))
+                written += len(batch.positions)
+            if evlrs:
+                writer.write_evlrs(VLRList(evlrs))
     except OverflowError as exc:
         raise InvalidInputError(f"a value does not fit its LAS field: {exc}") from exc
+    same = written == las_meta.get("point_count")
+    _lasbytes.patch(path, las_meta.get("raw_bytes") or {}, same_points=same)

@@ -1,14 +1,20 @@
-r"""PLY vertices <-> ``point_cloud`` stores, with every vertex property (numpy only).
+r"""PLY files <-> ``point_cloud`` and ``mesh`` stores, with every vertex and face property.
 
-The ``vertex`` element of an ASCII, binary little-endian or binary big-endian PLY file is read
-into a numpy structured array: ``x``, ``y`` (and ``z``) are the positions (their PLY type kept:
-``float`` stays float32, ``double`` float64), every other scalar property — normals, colours,
-intensity, scalar fields — a per-point attribute of the same type.  The property names and types,
-the file format and the ``comment``/``obj_info`` lines go to ``custom_metadata["ply"]``, so
-:func:`store_to_ply` writes the properties back in their original order and types (as binary
-little-endian, or ASCII when the source was).  Other elements (faces, edges) are not read; list
-properties in the vertex element, or a list element before it in a binary file, are rejected.
-Use :mod:`zarr_vectors.formats.trimesh_io` for meshes.
+A PLY file with a non-empty ``face`` element is a triangle mesh (a ``mesh`` store); any other
+is a point cloud (its ``vertex`` element).  ``x``, ``y`` (and ``z``) are the positions (their
+PLY type kept: ``float``/``float32`` stays float32, ``double``/``float64`` float64); every other
+scalar vertex property — normals, colours, intensity, scalar fields — is a per-vertex
+attribute of the same type, and every scalar face property (colours, labels) a per-face
+attribute.  The header — format, element and property names with their type names as written,
+``comment``/``obj_info`` lines and the header lines themselves, and the ASCII row style — goes
+to ``custom_metadata["ply"]``, so :func:`store_to_ply` writes the same header and properties
+back (in the file's format: ASCII, binary little- or big-endian; ASCII numbers printed as
+``%g`` writers print them; stores from elsewhere as binary little-endian).  With ``convert``'s default ``keep_order`` the file's vertex and face order comes
+back too, so VTK/pyvista, rply and trimesh files round-trip byte for byte.
+
+Not carried, and reported by :meth:`PlySource.dropped`: elements other than ``vertex`` and
+``face`` (e.g. ``edge``, ``material``).  Faces must be triangles; list properties in the vertex
+element are rejected.
 
 Examples
 --------
@@ -22,18 +28,20 @@ Examples
 
 from __future__ import annotations
 
-import io
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import IO, Any, TypedDict, cast
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any, NotRequired, TypedDict, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from zarr_vectors.core.store import StoreLike
+from zarr_vectors.core.reader import LevelReader
+from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, ZVUserWarning
+from zarr_vectors.formats import _ply
+from zarr_vectors.formats._ply import PLY_TYPES, Column, Property
 from zarr_vectors.formats.registry import (
     Extent,
     NullProgress,
@@ -46,14 +54,19 @@ from zarr_vectors.formats.registry import (
     iter_point_batches,
     store_metadata,
 )
+from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.types._order import INPUT_INDEX, ElementOrder
+from zarr_vectors.types.meshes import Meshes, read_mesh, write_mesh
 from zarr_vectors.types.points import write_points
 
 __all__ = [
     "KEY",
+    "PLY_TYPES",
     "PlyMetadata",
     "PlyPoints",
     "PlySource",
+    "has_input_order",
     "open_ply",
     "parse_ply",
     "read_ply",
@@ -63,30 +76,11 @@ __all__ = [
 
 KEY = "ply"
 """Key of the PLY header in the root ``custom_metadata``."""
-PLY_TYPES: Mapping[str, str] = {
-    "char": "i1",
-    "int8": "i1",
-    "uchar": "u1",
-    "uint8": "u1",
-    "short": "i2",
-    "int16": "i2",
-    "ushort": "u2",
-    "uint16": "u2",
-    "int": "i4",
-    "int32": "i4",
-    "uint": "u4",
-    "uint32": "u4",
-    "float": "f4",
-    "float32": "f4",
-    "double": "f8",
-    "float64": "f8",
-}
-"""PLY scalar type names -> numpy type codes (without byte order)."""
 _NAMES = {"i1": "char", "u1": "uchar", "i2": "short", "u2": "ushort", "i4": "int", "u4": "uint"}
 _NAMES |= {"f4": "float", "f8": "double"}
-_ORDER = {"binary_little_endian": "<", "binary_big_endian": ">", "ascii": "<"}
 _AXES = ("x", "y", "z")
-_ASCII_FORMATS = {"float": "%.9g", "double": "%.17g"}
+_FACE_LIST = ("vertex_indices", "uchar", "int")
+"""Face list property written for stores that were not read from PLY: name, count, item."""
 
 
 class PlyMetadata(TypedDict):
@@ -94,14 +88,23 @@ class PlyMetadata(TypedDict):
 
     format: str
     properties: list[list[str]]
+    """Vertex properties ``[name, type]`` in file order."""
     attributes: dict[str, str]
+    """Vertex attribute name -> property name."""
     comments: list[str]
     obj_info: list[str]
+    header: NotRequired[list[str]]
+    """Header lines between ``ply`` and ``end_header``, as written."""
+    ascii_style: NotRequired[dict[str, Any]]
+    face_properties: NotRequired[list[list[str]]]
+    """Face properties ``[name, type]`` (lists: ``[name, "list <count> <item>"]``)."""
+    face_attributes: NotRequired[dict[str, str]]
+    """Face attribute name -> property name."""
 
 
 @dataclass(frozen=True)
 class PlyPoints:
-    """The vertices of a PLY file."""
+    """The vertices (and triangles, if any) of a PLY file."""
 
     positions: npt.NDArray[np.floating]
     """(N, D) ``x``, ``y`` (, ``z``) in their PLY type."""
@@ -109,96 +112,88 @@ class PlyPoints:
     """Every other vertex property by attribute name."""
     metadata: PlyMetadata
     """Format, property names and types, comments."""
+    faces: npt.NDArray[np.int64] | None = None
+    """(F, 3) vertex indices of a non-empty ``face`` element, else None."""
+    face_attributes: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Scalar face properties by attribute name."""
+    skipped: tuple[str, ...] = ()
+    """Elements not read (neither ``vertex`` nor ``face``), with their row counts."""
 
     def __len__(self) -> int:
         return len(self.positions)
 
 
-@dataclass
-class _Element:
-    name: str
-    count: int
-    properties: list[tuple[str, str]]  # (name, PLY type); list props have type "list ..."
-
-
-def _header(stream: IO[bytes]) -> tuple[str, list[_Element], list[str], list[str]]:
-    if stream.readline().strip() != b"ply":
-        raise InvalidInputError("not a PLY file (no 'ply' magic line)")
-    fmt, elements, comments, info = "", [], [], []
-    while True:
-        raw = stream.readline()
-        if not raw:
-            raise InvalidInputError("PLY header has no end_header line")
-        words = raw.decode("latin1").split()
-        if not words:
+def _scalars(
+    table: npt.NDArray[Any], skip: Sequence[str], taken: set[str]
+) -> tuple[dict[str, npt.NDArray[Any]], dict[str, str]]:
+    """Scalar fields of a structured table as attributes (identifier names), and the names."""
+    attrs: dict[str, npt.NDArray[Any]] = {}
+    mapping: dict[str, str] = {}
+    for name in table.dtype.names or ():
+        if name in skip or "\0" in name:
             continue
-        key = words[0]
-        if key == "end_header":
-            break
-        if key == "format":
-            fmt = words[1]
-        elif key == "comment":
-            comments.append(raw.decode("latin1").rstrip("\r\n")[len("comment ") :])
-        elif key == "obj_info":
-            info.append(raw.decode("latin1").rstrip("\r\n")[len("obj_info ") :])
-        elif key == "element":
-            elements.append(_Element(words[1], int(words[2]), []))
-        elif key == "property" and elements:
-            ptype = " ".join(words[1:-1])
-            elements[-1].properties.append((words[-1], ptype))
-    if fmt not in _ORDER:
-        raise InvalidInputError(f"unsupported PLY format {fmt!r}")
-    return fmt, elements, comments, info
+        attr = identifier(name, taken)
+        attrs[attr] = np.ascontiguousarray(table[name])
+        mapping[attr] = name
+    return attrs, mapping
 
 
-def _dtype(element: _Element, order: str) -> np.dtype[Any]:
-    fields = []
-    for name, ptype in element.properties:
-        if ptype not in PLY_TYPES:
-            raise InvalidInputError(
-                f"PLY element {element.name!r} property {name!r} has type {ptype!r}; "
-                "only scalar properties are read before and in the vertex element"
-            )
-        fields.append((name, order + PLY_TYPES[ptype]))
-    return np.dtype(fields)
+def _faces(element: _ply.Element, table: npt.NDArray[Any]) -> tuple[str, npt.NDArray[np.int64]]:
+    lists = [p for p in element.properties if p.count_type is not None]
+    if len(lists) != 1:
+        raise InvalidInputError(f"PLY face element needs one list property, found {len(lists)}")
+    name = lists[0].name
+    if len(table) and table[name].shape[1:] != (3,):
+        raise InvalidInputError(
+            f"PLY faces have {table[name].shape[1]} vertices; only triangles are stored"
+        )
+    return name, np.asarray(table[name], dtype=np.int64).reshape(-1, 3)
 
 
-def _vertices(stream: IO[bytes], fmt: str, elements: list[_Element]) -> npt.NDArray[Any]:
-    order = _ORDER[fmt]
-    for element in elements:
-        if element.name == "vertex":
-            dtype = _dtype(element, order)
-            if fmt == "ascii":
-                rows = [stream.readline() for _ in range(element.count)]
-                table = np.loadtxt(rows, dtype=np.float64, ndmin=2) if rows else None
-                out = np.zeros(element.count, dtype=dtype)
-                for i, name in enumerate(dtype.names or ()):
-                    if table is not None:
-                        out[name] = table[:, i]
-                return out
-            data = stream.read(dtype.itemsize * element.count)
-            if len(data) < dtype.itemsize * element.count:
-                raise InvalidInputError("PLY vertex data is truncated")
-            return np.frombuffer(data, dtype=dtype).astype(dtype.newbyteorder("<"))
-        if fmt == "ascii":
-            for _ in range(element.count):
-                stream.readline()
-        else:
-            stream.read(_dtype(element, order).itemsize * element.count)
-    raise InvalidInputError("PLY file has no vertex element")
+def _metadata(header: _ply.Header) -> PlyMetadata:
+    vertex = header.element("vertex")
+    assert vertex is not None
+    meta = PlyMetadata(
+        format=header.format,
+        properties=[[p.name, p.type] for p in vertex.properties],
+        attributes={},
+        comments=list(header.comments),
+        obj_info=list(header.obj_info),
+        header=list(header.lines),
+        ascii_style={
+            "trailing_space": header.ascii_style.trailing_space,
+            "newline": header.ascii_style.newline,
+            "header_newline": header.ascii_style.header_newline,
+        },
+    )
+    face = header.element("face")
+    if face is not None and face.count:
+        meta["face_properties"] = [
+            [p.name, p.type if p.count_type is None else f"list {p.count_type} {p.type}"]
+            for p in face.properties
+        ]
+    return meta
 
 
 def parse_ply(stream: IO[bytes]) -> PlyPoints:
-    """Read the vertex element of a PLY file from an open binary stream.
+    """Read the vertices and triangles of a PLY file from an open binary stream.
 
     Raises
     ------
     InvalidInputError
-        Not a PLY file, no ``x``/``y`` properties, a list property in or before the vertex
-        element, or truncated data.
+        Not a PLY file, no ``x``/``y`` properties, a list property in the vertex element,
+        faces that are not triangles, or truncated data.
     """
-    fmt, elements, comments, info = _header(stream)
-    table = _vertices(stream, fmt, elements)
+    header = _ply.parse_header(stream)
+    vertex = header.element("vertex")
+    if vertex is None:
+        raise InvalidInputError("PLY file has no vertex element")
+    if vertex.has_lists:
+        raise InvalidInputError("PLY vertex element has a list property; only scalars are read")
+    face = header.element("face")
+    has_faces = face is not None and face.count > 0
+    tables = _ply.read_elements(stream, header, ("vertex", "face") if has_faces else ("vertex",))
+    table = tables["vertex"]
     names = list(table.dtype.names or ())
     axes = [a for a in _AXES if a in names]
     if axes[:2] != ["x", "y"]:
@@ -206,30 +201,33 @@ def parse_ply(stream: IO[bytes]) -> PlyPoints:
     kinds = {table.dtype[a] for a in axes}
     pos_dtype = np.float32 if kinds == {np.dtype("<f4")} else np.float64
     positions = np.stack([table[a].astype(pos_dtype) for a in axes], axis=1)
-    taken: set[str] = set(_AXES)
-    attrs: dict[str, npt.NDArray[Any]] = {}
-    mapping: dict[str, str] = {}
-    for name in names:
-        if name in axes:
-            continue
-        attr = identifier(name, taken)
-        attrs[attr] = np.ascontiguousarray(table[name])
-        mapping[attr] = name
-    vertex = next(e for e in elements if e.name == "vertex")
-    meta = PlyMetadata(
-        format=fmt,
-        properties=[[n, t] for n, t in vertex.properties],
-        attributes=mapping,
-        comments=comments,
-        obj_info=info,
+    attrs, mapping = _scalars(table, axes, set(_AXES))
+    meta = _metadata(header)
+    meta["attributes"] = mapping
+    faces: npt.NDArray[np.int64] | None = None
+    face_attrs: dict[str, npt.NDArray[Any]] = {}
+    if has_faces:
+        assert face is not None
+        list_name, faces = _faces(face, tables["face"])
+        face_attrs, face_map = _scalars(tables["face"], [list_name], set())
+        meta["face_attributes"] = face_map
+        if len(faces) and (faces.min() < 0 or faces.max() >= len(positions)):
+            raise InvalidInputError("PLY face refers to a vertex outside the vertex element")
+    skipped = tuple(
+        f"PLY element {e.name!r} ({e.count} rows)"
+        for e in header.elements
+        if e.name not in ("vertex", "face")
     )
-    return PlyPoints(positions, attrs, meta)
+    return PlyPoints(positions, attrs, meta, faces, face_attrs, skipped)
 
 
 def read_ply(path: PathLike) -> PlyPoints:
-    """Read the vertices of a PLY file (see :func:`parse_ply`)."""
+    """Read the vertices (and triangles) of a PLY file (see :func:`parse_ply`)."""
     with open(path, "rb") as f:
         return parse_ply(f)
+
+
+# -- writing --------------------------------------------------------------------------------
 
 
 def _ply_type(dtype: np.dtype[Any]) -> str:
@@ -241,27 +239,63 @@ def _ply_type(dtype: np.dtype[Any]) -> str:
     return "double" if dtype.kind == "f" else ("int" if dtype.kind == "i" else "uint")
 
 
-def _layout(
-    positions: npt.NDArray[Any], attributes: Mapping[str, npt.NDArray[Any]], meta: Mapping[str, Any]
-) -> list[tuple[str, str, npt.NDArray[Any]]]:
-    """Columns to write: (PLY name, PLY type, values), in the stored property order."""
-    names = dict(meta.get("attributes", {}))
-    types = dict(meta.get("properties", ()))
-    cols: dict[str, tuple[str, npt.NDArray[Any]]] = {}
-    for i in range(positions.shape[1]):
-        axis = _AXES[i]
-        cols[axis] = (types.get(axis, _ply_type(positions.dtype)), positions[:, i])
+def _columns(
+    fixed: Mapping[str, npt.NDArray[Any]],
+    attributes: Mapping[str, npt.NDArray[Any]],
+    properties: Sequence[Sequence[str]],
+    names: Mapping[str, str],
+    what: str,
+) -> list[Column]:
+    """Columns of one element in the stored property order (new ones after them)."""
+    types = {str(n): str(t) for n, t in properties}
+    cols: dict[str, tuple[str, npt.NDArray[Any]]] = {
+        n: (types.get(n, _ply_type(v.dtype)), v) for n, v in fixed.items()
+    }
     for attr, values in attributes.items():
         if values.dtype.kind not in "biuf":
-            warnings.warn(f"PLY export skips attribute {attr!r} ({values.dtype})", ZVUserWarning, 3)
+            warnings.warn(f"PLY export skips {what} {attr!r} ({values.dtype})", ZVUserWarning, 4)
             continue
         flat = values.reshape(len(values), -1)
         for k in range(flat.shape[1]):
             name = names.get(attr, attr) if flat.shape[1] == 1 else f"{attr}_{k}"
             cols[name] = (types.get(name, _ply_type(values.dtype)), flat[:, k])
-    order = [n for n, _ in meta.get("properties", ()) if n in cols]
+    order = [str(n) for n, _ in properties if n in cols]
     order += [n for n in cols if n not in order]
-    return [(n, cols[n][0], cols[n][1]) for n in order]
+    out = []
+    for name in order:
+        ptype, values = cols[name]
+        words = ptype.split()
+        if words[0] == "list":
+            out.append(Column(Property(name, words[2], words[1]), values))
+        else:
+            out.append(Column(Property(name, ptype), values))
+    return out
+
+
+def _vertex_columns(
+    positions: npt.NDArray[Any], attributes: Mapping[str, npt.NDArray[Any]], meta: Mapping[str, Any]
+) -> list[Column]:
+    axes = {_AXES[i]: positions[:, i] for i in range(positions.shape[1])}
+    return _columns(
+        axes, attributes, meta.get("properties", ()), meta.get("attributes", {}), "attribute"
+    )
+
+
+def _face_columns(m: Meshes, meta: Mapping[str, Any]) -> list[Column]:
+    props = list(meta.get("face_properties", ()))
+    lists = [n for n, t in props if str(t).startswith("list ")]
+    if not lists:
+        name, count, item = _FACE_LIST
+        props.insert(0, [name, f"list {count} {item}"])
+        lists = [name]
+    faces = {lists[0]: np.asarray(m.faces)}
+    return _columns(
+        faces,
+        dict(m.face_attributes),
+        props,
+        meta.get("face_attributes", {}),
+        "face attribute",
+    )
 
 
 def write_ply(
@@ -282,60 +316,75 @@ def write_ply(
     attributes
         Per-point numeric values; (N, K) arrays become properties ``name_0 .. name_K-1``.
     metadata
-        Stored :class:`PlyMetadata` (property order and types, comments, ASCII or binary).
+        Stored :class:`PlyMetadata` (property order and type names, comments, ASCII or
+        binary, header lines).
     """
     pos = np.asarray(positions)
     meta = metadata or {}
     attrs = {k: np.asarray(v) for k, v in (attributes or {}).items()}
-    columns = _layout(pos, attrs, meta)
-    dtype = np.dtype([(n, "<" + PLY_TYPES[t]) for n, t, _ in columns])
-    table = np.zeros(len(pos), dtype=dtype)
-    for name, _, values in columns:
-        table[name] = values
-    ascii_out = meta.get("format") == "ascii"
-    lines = ["ply", f"format {'ascii' if ascii_out else 'binary_little_endian'} 1.0"]
-    lines += [f"comment {c}" for c in meta.get("comments", ())]
-    lines += [f"obj_info {c}" for c in meta.get("obj_info", ())]
-    lines.append(f"element vertex {len(pos)}")
-    lines += [f"property {t} {n}" for n, t, _ in columns]
-    lines.append("end_header\n")
-    with open(path, "wb") as f:
-        f.write("\n".join(lines).encode("latin1"))
-        if ascii_out:
-            text = io.StringIO()
-            fmts = [_ASCII_FORMATS.get(t, "%d") for _, t, _ in columns]
-            rows = table.tolist() if len(table) else np.zeros((0, len(columns)))
-            np.savetxt(text, rows, fmt=fmts)
-            f.write(text.getvalue().encode("latin1"))
-        else:
-            f.write(table.tobytes())
+    cols = _vertex_columns(pos, attrs, meta)
+    _write(path, meta, [("vertex", len(pos), cols)])
+
+
+def _write(
+    path: PathLike, meta: Mapping[str, Any], elements: list[tuple[str, int, list[Column]]]
+) -> None:
+    fmt = str(meta.get("format"))
+    fmt = fmt if fmt in _ply.ORDER else "binary_little_endian"
+    _ply.write_file(
+        path,
+        fmt,
+        elements,
+        stored=_ply.header_from_json(meta),
+        comments=list(meta.get("comments", ())),
+    )
 
 
 class PlySource(Source):
-    """A PLY file opened for conversion (its vertices are read here)."""
-
-    geometry_type = GeometryTypeName.POINT_CLOUD
+    """A PLY file opened for conversion (read here): a mesh if it has faces, else points."""
 
     def __init__(self, path: PathLike) -> None:
         super().__init__(path)
         self.points = read_ply(self.path)
+        self.geometry_type = (
+            GeometryTypeName.POINT_CLOUD if self.points.faces is None else GeometryTypeName.MESH
+        )
 
     def extent(self) -> Extent:
         """Return the vertex count and bounding box."""
         return Extent.of(self.points.positions)
 
+    def dropped(self) -> list[str]:
+        """Elements other than ``vertex`` and ``face``."""
+        return list(self.points.skipped)
+
     def write(
         self, store: StoreLike, options: WriteOptions, progress: Progress | None = None
     ) -> WriteSummary:
-        """Write the vertices to a new store."""
+        """Write the vertices (and faces) to a new store."""
         (progress or NullProgress()).start("writing store", None)
-        return write_points(
+        ply = self.points
+        meta = {KEY: cast(dict[str, Any], ply.metadata)}
+        if ply.faces is None:
+            return write_points(
+                store,
+                ply.positions,
+                attributes=ply.attributes,
+                **options.store_kwargs,
+                custom_metadata=meta,
+                source_description=f"PLY vertices: {self.path.name}",
+                keep_order=options.keep_order,
+            )
+        return write_mesh(
             store,
-            self.points.positions,
-            attributes=self.points.attributes,
+            ply.positions,
+            ply.faces,
+            attributes=ply.attributes,
+            face_attributes=ply.face_attributes,
             **options.store_kwargs,
-            custom_metadata={KEY: cast(dict[str, Any], self.points.metadata)},
-            source_description=f"PLY vertices: {self.path.name}",
+            custom_metadata=meta,
+            source_description=f"PLY mesh: {self.path.name}",
+            keep_order=options.keep_order,
         )
 
 
@@ -344,31 +393,57 @@ def open_ply(path: PathLike) -> PlySource:
     return PlySource(path)
 
 
+def has_input_order(store: StoreLike, level: int = 0) -> bool:
+    """Whether a level keeps its elements' input order (``keep_order``)."""
+    reader = LevelReader(open_store(store, mode="r"), level)
+    return INPUT_INDEX in reader.names(L.ATTRIBUTES)
+
+
+def _mesh_elements(store: StoreLike, level: int, meta: Mapping[str, Any]) -> list[Any]:
+    order = ElementOrder.INPUT if has_input_order(store, level) else ElementOrder.STORAGE
+    m = read_mesh(store, level=level, order=order)
+    return [
+        ("vertex", len(m.vertices), _vertex_columns(np.asarray(m.vertices), m.attributes, meta)),
+        ("face", len(m.faces), _face_columns(m, meta)),
+    ]
+
+
 def store_to_ply(
     store: StoreLike, path: PathLike, *, level: int = 0, progress: Progress | None = None
 ) -> None:
-    """Write one level of a ``point_cloud`` store as the vertices of a PLY file.
+    """Write one level of a ``point_cloud`` or ``mesh`` store as a PLY file.
+
+    Elements come in input order when the store keeps it, else in storage order.
 
     Parameters
     ----------
     store
-        A ``point_cloud`` store.
+        A ``point_cloud`` or ``mesh`` store.
     path
         Output ``.ply`` file.
     level
         Resolution level.
     progress
         Receiver of progress reports.
+
+    Raises
+    ------
+    InvalidInputError
+        The store is not 2-D or 3-D.
     """
     (progress or NullProgress()).start("reading store", None)
     meta = store_metadata(store)
-    batches = list(iter_point_batches(store, level=level))
     d = meta.spatial_dims
+    if d not in (2, 3):
+        raise InvalidInputError(f"PLY export needs 2-D or 3-D data, the store has {d}-D")
+    ply_meta = custom_section(meta, KEY) or {}
+    if meta.geometry_type is GeometryTypeName.MESH:
+        _write(path, ply_meta, _mesh_elements(store, level, ply_meta))
+        return
+    batches = list(iter_point_batches(store, level=level))
     pos = (
         np.concatenate([b.positions for b in batches]) if batches else np.zeros((0, d), np.float32)
     )
     names = batches[0].attributes if batches else {}
     attrs = {k: np.concatenate([b.attributes[k] for b in batches]) for k in names}
-    if d not in (2, 3):
-        raise InvalidInputError(f"PLY export needs 2-D or 3-D points, the store has {d}-D")
-    write_ply(path, pos, attrs, metadata=custom_section(meta, KEY))
+    write_ply(path, pos, attrs, metadata=ply_meta)

@@ -57,6 +57,8 @@ from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import RootMetadata
 from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.types._base import decode_columns
+from zarr_vectors.types._order import INPUT_INDEX, ElementOrder, visible
+from zarr_vectors.types.points import read_points
 
 __all__ = [
     "FORMATS",
@@ -176,6 +178,9 @@ class WriteOptions:
     partition_chunks: int = 1
     """Chunks per axis of a spill partition of the streaming writer (see
     :func:`~zarr_vectors.open_writer`; :func:`convert` sizes it from the data extent)."""
+    keep_order: bool = True
+    """Store each element's input position (``_input_index``) so that export gives the file's
+    element order back (sources that reorder elements honour it; ``--no-keep-order``)."""
 
     @property
     def store_kwargs(self) -> dict[str, Any]:
@@ -217,6 +222,10 @@ class Source(abc.ABC):
         self, store: StoreLike, options: WriteOptions, progress: Progress | None = None
     ) -> WriteSummary:
         """Write the file as level 0 of a new store."""
+
+    def dropped(self) -> list[str]:
+        """Describe what of the file the store cannot carry, one line each (default: nothing)."""
+        return []
 
     def close(self) -> None:  # noqa: B027 - optional hook: most sources hold no open file
         """Release open files (the default holds none)."""
@@ -273,7 +282,9 @@ class FormatInfo:
 _COLS = ("columns",)
 FORMATS: tuple[FormatInfo, ...] = (
     FormatInfo("las", (".las", ".laz"), "las", _POINTS, "ASPRS LAS/LAZ point clouds (laspy)"),
-    FormatInfo("ply", (".ply",), "ply_points", _POINTS, "PLY vertices with all their properties"),
+    FormatInfo(
+        "ply", (".ply",), "ply_points", _POINTS + _MESHES, "PLY point clouds and triangle meshes"
+    ),
     FormatInfo("csv", (".csv",), "tables", _POINTS, "CSV tables, one row per point", _COLS),
     FormatInfo("parquet", (".parquet", ".pq"), "tables", _POINTS, "Parquet tables", _COLS),
     FormatInfo("trk", (".trk",), "tractography", _PATHS, "TrackVis streamlines (nibabel)"),
@@ -444,7 +455,11 @@ class PointBatch:
 def iter_point_batches(
     store: StoreLike, *, level: int = 0, batch_size: int = 1_000_000
 ) -> Iterator[PointBatch]:
-    """Yield the points of a level chunk by chunk, about ``batch_size`` points at a time.
+    """Yield the points of a level, about ``batch_size`` points at a time.
+
+    A store written with input order (``keep_order``) is read whole and yielded in input
+    order; any other chunk by chunk, in storage order.  The reserved ``_input_index``
+    attribute is never yielded.
 
     Raises
     ------
@@ -456,7 +471,10 @@ def iter_point_batches(
         raise InvalidInputError(
             f"store holds {str(reader.meta.geometry_type)!r}, not 'point_cloud'"
         )
-    names = reader.names(L.ATTRIBUTES)
+    names = visible(reader.names(L.ATTRIBUTES))
+    if INPUT_INDEX in reader.names(L.ATTRIBUTES):
+        yield from _input_order_batches(store, level, batch_size)
+        return
     flats = reader.chunks()
     counts = reader.vertex_counts[flats]
     start = 0
@@ -468,6 +486,17 @@ def iter_point_batches(
         cols = {n: reader.column(f"{L.ATTRIBUTES}/{n}", part) for n in names}
         yield PointBatch(pos, decode_columns(cols))
         start = stop
+
+
+def _input_order_batches(store: StoreLike, level: int, batch_size: int) -> Iterator[PointBatch]:
+    """Yield the points of a level in input order, ``batch_size`` at a time.
+
+    Input order is a global permutation of the chunks' rows, so the level is read at once.
+    """
+    points = read_points(store, level=level, order=ElementOrder.INPUT)
+    for start in range(0, len(points), batch_size):
+        rows = slice(start, start + batch_size)
+        yield PointBatch(points.positions[rows], {k: v[rows] for k, v in points.attributes.items()})
 
 
 def identifier(name: str, taken: set[str]) -> str:
@@ -513,6 +542,8 @@ class ConvertReport:
     """What level 0 holds."""
     pyramid: list[PyramidLevel]
     """Coarser levels built."""
+    dropped: tuple[str, ...] = ()
+    """What of the input the store does not carry (also sent to ``progress.note``)."""
 
 
 def convert(
@@ -527,6 +558,7 @@ def convert(
     batch_size: int = 1_000_000,
     progress: Progress | None = None,
     compressor: str = "default",
+    keep_order: bool = True,
     **options: Any,
 ) -> ConvertReport:
     """Convert a foreign file to a new store, choosing the format from the extension.
@@ -556,6 +588,9 @@ def convert(
     compressor
         ``"default"`` (zstd) or ``"lz4"`` (Blosc-LZ4 payload blocks: faster queries, see
         docs/performance.md).
+    keep_order
+        Store each element's input position so that :func:`export` writes the file's element
+        order back (points of a cloud, faces of a mesh; docs/spec.md §8.8).
     **options
         Format options (``columns=("x", "y", "z")`` for CSV and Parquet).
 
@@ -604,14 +639,18 @@ def convert(
             batch_size=batch_size,
             compressor=compressor,
             partition_chunks=partition,
+            keep_order=keep_order,
         )
         summary = src.write(store, opts, report)
+        dropped = tuple(src.dropped())
+        for line in dropped:
+            report.note(f"not carried by the store: {line}")
     levels: list[PyramidLevel] = []
     if pyramid:
         report.start(f"building {len(pyramid)} pyramid level(s)", None)
         with editable(store) as target:
             levels = build_pyramid(target, [tuple(r) for r in pyramid])
-    return ConvertReport(info.name, chunk, bins, chosen, summary, levels)
+    return ConvertReport(info.name, chunk, bins, chosen, summary, levels, dropped)
 
 
 @contextmanager

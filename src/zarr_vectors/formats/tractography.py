@@ -90,7 +90,22 @@ Tractogram: Any = nibabel.streamlines.tractogram.Tractogram
 
 IntArray = npt.NDArray[np.int64]
 _TRK_SPACE = ("dimensions", "voxel_sizes", "voxel_to_rasmm", "voxel_order", "origin")
-_TCK_INTERNAL = frozenset({"count", "datatype", "file"})
+_TCK_INTERNAL = frozenset({"count", "file"})
+_TRK_KEPT = (
+    "reserved",
+    "pad2",
+    "image_orientation_patient",
+    "pad1",
+    "invert_x",
+    "invert_y",
+    "invert_z",
+    "swap_xy",
+    "swap_yz",
+    "swap_zx",
+    "version",
+    "endianness",
+)
+"""TRK header fields besides the space that nibabel exposes and export writes back."""
 
 
 @dataclass(frozen=True)
@@ -272,6 +287,7 @@ class TrkSource(_StreamlineSource):
     def metadata(self) -> dict[str, Any]:
         """Return the TRK space and the scalar and property name mappings."""
         out = {k: _jsonable(self.header[k]) for k in _TRK_SPACE if k in self.header}
+        out["header"] = {k: _jsonable(self.header[k]) for k in _TRK_KEPT if k in self.header}
         out["scalars"] = self._scalar_names
         out["properties"] = self._property_names
         return out
@@ -504,9 +520,17 @@ def store_to_trk(
         "voxel_sizes": np.asarray(space.voxel_sizes),
         "voxel_order": space.voxel_order,
     }
+    kept = (trk or {}).get("header")
+    if isinstance(kept, Mapping):
+        header.update({k: _trk_value(k, v) for k, v in kept.items() if k in _TRK_KEPT})
     report.start(f"writing {path}", None)
     offsets = np.asarray(pl.offsets, np.int64)
     write_trk(path, TractData(_positions_3d(pl), offsets, dpp, dps), header)
+
+
+def _trk_value(key: str, value: Any) -> Any:
+    """Return a stored TRK header value as the header takes it (text as latin-1 bytes)."""
+    return value.encode("latin1") if isinstance(value, str) and key != "endianness" else value
 
 
 def store_to_tck(
@@ -546,6 +570,21 @@ def _trx_groups(pl: Polylines) -> dict[str, npt.NDArray[np.uint32]]:
         name: np.asarray([index[int(i)] for i in np.asarray(ids).tolist()], np.uint32)
         for name, ids in pl.groups.items()
     }
+
+
+def _trx_from_tractogram(tg: Any, reference: Any, dtypes: Any) -> Any:
+    """``TrxFile.from_tractogram`` without its stray ResourceWarning.
+
+    trx-python 0.6 saves the tractogram into a temporary directory it does not keep a handle
+    to: the directory is removed (the returned file's memory maps stay valid) as the call
+    returns, and Python warns "Implicitly cleaning up <TemporaryDirectory ...>" on every
+    export.  The cleanup is the intended one, so exactly that warning is silenced here.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="Implicitly cleaning up", category=ResourceWarning
+        )
+        return tmm.TrxFile.from_tractogram(tg, reference=reference, dtype_dict=dtypes)
 
 
 def store_to_trx(
@@ -588,7 +627,7 @@ def store_to_trx(
         tg.data_per_point[k] = _split(v, pl.offsets)
     for k, v in dps.items():
         tg.data_per_streamline[k] = v
-    out = tmm.TrxFile.from_tractogram(tg, reference=reference, dtype_dict=dtypes)
+    out = _trx_from_tractogram(tg, reference, dtypes)
     try:
         out.groups.update(_trx_groups(pl))
         for g, data in (trx_meta or {}).get("dpg", {}).items():

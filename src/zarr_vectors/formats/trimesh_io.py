@@ -122,6 +122,13 @@ def from_trimesh(
     >>> len(m), len(m[0].faces), len(m[1].faces)
     (2, 12, 20)
     """
+    return as_meshes(**_mesh_arguments(meshes, attributes))
+
+
+def _mesh_arguments(
+    meshes: trimesh.Trimesh | Sequence[trimesh.Trimesh], attributes: bool
+) -> dict[str, Any]:
+    """Keyword arguments of ``as_meshes``/``write_mesh`` (data, attributes) for trimesh meshes."""
     _require()
     single = isinstance(meshes, trimesh.Trimesh)
     items: list[trimesh.Trimesh] = [meshes] if isinstance(meshes, trimesh.Trimesh) else list(meshes)
@@ -129,17 +136,17 @@ def from_trimesh(
     v_names = set.intersection(*(set(v) for v, _ in per_mesh)) if items else set()
     f_names = set.intersection(*(set(f) for _, f in per_mesh)) if items else set()
     if single:
-        return as_meshes(
-            items[0].vertices,
-            items[0].faces,
-            attributes={k: per_mesh[0][0][k] for k in sorted(v_names)},
-            face_attributes={k: per_mesh[0][1][k] for k in sorted(f_names)},
-        )
-    return as_meshes(
-        [(m.vertices, m.faces) for m in items],
-        attributes={k: [v[k] for v, _ in per_mesh] for k in sorted(v_names)},
-        face_attributes={k: [f[k] for _, f in per_mesh] for k in sorted(f_names)},
-    )
+        return {
+            "vertices": items[0].vertices,
+            "faces": items[0].faces,
+            "attributes": {k: per_mesh[0][0][k] for k in sorted(v_names)},
+            "face_attributes": {k: per_mesh[0][1][k] for k in sorted(f_names)},
+        }
+    return {
+        "vertices": [(m.vertices, m.faces) for m in items],
+        "attributes": {k: [v[k] for v, _ in per_mesh] for k in sorted(v_names)},
+        "face_attributes": {k: [f[k] for _, f in per_mesh] for k in sorted(f_names)},
+    }
 
 
 def to_trimesh(result: Meshes | Mesh, *, process: bool = False) -> trimesh.Trimesh:
@@ -187,10 +194,11 @@ def write_trimesh(
 ) -> WriteSummary:
     """Write trimesh meshes to a new ``mesh`` store (see :func:`from_trimesh`).
 
-    Every other keyword (``chunk_shape``, ``encoding``, ...) goes to
-    :func:`~zarr_vectors.types.meshes.write_mesh`.
+    Every other keyword (``chunk_shape``, ``encoding``, ``keep_order``, ...) goes to
+    :func:`~zarr_vectors.types.meshes.write_mesh`; with ``keep_order=True`` the vertex and
+    face order of the meshes (concatenated, for a list) is stored.
     """
-    return write_mesh(store, from_trimesh(meshes, attributes=attributes), **kwargs)
+    return write_mesh(store, **_mesh_arguments(meshes, attributes), **kwargs)
 
 
 def load_trimesh(path: str, *, merge: bool = False) -> trimesh.Trimesh:
@@ -217,7 +225,8 @@ def load_trimesh(path: str, *, merge: bool = False) -> trimesh.Trimesh:
 def read_trimesh(store: StoreLike, **kwargs: Any) -> trimesh.Trimesh:
     """Read a ``mesh`` store (or part of it) as one ``trimesh.Trimesh``.
 
-    Keywords go to :func:`~zarr_vectors.types.meshes.read_mesh`.
+    Keywords go to :func:`~zarr_vectors.types.meshes.read_mesh` (``order="input"`` gives
+    the vertex and face order of a store written with ``keep_order=True``).
     """
     _require()
     return to_trimesh(read_mesh(store, **kwargs))

@@ -30,6 +30,7 @@ from zarr_vectors.spec.typespec import (
     register_type_spec,
     type_spec,
 )
+from zarr_vectors.types._order import visible
 
 __all__ = [
     "Batch",
@@ -217,7 +218,7 @@ def build_query(
     return Query(
         bbox=None if bbox is None else parse_bbox(bbox, reader.layout.ndim),
         object_ids=ids,
-        attributes=attribute_selection(reader.names(L.ATTRIBUTES), attributes),
+        attributes=attribute_selection(visible(reader.names(L.ATTRIBUTES)), attributes),
         clip=clip,
     )
 

@@ -14,7 +14,9 @@ Decisions (documented in ``docs/spec.md``):
   is lossless.  Coarser levels drop them (FORMAT.md §10).
 * **Faces come back as a set per object**, sorted by their vertex indices ``(v0, v1, v2)`` in
   the returned vertex order; each face keeps its vertex rotation (so its winding) and its
-  attributes.  The original face order is not stored.
+  attributes.  With ``keep_order=True`` the writer stores the input position of every vertex
+  and face (reserved attribute ``_input_index``), and ``read_mesh(order="input")`` returns
+  vertices and faces in input order.
 * A face may not join vertices of different objects (:class:`~zarr_vectors.errors.GeometryError`).
 * A vertex used by no face is an object of its own when objects are computed.
 """
@@ -68,6 +70,14 @@ from zarr_vectors.types._objects import (
     in_box,
     output_ids,
     ragged_columns,
+)
+from zarr_vectors.types._order import (
+    INPUT_INDEX,
+    ElementOrder,
+    input_index,
+    input_permutation,
+    missing_order,
+    visible,
 )
 
 __all__ = [
@@ -156,6 +166,10 @@ class Meshes:
     """Per-group attributes, in group order."""
     winding_order: WindingOrder = WindingOrder.CCW
     """Triangle winding of the store."""
+    input_order: bool = False
+    """Vertices and faces are in the writer's input order (``read_mesh(order="input")``):
+    objects may interleave, so ``offsets`` and ``face_offsets`` give each object's counts
+    (as CSR) but not its position; indexing selects by object."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -165,6 +179,8 @@ class Meshes:
         if not -n <= i < n:
             raise IndexError(f"mesh {i} out of range ({n} meshes)")
         i %= n
+        if self.input_order:
+            return self._select(i)
         v0, v1 = int(self.offsets[i]), int(self.offsets[i + 1])
         f0, f1 = int(self.face_offsets[i]), int(self.face_offsets[i + 1])
         return Mesh(
@@ -173,6 +189,21 @@ class Meshes:
             id=self.ids[i],
             attributes={k: v[v0:v1] for k, v in self.attributes.items()},
             face_attributes={k: v[f0:f1] for k, v in self.face_attributes.items()},
+            object_attributes={k: v[i] for k, v in self.object_attributes.items()},
+            winding_order=self.winding_order,
+        )
+
+    def _select(self, i: int) -> Mesh:
+        """Object ``i`` picked by mask (input order: its rows need not be contiguous)."""
+        vmask = np.asarray(self.object_ids == self.ids[i])
+        local = np.cumsum(vmask, dtype=np.int64) - 1
+        fmask = vmask[self.faces[:, 0]] if len(self.faces) else np.zeros(0, dtype=bool)
+        return Mesh(
+            vertices=self.vertices[vmask],
+            faces=local[self.faces[fmask]],
+            id=self.ids[i],
+            attributes={k: v[vmask] for k, v in self.attributes.items()},
+            face_attributes={k: v[fmask] for k, v in self.face_attributes.items()},
             object_attributes={k: v[i] for k, v in self.object_attributes.items()},
             winding_order=self.winding_order,
         )
@@ -478,6 +509,7 @@ def write_mesh(
     source_description: str | None = None,
     notes: str | None = None,
     custom_metadata: Mapping[str, Any] | None = None,
+    keep_order: bool = False,
 ) -> WriteSummary:
     """Write triangle meshes to a new ZVF store.
 
@@ -517,6 +549,10 @@ def write_mesh(
         As in :func:`~zarr_vectors.write_points`.
     coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
         Root metadata.
+    keep_order
+        Also store the input position of every vertex and face (reserved attribute
+        ``_input_index``, smallest unsigned dtype) so that ``read_mesh(order="input")``
+        gives back the input order; input order is the concatenation order for list input.
 
     Returns
     -------
@@ -559,6 +595,8 @@ def write_mesh(
         groups=groups,
         group_attributes=group_attributes,
     )
+    if keep_order:
+        parts = _with_input_index(parts)
     meta = {
         "winding_order": WindingOrder.parse(winding_order, field="winding_order").value,
         "closed_surface": None if closed_surface is None else bool(closed_surface),
@@ -573,6 +611,24 @@ def write_mesh(
             raise InvalidInputError(f"Draco encodes at most {MAX_DIMS} dimensions")
         opts = replace(opts, draco=settings)
     return write_store(store, GeometryTypeName.MESH, parts, opts)
+
+
+def _with_input_index(parts: GeometryParts) -> GeometryParts:
+    """``parts`` plus the input position of every vertex and face (reserved name)."""
+    assert parts.links is not None
+    if INPUT_INDEX in parts.vertex_attributes or INPUT_INDEX in parts.link_attributes:
+        raise InvalidInputError(f"attribute name {INPUT_INDEX!r} is reserved for keep_order")
+    return replace(
+        parts,
+        vertex_attributes={
+            **parts.vertex_attributes,
+            INPUT_INDEX: Column(input_index(len(parts.positions))),
+        },
+        link_attributes={
+            **parts.link_attributes,
+            INPUT_INDEX: Column(input_index(len(parts.links))),
+        },
+    )
 
 
 def as_meshes(
@@ -867,7 +923,7 @@ class MeshType(GeometryType):
     @classmethod
     def read(cls, reader: LevelReader, query: Query) -> Meshes:
         """Return the vertices and faces selected by ``query`` (all face attributes)."""
-        return _read(reader, query, reader.names(L.LINK_ATTRIBUTES), boundary=False)
+        return _read(reader, query, visible(reader.names(L.LINK_ATTRIBUTES)), boundary=False)
 
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
@@ -905,6 +961,7 @@ def read_mesh(
     attributes: bool | str | Sequence[str] = True,
     face_attributes: bool | str | Sequence[str] = True,
     include_boundary_faces: bool = False,
+    order: str | ElementOrder = ElementOrder.STORAGE,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Meshes:
     """Read triangle meshes from a ``mesh`` store.
@@ -928,18 +985,24 @@ def read_mesh(
     include_boundary_faces
         With ``bbox``: also return faces with at least one vertex in the box, together with
         their vertices outside it.
+    order
+        ``"storage"`` (default): vertices grouped by object, faces as a set per object;
+        ``"input"``: vertices and faces in the writer's input order (needs a store written
+        with ``keep_order=True``; the result has ``input_order=True``).
     storage_options
         fsspec options for URL stores.
 
     Returns
     -------
     Meshes
-        Vertices grouped by object (traversal order within each), faces as a set per object.
+        Vertices grouped by object (traversal order within each), faces as a set per object;
+        or both in input order.
 
     Raises
     ------
     InvalidInputError
-        The store is not a mesh store, or an unknown object id, group or attribute.
+        The store is not a mesh store, an unknown object id, group or attribute, or
+        ``order="input"`` on a store written without input order.
     MissingDependencyError
         The store is Draco-encoded and DracoPy is missing.
 
@@ -964,5 +1027,30 @@ def read_mesh(
     query = build_query(
         reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes
     )
-    names = attribute_selection(reader.names(L.LINK_ATTRIBUTES), face_attributes)
-    return _read(reader, query, names, include_boundary_faces)
+    names = attribute_selection(visible(reader.names(L.LINK_ATTRIBUTES)), face_attributes)
+    if ElementOrder.parse(order) is ElementOrder.STORAGE:
+        return _read(reader, query, names, include_boundary_faces)
+    if INPUT_INDEX not in reader.names(L.ATTRIBUTES) or INPUT_INDEX not in reader.names(
+        L.LINK_ATTRIBUTES
+    ):
+        raise missing_order("this mesh store")
+    query = replace(query, attributes=(*(query.attributes or ()), INPUT_INDEX))
+    return _in_input_order(_read(reader, query, (*names, INPUT_INDEX), include_boundary_faces))
+
+
+def _in_input_order(m: Meshes) -> Meshes:
+    """Reorder a result read with the input indexes to input order, dropping the indexes."""
+    attrs, face_attrs = dict(m.attributes), dict(m.face_attributes)
+    vperm = input_permutation(attrs.pop(INPUT_INDEX), "mesh vertices")
+    fperm = input_permutation(face_attrs.pop(INPUT_INDEX), "mesh faces")
+    where = np.empty(len(vperm), dtype=np.int64)
+    where[vperm] = np.arange(len(vperm), dtype=np.int64)
+    return replace(
+        m,
+        vertices=m.vertices[vperm],
+        faces=where[m.faces[fperm]].reshape(-1, 3),
+        object_ids=m.object_ids[vperm],
+        attributes={k: v[vperm] for k, v in attrs.items()},
+        face_attributes={k: v[fperm] for k, v in face_attrs.items()},
+        input_order=True,
+    )

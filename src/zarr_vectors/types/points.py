@@ -2,6 +2,8 @@
 
 Rows of a chunk are sorted by bin (and by object first when points have objects), so a read
 returns points in storage order: chunk by chunk (C order), bin by bin, input order within a bin.
+With ``keep_order=True`` the writer also stores each point's input position (the reserved
+``_input_index`` attribute), and ``read_points(order="input")`` returns points in input order.
 Objects are optional: ``object_ids`` assigns each point to an object (e.g. spots to cells); dense
 ids are the ranks of the sorted distinct user ids, and ``object_attributes`` rows follow that
 order.
@@ -10,7 +12,7 @@ order.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -36,6 +38,13 @@ from zarr_vectors.types._base import (
     register_geometry_type,
     take_batch_args,
     user_ids,
+)
+from zarr_vectors.types._order import (
+    INPUT_INDEX,
+    ElementOrder,
+    input_index,
+    input_permutation,
+    missing_order,
 )
 
 __all__ = ["Points", "read_points", "write_points"]
@@ -140,6 +149,7 @@ def write_points(
     source_description: str | None = None,
     notes: str | None = None,
     custom_metadata: Mapping[str, Any] | None = None,
+    keep_order: bool = False,
 ) -> WriteSummary:
     """Write a point cloud to a new ZVF store.
 
@@ -188,6 +198,10 @@ def write_points(
         fsspec options for URL stores.
     coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
         Root metadata (FORMAT.md §3).
+    keep_order
+        Also store each point's input position (attribute ``_input_index``, the smallest
+        unsigned dtype that holds it) so that ``read_points(order="input")`` gives the input
+        order back.
 
     Returns
     -------
@@ -197,7 +211,8 @@ def write_points(
     Raises
     ------
     InvalidInputError
-        Bad shapes, NaN/inf coordinates (naming the row), bad attribute lengths.
+        Bad shapes, NaN/inf coordinates (naming the row), bad attribute lengths,
+        ``keep_order`` with an attribute named ``_input_index``.
     StoreExistsError
         ``store`` already holds data and ``overwrite`` is False.
 
@@ -214,11 +229,22 @@ def write_points(
     >>> len(zv.read_points(store, bbox=([50, 50, 50], [60, 60, 60])))
     0
     """
+    if keep_order:
+        attributes = _with_input_index(attributes, len(np.asarray(positions)))
     parts = _points_parts(
         positions, attributes, object_ids, object_attributes, groups, group_attributes
     )
     opts = store_options(parts.positions.shape[1], locals(), None, GeometryTypeName.POINT_CLOUD)
     return write_store(store, GeometryTypeName.POINT_CLOUD, parts, opts)
+
+
+def _with_input_index(attributes: Mapping[str, Any] | None, n: int) -> dict[str, Any]:
+    """``attributes`` plus the input position of every point (reserved name)."""
+    out = dict(attributes or {})
+    if INPUT_INDEX in out:
+        raise InvalidInputError(f"attribute name {INPUT_INDEX!r} is reserved for keep_order")
+    out[INPUT_INDEX] = input_index(n)
+    return out
 
 
 @register_geometry_type
@@ -297,6 +323,7 @@ def read_points(
     attributes: bool | str | Sequence[str] = True,
     object_ids: npt.ArrayLike | None = None,
     group: str | int | None = None,
+    order: str | ElementOrder = ElementOrder.STORAGE,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Points:
     """Read points from a ``point_cloud`` store.
@@ -315,17 +342,41 @@ def read_points(
         Return only points of these (user) object ids.
     group
         Return only points of objects in this group (name or index).
+    order
+        ``"storage"`` (default: chunk by chunk) or ``"input"``: the writer's input order
+        (needs a store written with ``keep_order=True``; at coarser levels, the order of the
+        aggregated input positions).
     storage_options
         fsspec options for URL stores.
 
     Returns
     -------
     Points
-        Positions, attributes and object ids of the selected points, in storage order.
+        Positions, attributes and object ids of the selected points, in ``order``.
+
+    Raises
+    ------
+    InvalidInputError
+        Not a point cloud, unknown attribute, object or group, or ``order="input"`` on a
+        store written without input order.
     """
+    how = ElementOrder.parse(order)
     root = open_store(store, mode="r", storage_options=storage_options)
     reader = LevelReader(root, level)
-    return PointCloudType.read(reader, _query(reader, bbox, attributes, object_ids, group))
+    query = _query(reader, bbox, attributes, object_ids, group)
+    if how is ElementOrder.STORAGE:
+        return PointCloudType.read(reader, query)
+    if INPUT_INDEX not in reader.names(L.ATTRIBUTES):
+        raise missing_order("this point cloud")
+    names = (*(query.attributes or ()), INPUT_INDEX)
+    points = PointCloudType.read(reader, replace(query, attributes=names))
+    attrs = dict(points.attributes)
+    perm = input_permutation(attrs.pop(INPUT_INDEX), "point_cloud")
+    return Points(
+        points.positions[perm],
+        {k: v[perm] for k, v in attrs.items()},
+        None if points.object_ids is None else points.object_ids[perm],
+    )
 
 
 def _query(
