@@ -32,6 +32,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from zarr_vectors.cli_style import FlagCommand
 from zarr_vectors.errors import (
     InvalidInputError,
     MetadataValidationError,
@@ -39,6 +40,7 @@ from zarr_vectors.errors import (
     StoreNotFoundError,
     ZarrVectorsError,
 )
+from zarr_vectors.formats.bins import level0_vertices, warn_sparse_levels
 from zarr_vectors.formats.registry import (
     FORMATS,
     STORE_SUFFIXES,
@@ -248,7 +250,8 @@ def convert_command(
             "--bin-shape",
             metavar="X,Y,Z",
             help="Level-0 bin extent per axis; must divide the chunk shape. "
-            "Default: chunk shape / 4 (finer if --pyramid needs it).",
+            "Default: chosen from the data, about 4 vertices per occupied bin, so that "
+            "--pyramid levels keep a useful share (docs/guides/pyramids.md).",
         ),
     ] = None,
     pyramid: Annotated[
@@ -455,6 +458,7 @@ def pyramid_command(
             report.start(f"building {len(ratios)} level(s)", None)
             with editable(os.fspath(store)) as target:  # a .zip is rebuilt
                 levels = build_pyramid(target, ratios, object_sparsity=spars, overwrite=overwrite)
+                warn_sparse_levels(level0_vertices(target), levels)
     except (StoreExistsError, InvalidInputError, MetadataValidationError) as exc:
         _usage(err, str(exc))  # the store reads: these are about the options
     except (ZarrVectorsError, OSError, ValueError) as exc:
@@ -464,6 +468,6 @@ def pyramid_command(
 
 def register(app: typer.Typer) -> None:
     """Add ``convert``, ``export`` and ``pyramid`` to the ``zarr-vectors`` application."""
-    app.command("convert")(convert_command)
-    app.command("export")(export_command)
-    app.command("pyramid")(pyramid_command)
+    app.command("convert", cls=FlagCommand)(convert_command)
+    app.command("export", cls=FlagCommand)(export_command)
+    app.command("pyramid", cls=FlagCommand)(pyramid_command)

@@ -38,19 +38,21 @@ import uuid
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any, Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
+from zarr.storage import MemoryStore
 
 from zarr_vectors.core.chunking import axis_bounds
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, MissingDependencyError
+from zarr_vectors.formats.bins import extent_bin_shape, measured_bin_shape, warn_sparse_levels
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
@@ -539,8 +541,10 @@ def convert(
     chunk_shape
         Chunk extent per axis, physical units; default :func:`suggest_chunk_shape`.
     bin_shape
-        Level-0 bin extent; default :func:`default_bin_shape` (``chunk_shape / 4``, finer when
-        ``pyramid`` needs it).
+        Level-0 bin extent; default: chosen from the data so that a level-0 bin holds about
+        4 vertices and every ``pyramid`` ratio divides (:mod:`zarr_vectors.formats.bins`,
+        docs/guides/pyramids.md).  Levels keeping under 1% of level 0 draw a
+        :class:`~zarr_vectors.errors.ZVUserWarning`.
     pyramid
         Bin ratios of coarser levels to build after level 0, e.g. ``[(2, 2, 2), (4, 4, 4)]``.
     overwrite
@@ -588,29 +592,51 @@ def convert(
             )
         else:
             chunk = tuple(float(c) for c in chunk_shape)
-        bins = (
-            default_bin_shape(chunk, pyramid)
-            if bin_shape is None
-            else tuple(float(b) for b in bin_shape)
-        )
-        if bin_shape is None:
-            report.note(f"bin shape {_fmt(bins)}")
         opts = WriteOptions(
             chunk_shape=chunk,
-            bin_shape=bins,
+            bin_shape=None if bin_shape is None else tuple(float(b) for b in bin_shape),
             overwrite=overwrite,
             streaming=streaming,
             batch_size=batch_size,
             compressor=compressor,
             partition_chunks=partition,
         )
+        if opts.bin_shape is None:
+            opts = replace(opts, bin_shape=_pick_bin_shape(src, opts, pyramid))
+            report.note(
+                f"bin shape {_fmt(opts.bin_shape or ())} from the data (docs/guides/pyramids.md)"
+            )
         summary = src.write(store, opts, report)
     levels: list[PyramidLevel] = []
     if pyramid:
         report.start(f"building {len(pyramid)} pyramid level(s)", None)
         with editable(store) as target:
             levels = build_pyramid(target, [tuple(r) for r in pyramid])
+        warn_sparse_levels(summary.vertex_count, levels)
+    bins = opts.bin_shape or chunk
     return ConvertReport(info.name, chunk, bins, chosen, summary, levels)
+
+
+MEASURE_LIMIT = 2_000_000
+"""Inputs with at most this many vertices (and not streamed) have their default bin shape
+measured on the vertices (:func:`~zarr_vectors.formats.bins.measured_bin_shape`): they are
+written once to memory first.  Larger ones use the bounding box
+(:func:`~zarr_vectors.formats.bins.extent_bin_shape`)."""
+
+
+def _pick_bin_shape(
+    src: Source, opts: WriteOptions, pyramid: Sequence[Sequence[int]]
+) -> tuple[float, ...]:
+    """Return the default level-0 bin of ``src`` (see :mod:`zarr_vectors.formats.bins`)."""
+    extent = src.extent()
+    chunk = opts.chunk_shape
+    if extent.n_vertices > MEASURE_LIMIT or opts.stream(extent.n_vertices):
+        return extent_bin_shape(extent.min, extent.max, extent.n_vertices, chunk, pyramid)
+    scratch = MemoryStore()
+    src.write(scratch, replace(opts, bin_shape=chunk, overwrite=True), NullProgress())
+    reader = LevelReader(open_store(scratch, mode="r"), 0)
+    positions = reader.rows(L.VERTICES, reader.chunks()).values
+    return measured_bin_shape(positions, chunk, pyramid)
 
 
 @contextmanager
