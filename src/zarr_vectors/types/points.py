@@ -32,8 +32,8 @@ from zarr_vectors.types._base import (
     decode_columns,
     dense_object_ids,
     register_geometry_type,
-    user_ids,
 )
+from zarr_vectors.types._objects import group_members_out, output_ids
 
 __all__ = ["Points", "read_points", "write_points"]
 
@@ -55,6 +55,15 @@ class Points:
     """Per-point attributes by name; categorical attributes come back as strings."""
     object_ids: npt.NDArray[Any] | None = None
     """(N,) user object id of each point, or None when the store has no objects."""
+    objects: npt.NDArray[Any] | None = None
+    """(M,) user ids of the objects with points in the result, ascending (the stored object
+    order), or None when the store has no objects; :attr:`object_attributes` rows follow it."""
+    object_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-object attributes, one row per entry of :attr:`objects`."""
+    groups: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Group name -> user ids of the returned objects that belong to it."""
+    group_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-group attributes, in group order."""
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -261,11 +270,21 @@ class PointCloudType(GeometryType):
             if keep is not None:
                 col = col.take(keep)
             attrs[name] = col
-        ids_out = None
-        if obj is not None:
-            stored = user_ids(reader)
-            ids_out = obj if stored is None else stored[obj]
-        return Points(pos, decode_columns(attrs), ids_out)
+        if obj is None:
+            return Points(pos, decode_columns(attrs))
+        dense = np.unique(obj)
+        obj_attrs = decode_columns(reader.object_attributes(dense))
+        obj_attrs.pop("id", None)  # the user ids: returned as ``objects``
+        groups, group_attrs = group_members_out(reader, dense)
+        return Points(
+            pos,
+            decode_columns(attrs),
+            output_ids(reader, obj),
+            output_ids(reader, dense),
+            obj_attrs,
+            groups,
+            group_attrs,
+        )
 
 
 def read_points(
@@ -300,7 +319,8 @@ def read_points(
     Returns
     -------
     Points
-        Positions, attributes and object ids of the selected points, in storage order.
+        Positions, attributes and object ids of the selected points, in storage order; the
+        attributes of their objects and the groups (restricted to those objects).
     """
     root = open_store(store, mode="r", storage_options=storage_options)
     reader = LevelReader(root, level)
