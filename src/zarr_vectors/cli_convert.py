@@ -271,6 +271,16 @@ def convert_command(
             "(default: x,y,z in any case).",
         ),
     ] = None,
+    vertex_data: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--vertex-data",
+            metavar="FILE",
+            help="GIFTI/FreeSurfer: a per-vertex data file of the surface (.func.gii, "
+            ".shape.gii, lh.curv, lh.thickness, ...); repeat for more.",
+            show_default=False,
+        ),
+    ] = None,
     stream: Annotated[
         bool | None,
         typer.Option(
@@ -313,7 +323,13 @@ def convert_command(
     info = format_for(source)
     if columns is not None and "columns" not in info.options:
         _usage(err, f"--columns applies to CSV and Parquet files, not {info.name}")
-    options = {} if columns is None else {"columns": [c.strip() for c in columns.split(",")]}
+    options: dict[str, object] = {}
+    if columns is not None:
+        options["columns"] = [c.strip() for c in columns.split(",")]
+    if vertex_data:
+        if "vertex_data" not in info.options:
+            _usage(err, f"--vertex-data applies to GIFTI and FreeSurfer surfaces, not {info.name}")
+        options["vertex_data"] = list(vertex_data)
     try:
         with _warnings_to(err), _progress(err) as report:
             result = convert(
@@ -374,6 +390,15 @@ def export_command(
             show_default=False,
         ),
     ] = None,
+    vertex_data: Annotated[
+        Path | None,
+        typer.Option(
+            "--vertex-data",
+            metavar="FILE",
+            help="GIFTI: write the per-vertex attributes to this second .gii file.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Write a store (one resolution level) to a point cloud, tractogram, graph, SWC or mesh file.
 
@@ -394,9 +419,18 @@ def export_command(
         _usage(err, f"{store} holds {gtype.value} geometry; {info.name} files hold {kinds}")
     if object_id is not None and "object_id" not in info.export_options:
         _usage(err, f"--object-id applies to SWC files, not {info.name}")
+    if vertex_data is not None and "vertex_data" not in info.export_options:
+        _usage(err, f"--vertex-data applies to GIFTI files, not {info.name}")
     try:
         with _warnings_to(err), _progress(err) as report:
-            export(os.fspath(store), out, level=level, progress=report, object_id=_id(object_id))
+            export(
+                os.fspath(store),
+                out,
+                level=level,
+                progress=report,
+                object_id=_id(object_id),
+                vertex_data=vertex_data,
+            )
     except StoreNotFoundError as exc:
         _usage(err, str(exc))
     except (ZarrVectorsError, OSError, ValueError) as exc:

@@ -290,6 +290,23 @@ FORMATS: tuple[FormatInfo, ...] = (
         export_options=("object_id",),
     ),
     FormatInfo("mesh", (".obj", ".stl"), "meshfiles", _MESHES, "OBJ and STL meshes (trimesh)"),
+    FormatInfo(
+        "gifti",
+        (".gii",),
+        "gifti",
+        _MESHES,
+        "GIFTI surfaces (nibabel); per-vertex data files with --vertex-data",
+        ("vertex_data",),
+        ("vertex_data",),
+    ),
+    FormatInfo(
+        "freesurfer",
+        (".white", ".pial", ".inflated", ".sphere", ".orig", ".smoothwm", ".midthickness", ".reg"),
+        "freesurfer",
+        _MESHES,
+        "FreeSurfer surfaces (lh.white, ...; nibabel); curv/thickness files with --vertex-data",
+        ("vertex_data",),
+    ),
 )
 """Every convertible format, in ``--help`` order."""
 
