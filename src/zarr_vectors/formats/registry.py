@@ -307,6 +307,13 @@ FORMATS: tuple[FormatInfo, ...] = (
         "FreeSurfer surfaces (lh.white, ...; nibabel); curv/thickness files with --vertex-data",
         ("vertex_data",),
     ),
+    FormatInfo(
+        "precomputed",
+        (".precomputed",),
+        "precomputed",
+        _GRAPHS + _MESHES,
+        "Neuroglancer precomputed skeletons and legacy meshes (a directory with an info file)",
+    ),
 )
 """Every convertible format, in ``--help`` order."""
 
@@ -325,6 +332,8 @@ def format_for(path: PathLike) -> FormatInfo:
         The extension is not one of :data:`FORMATS` (the message lists them).
     """
     suffix = Path(path).suffix.lower()
+    if Path(path).is_dir() and (Path(path) / "info").is_file():
+        suffix = ".precomputed"  # a Neuroglancer data source: a directory with an info file
     for info in FORMATS:
         if suffix in info.extensions:
             return info
