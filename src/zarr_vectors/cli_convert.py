@@ -49,6 +49,7 @@ from zarr_vectors.formats.registry import (
     editable,
     export,
     format_for,
+    format_for_store,
     is_store_path,
     store_metadata,
 )
@@ -271,6 +272,16 @@ def convert_command(
             "(default: x,y,z in any case).",
         ),
     ] = None,
+    nodes: Annotated[
+        Path | None,
+        typer.Option(
+            "--nodes",
+            metavar="FILE",
+            help="Edge-list CSV: the node table (id,x,y[,z],...); default NAME.nodes.csv "
+            "beside IN when it exists.",
+            show_default=False,
+        ),
+    ] = None,
     vertex_data: Annotated[
         list[Path] | None,
         typer.Option(
@@ -326,6 +337,10 @@ def convert_command(
     options: dict[str, object] = {}
     if columns is not None:
         options["columns"] = [c.strip() for c in columns.split(",")]
+    if nodes is not None:
+        if "nodes" not in info.options:
+            _usage(err, f"--nodes applies to edge-list CSV files, not {info.name}")
+        options["nodes"] = nodes
     if vertex_data:
         if "vertex_data" not in info.options:
             _usage(err, f"--vertex-data applies to GIFTI and FreeSurfer surfaces, not {info.name}")
@@ -399,6 +414,15 @@ def export_command(
             show_default=False,
         ),
     ] = None,
+    nodes: Annotated[
+        Path | None,
+        typer.Option(
+            "--nodes",
+            metavar="FILE",
+            help="Edge-list CSV: where the node table goes (default NAME.nodes.csv).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Write a store (one resolution level) to a point cloud, tractogram, graph, SWC or mesh file.
 
@@ -407,13 +431,13 @@ def export_command(
     Example: zarr-vectors export tracts.zarrvectors tracts.trk
     """
     err = Console(stderr=True)
-    try:
-        info = format_for(out)
-    except InvalidInputError as exc:
-        _usage(err, str(exc))
     if out.exists() and not overwrite:
         _usage(err, f"{out} exists; pass --overwrite to replace it")
     gtype = _read_store(err, store).geometry_type
+    try:
+        info = format_for_store(out, gtype)
+    except InvalidInputError as exc:
+        _usage(err, str(exc))
     if gtype not in info.exports:
         kinds = " or ".join(g.value for g in info.exports)
         _usage(err, f"{store} holds {gtype.value} geometry; {info.name} files hold {kinds}")
@@ -421,6 +445,8 @@ def export_command(
         _usage(err, f"--object-id applies to SWC files, not {info.name}")
     if vertex_data is not None and "vertex_data" not in info.export_options:
         _usage(err, f"--vertex-data applies to GIFTI files, not {info.name}")
+    if nodes is not None and "nodes" not in info.export_options:
+        _usage(err, f"--nodes applies to edge-list CSV files, not {info.name}")
     try:
         with _warnings_to(err), _progress(err) as report:
             export(
@@ -430,6 +456,7 @@ def export_command(
                 progress=report,
                 object_id=_id(object_id),
                 vertex_data=vertex_data,
+                nodes=nodes,
             )
     except StoreNotFoundError as exc:
         _usage(err, str(exc))

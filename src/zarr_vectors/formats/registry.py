@@ -78,6 +78,8 @@ __all__ = [
     "editable",
     "export",
     "format_for",
+    "format_for_store",
+    "is_edge_list_csv",
     "identifier",
     "is_store_path",
     "iter_point_batches",
@@ -308,6 +310,15 @@ FORMATS: tuple[FormatInfo, ...] = (
         ("vertex_data",),
     ),
     FormatInfo(
+        "edgelist",
+        (".csv",),
+        "edgelist",
+        (GeometryTypeName.GRAPH,),
+        "edge-list CSV (source,target columns) with a node table (id,x,y[,z]), as graphs",
+        ("nodes", "directed"),
+        ("nodes",),
+    ),
+    FormatInfo(
         "precomputed",
         (".precomputed",),
         "precomputed",
@@ -331,14 +342,47 @@ def format_for(path: PathLike) -> FormatInfo:
     InvalidInputError
         The extension is not one of :data:`FORMATS` (the message lists them).
     """
-    suffix = Path(path).suffix.lower()
     if Path(path).is_dir() and (Path(path) / "info").is_file():
-        suffix = ".precomputed"  # a Neuroglancer data source: a directory with an info file
+        return _named("precomputed")  # a Neuroglancer data source: a directory with an info file
+    if Path(path).suffix.lower() == ".csv" and is_edge_list_csv(path):
+        return _named("edgelist")
+    return _by_suffix(path)
+
+
+def _by_suffix(path: PathLike) -> FormatInfo:
+    suffix = Path(path).suffix.lower()
     for info in FORMATS:
         if suffix in info.extensions:
             return info
     known = ", ".join(e for info in FORMATS for e in info.extensions)
     raise InvalidInputError(f"{os.fspath(path)!r}: unknown file extension {suffix!r}; use {known}")
+
+
+def is_edge_list_csv(path: PathLike) -> bool:
+    """Whether ``path`` is a CSV file whose header names ``source`` and ``target`` columns."""
+    p = Path(path)
+    if not p.is_file():
+        return False
+    with p.open("r", encoding="utf-8", errors="replace") as fh:
+        first = fh.readline()
+    names = {c.strip().strip('"').lower() for c in first.rstrip("\r\n").split(",")}
+    return {"source", "target"} <= names
+
+
+def format_for_store(path: PathLike, geometry_type: GeometryTypeName) -> FormatInfo:
+    """Return the format :func:`export` writes a store of ``geometry_type`` to at ``path``.
+
+    As :func:`format_for`, except that a ``graph`` store goes to a ``.csv`` path as an edge
+    list (CSV point tables hold point clouds).
+    """
+    info = _by_suffix(path)  # what an existing file at ``path`` holds does not matter
+    if info.name == "csv" and geometry_type is GeometryTypeName.GRAPH:
+        return _named("edgelist")
+    return info
+
+
+def _named(name: str) -> FormatInfo:
+    return next(info for info in FORMATS if info.name == name)
 
 
 def load_format(info: FormatInfo) -> ModuleType:
@@ -752,8 +796,8 @@ def export(
     MissingDependencyError
         The format's library is not installed.
     """
-    info = format_for(path)
     gtype = store_metadata(store).geometry_type
+    info = format_for_store(path, gtype)
     if gtype not in info.exports:
         allowed = " or ".join(repr(g.value) for g in info.exports)
         raise InvalidInputError(
