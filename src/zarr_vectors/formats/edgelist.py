@@ -263,8 +263,10 @@ def open_edgelist(
 
 
 def _cells(values: AnyArray, type_name: str | None) -> list[str]:
-    """Values as CSV cells: floats as Python's shortest round-trip repr (``2.0``, so a reader
-    infers a float column again), integer columns' NaN as empty cells, text as it is.
+    """Return values as CSV cells.
+
+    Floats use Python's shortest round-trip repr (``2.0``, so a reader infers a float column
+    again), integer columns' NaN become empty cells, text stays as it is.
     """
     arr = np.asarray(values)
     if arr.dtype.kind in "OUS":
