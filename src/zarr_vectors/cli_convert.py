@@ -272,6 +272,15 @@ def convert_command(
             "(default: x,y,z in any case).",
         ),
     ] = None,
+    spatial_key: Annotated[
+        str | None,
+        typer.Option(
+            "--spatial-key",
+            metavar="KEY",
+            help="AnnData .h5ad: the obsm entry holding the coordinates (default: spatial).",
+            show_default=False,
+        ),
+    ] = None,
     nodes: Annotated[
         Path | None,
         typer.Option(
@@ -337,6 +346,10 @@ def convert_command(
     options: dict[str, object] = {}
     if columns is not None:
         options["columns"] = [c.strip() for c in columns.split(",")]
+    if spatial_key is not None:
+        if "spatial_key" not in info.options:
+            _usage(err, f"--spatial-key applies to .h5ad files, not {info.name}")
+        options["spatial_key"] = spatial_key
     if nodes is not None:
         if "nodes" not in info.options:
             _usage(err, f"--nodes applies to edge-list CSV files, not {info.name}")

@@ -319,6 +319,14 @@ FORMATS: tuple[FormatInfo, ...] = (
         ("nodes",),
     ),
     FormatInfo(
+        "h5ad",
+        (".h5ad",),
+        "h5ad",
+        _POINTS,
+        "AnnData spatial data: obsm['spatial'] as points, obs columns as attributes (h5py)",
+        ("spatial_key",),
+    ),
+    FormatInfo(
         "precomputed",
         (".precomputed",),
         "precomputed",
