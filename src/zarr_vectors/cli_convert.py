@@ -327,7 +327,7 @@ def convert_command(
         ),
     ] = Compression.ZSTD,
 ) -> None:
-    """Convert a point cloud, tractogram or graph file into a new ZVF store.
+    """Convert a point cloud, tractogram, graph, skeleton or mesh file into a new ZVF store.
 
     The format follows from the extension of IN; OUT must end in .zarrvectors, .zarr or .zip.
 
@@ -437,7 +437,7 @@ def export_command(
         ),
     ] = None,
 ) -> None:
-    """Write a store (one resolution level) to a point cloud, tractogram, graph, SWC or mesh file.
+    """Write one level of a store to a point cloud, tractogram, graph, skeleton or mesh file.
 
     The format follows from the extension of OUT; headers kept by convert are restored.
 
