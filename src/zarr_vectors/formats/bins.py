@@ -88,8 +88,19 @@ def bin_candidates(
 
 
 def _occupied(positions: npt.NDArray[np.floating], bins: Sequence[float]) -> int:
+    """Number of distinct bins holding a vertex."""
     cells = np.floor(np.asarray(positions, dtype=np.float64) / np.asarray(bins)).astype(np.int64)
-    return len(np.unique(cells, axis=0))
+    cells -= cells.min(axis=0)
+    spans = cells.max(axis=0) + 1
+    if float(np.prod(spans.astype(np.float64))) >= 2.0**62:
+        return len(np.unique(cells, axis=0))  # rows do not fit one int64 key
+    # one int64 key per row: sorting 1-D keys is ~20x faster than unique rows
+    key = np.zeros(len(cells), dtype=np.int64)
+    for d in range(cells.shape[1]):
+        key *= spans[d]
+        key += cells[:, d]
+    key.sort()
+    return int(np.count_nonzero(np.diff(key))) + 1 if len(key) else 0
 
 
 def measured_bin_shape(
