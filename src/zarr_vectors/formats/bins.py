@@ -88,7 +88,7 @@ def bin_candidates(
 
 
 def _occupied(positions: npt.NDArray[np.floating], bins: Sequence[float]) -> int:
-    """Number of distinct bins holding a vertex."""
+    """Return the number of distinct bins holding a vertex."""
     cells = np.floor(np.asarray(positions, dtype=np.float64) / np.asarray(bins)).astype(np.int64)
     cells -= cells.min(axis=0)
     spans = cells.max(axis=0) + 1
