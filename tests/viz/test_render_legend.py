@@ -61,5 +61,5 @@ def test_legend_colours_match_points(scan: str, tmp_path: Path) -> None:
     # tab10 resampled to 3 classes: blue, brown, cyan all appear in the picture
     cmap = colormaps["tab10"].resampled(3)
     for i in range(3):
-        want = tuple(int(round(255 * v)) for v in cmap(i)[:3])
+        want = tuple(round(255 * v) for v in cmap(i)[:3])
         assert any(sum(abs(a - b) for a, b in zip(c, want, strict=True)) < 6 for c in colours)
