@@ -167,3 +167,33 @@ def test_cli_vertex_data(icosphere, tmp_path: Path) -> None:
         ["convert", str(DATA / "ascii.gii"), str(tmp_path / "x.zarrvectors"), "--columns", "a,b"],
     )
     assert run.exit_code == 2
+
+
+def _chain_surface(path: Path, n: int) -> None:
+    """A strip of n vertices (triangles i, i+1, i+2): any vertex count a data file needs."""
+    rng = np.random.default_rng(n)
+    vertices = rng.normal(0, 50, (n, 3)).astype(np.float32)
+    faces = np.c_[np.arange(n - 2), np.arange(1, n - 1), np.arange(2, n)].astype(np.int32)
+    nib.save(
+        GiftiImage(
+            darrays=[
+                GiftiDataArray(vertices, intent="NIFTI_INTENT_POINTSET"),
+                GiftiDataArray(faces, intent="NIFTI_INTENT_TRIANGLE"),
+            ]
+        ),
+        path,
+    )
+
+
+def test_label_file_keeps_its_label_table(tmp_path: Path) -> None:
+    labels = nib.load(DATA / "label.gii")
+    surf = tmp_path / "s.surf.gii"
+    _chain_surface(surf, labels.darrays[0].data.shape[0])
+    store = str(tmp_path / "s.zarrvectors")
+    convert(surf, store, vertex_data=[DATA / "label.gii"])
+    assert zv.read_mesh(store).attributes["Activations"].dtype == np.int32
+    export(store, tmp_path / "o.surf.gii", vertex_data=tmp_path / "o.label.gii")
+    back = nib.load(tmp_path / "o.label.gii")
+    _same_arrays(labels, back)
+    want = [(lb.key, lb.label, lb.rgba) for lb in labels.labeltable.labels]
+    assert [(lb.key, lb.label, lb.rgba) for lb in back.labeltable.labels] == want
