@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 import zarr_vectors as zv
 from zarr_vectors.cli import app
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.formats._surface import read_surface
 from zarr_vectors.formats.registry import convert, export, format_for
 
 GIFTI = Path(nib.__file__).parent / "gifti" / "tests" / "data"
@@ -118,3 +119,24 @@ def test_cli(tmp_path: Path) -> None:
     run = CliRunner().invoke(app, ["export", str(store), str(out / "lh.white")])
     assert run.exit_code == 0, run.output
     assert (out / "lh.curv").read_bytes() == (d / "lh.curv").read_bytes()
+
+
+def test_annotation_round_trips_byte_for_byte(tmp_path: Path) -> None:
+    d = _subject(tmp_path)
+    n = len(fsio.read_geometry(str(d / "lh.white"))[0])
+    rng = np.random.default_rng(5)
+    names = [b"unknown_region", b"precentral", b"postcentral", b"insula"]
+    ctab = np.array(
+        [[25, 5, 25, 0, 0], [60, 20, 220, 0, 0], [220, 20, 20, 0, 0], [255, 192, 32, 0, 0]]
+    )
+    labels = rng.integers(-1, 4, n)  # -1: vertices outside every label
+    fsio.write_annot(str(d / "lh.aparc.annot"), labels, ctab, names, fill_ctab=True)
+    store = str(tmp_path / "s.zarrvectors")
+    convert(d / "lh.white", store, vertex_data=[d / "lh.aparc.annot", d / "lh.curv"])
+    from_store = read_surface(store).attributes["aparc"]
+    want = np.array([names[i].decode() if i >= 0 else "unknown" for i in labels], dtype=object)
+    np.testing.assert_array_equal(from_store, want)
+    out = tmp_path / "out"
+    out.mkdir()
+    export(store, out / "lh.white")
+    assert (out / "lh.aparc.annot").read_bytes() == (d / "lh.aparc.annot").read_bytes()

@@ -38,8 +38,9 @@ class Surface:
     """(N, 3) vertex coordinates."""
     faces: npt.NDArray[np.integer[Any]]
     """(F, 3) vertex indices, counter-clockwise."""
-    attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
-    """Per-vertex values by name, aligned with ``vertices``."""
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    """Per-vertex values by name, aligned with ``vertices`` (arrays, or categorical columns
+    on writing)."""
     face_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
     """Per-face values by name, aligned with ``faces``."""
 

@@ -3,11 +3,13 @@
 A FreeSurfer surface is a binary triangle file: a creation stamp line, vertices (float32),
 faces (int32) and an optional volume-info footer (the volume the surface was made from).
 Morphometry files (``lh.curv``, ``lh.thickness``, ``lh.sulc``, ``lh.area``, ...) hold one
-float32 value per vertex; pass them as ``vertex_data``.
+float32 value per vertex, annotations (``lh.aparc.annot``) one label per vertex with a colour
+table; pass them as ``vertex_data``.
 
 Mapping: vertices and faces keep their file order (:mod:`zarr_vectors.formats._surface`);
 each morphometry file becomes a float32 per-vertex attribute named after its suffix
-(``thickness``).  The creation stamp, volume info and the morphometry file names go to
+(``thickness``), each annotation a categorical attribute of label names (``aparc``; vertices
+without a label get the ``unknown`` category, recorded as missing), its colour table kept.  The creation stamp, volume info and the morphometry file names go to
 ``custom_metadata["freesurfer"]``, so :func:`store_to_freesurfer` writes the surface back byte
 for byte and the morphometry files beside it (``<hemi>.<suffix>``, hemi being the output
 file's name up to its first dot).  Quadrilateral surfaces are read as the triangles nibabel
@@ -25,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from nibabel.freesurfer import io as fsio
 
+from zarr_vectors.core.columns import Column
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError
@@ -108,6 +111,40 @@ def _read_morph(path: Path, n: int) -> npt.NDArray[np.float32]:
     return values.astype(np.float32, copy=False)
 
 
+def _read_annot(path: Path, n: int) -> tuple[Column, dict[str, Any]]:
+    """Read an annotation as a categorical column (label names) and what writes it back."""
+    if not path.exists():
+        raise FileNotFoundError(f"no such file: {path}")
+    try:
+        labels, ctab, names = fsio.read_annot(str(path))
+    except Exception as exc:  # nibabel raises bare Exception for a missing colour table
+        raise InvalidInputError(f"{path.name}: not a FreeSurfer annotation ({exc})") from exc
+    if labels.shape != (n,):
+        raise InvalidInputError(
+            f"{path.name}: {labels.shape[0]} labels; the surface has {n} vertices"
+        )
+    cats = [b.decode() if isinstance(b, bytes) else str(b) for b in names]
+    entry: dict[str, Any] = {"kind": "annot", "ctab": np.asarray(ctab).tolist(), "names": cats}
+    codes = np.asarray(labels, dtype=np.int64)
+    if (codes < 0).any():
+        label = "unknown"
+        while label in cats:
+            label = f"<{label}>"
+        entry["missing_label"] = label
+        codes = np.where(codes < 0, len(cats), codes)
+        cats = [*cats, label]
+    return Column(codes.astype(np.int32), tuple(cats)), entry
+
+
+def _write_annot(path: Path, values: npt.NDArray[Any], entry: Mapping[str, Any]) -> None:
+    names = list(entry["names"])
+    lookup = {c: i for i, c in enumerate(names)}
+    missing = entry.get("missing_label")
+    labels = np.asarray([-1 if v == missing else lookup[str(v)] for v in values.tolist()])
+    ctab = np.asarray(entry["ctab"], dtype=np.int32)
+    fsio.write_annot(str(path), labels, ctab, [c.encode() for c in names], fill_ctab=False)
+
+
 class FreeSurferSource(Source):
     """A FreeSurfer surface (and its morphometry files) opened for conversion."""
 
@@ -119,15 +156,19 @@ class FreeSurferSource(Source):
         # the stored coordinates are float32: keep that dtype, not nibabel's float64 copy
         self.vertices = np.asarray(coords, dtype=np.float32)
         self.faces = np.asarray(faces)
-        self.attributes: dict[str, npt.NDArray[Any]] = {}
+        self.attributes: dict[str, Any] = {}
         morph: list[dict[str, str]] = []
         taken = {ORDER}
         for extra in vertex_data:
             p = Path(extra)
-            values = _read_morph(p, len(self.vertices))
             suffix = p.name.split(".", 1)[1] if "." in p.name else p.name
+            if p.suffix.lower() == ".annot":
+                name = identifier(suffix[: -len(".annot")] or "annot", taken)
+                self.attributes[name], entry = _read_annot(p, len(self.vertices))
+                morph.append({"attribute": name, "suffix": suffix, "file": p.name, **entry})
+                continue
             name = identifier(suffix, taken)
-            self.attributes[name] = values
+            self.attributes[name] = _read_morph(p, len(self.vertices))
             morph.append({"attribute": name, "suffix": suffix, "file": p.name})
         self.header = {
             "create_stamp": stamp,
@@ -202,11 +243,14 @@ def store_to_freesurfer(
         volume_info=None if info is None else _volume_info_nib(info),
     )
     hemi = out.name.split(".", 1)[0]
-    morph = {m["attribute"]: m["suffix"] for m in header.get("morph", [])}
+    morph = {m["attribute"]: m for m in header.get("morph", [])}
     for name, values in surface.attributes.items():
         if name in morph:
-            target = out.with_name(f"{hemi}.{morph[name]}")
-            fsio.write_morph_data(str(target), np.asarray(values, dtype=np.float32))
+            target = out.with_name(f"{hemi}.{morph[name]['suffix']}")
+            if morph[name].get("kind") == "annot":
+                _write_annot(target, np.asarray(values), morph[name])
+            else:
+                fsio.write_morph_data(str(target), np.asarray(values, dtype=np.float32))
             report.note(f"wrote {target}")
         else:
             report.note(f"FreeSurfer: attribute {name!r} is not written (no morphometry file)")
