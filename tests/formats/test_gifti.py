@@ -197,3 +197,33 @@ def test_label_file_keeps_its_label_table(tmp_path: Path) -> None:
     _same_arrays(labels, back)
     want = [(lb.key, lb.label, lb.rgba) for lb in labels.labeltable.labels]
     assert [(lb.key, lb.label, lb.rgba) for lb in back.labeltable.labels] == want
+
+
+def test_mesh_store_without_gifti_header_exports(tmp_path: Path) -> None:
+    box = trimesh.creation.box(extents=(2, 2, 2))
+    store = str(tmp_path / "box.zarrvectors")
+    n = len(box.vertices)
+    zv.write_mesh(
+        store,
+        box.vertices,
+        box.faces,
+        chunk_shape=(4, 4, 4),
+        attributes={
+            "height": box.vertices[:, 2].astype(np.float64),
+            "part": np.arange(n, dtype=np.int16),
+            "color": np.full((n, 4), 200, dtype=np.uint8),
+        },
+    )
+    export(store, tmp_path / "box.gii")
+    img = nib.load(tmp_path / "box.gii")
+    mesh = zv.read_mesh(store)
+    assert [d.intent for d in img.darrays[:2]] == [1008, 1009]  # POINTSET, TRIANGLE
+    np.testing.assert_array_equal(img.darrays[0].data, mesh.vertices.astype(np.float32))
+    got = {d.meta["Name"]: d.data for d in img.darrays[2:]}
+    assert got["height"].dtype == np.float32
+    assert got["part"].dtype == np.int32
+    assert got["color"].dtype == np.uint8
+    assert got["color"].shape == (n, 4)
+    # vertices come back in the store's order: compare attributes through it
+    np.testing.assert_array_equal(got["height"], mesh.attributes["height"].astype(np.float32))
+    np.testing.assert_array_equal(got["part"], mesh.attributes["part"])
