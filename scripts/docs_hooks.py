@@ -23,14 +23,14 @@ _CLI_MARKER = "<!-- cli-reference -->"
 _INCLUDE = re.compile(r"<!-- include: (?P<path>[^ ]+) -->")
 _HELP_SCRIPT = r"""
 import json
-import click
+import typer
 from typer.main import get_command
 from typer.testing import CliRunner
 from zarr_vectors.cli import app
 
 runner = CliRunner()
 group = get_command(app)
-names = group.list_commands(click.Context(group))
+names = group.list_commands(typer.Context(group))
 out = {"": runner.invoke(app, ["--help"], prog_name="zarr-vectors").output}
 for name in names:
     out[name] = runner.invoke(app, [name, "--help"], prog_name="zarr-vectors").output

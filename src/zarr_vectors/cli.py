@@ -1,6 +1,8 @@
 """The ``zarr-vectors`` command line (typer + rich; install with ``pip install zarr-vectors[cli]``).
 
-Commands: ``info STORE`` summarises a store, ``validate STORE`` checks it against ZVF 1.0.
+Commands: ``info STORE`` summarises a store, ``validate STORE`` checks it against ZVF 1.0;
+``convert``, ``export`` and ``pyramid`` (:mod:`zarr_vectors.cli_convert`), ``render`` and
+``view`` (:mod:`zarr_vectors.cli_viz`).  ``zarr-vectors --version`` prints the version.
 Exit codes: 0 success, 1 the store is invalid (validation errors, unreadable metadata), 2 usage
 error or no store at the given location.
 
@@ -22,9 +24,11 @@ from typing import Annotated, Any
 import typer
 import zarr
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from zarr_vectors import cli_convert, cli_viz
+from zarr_vectors import __version__, cli_convert, cli_viz
+from zarr_vectors.cli_style import FlagCommand, FlagGroup
 from zarr_vectors.core.io import quiet_vlen
 from zarr_vectors.core.store import (
     list_resolution_levels,
@@ -46,7 +50,11 @@ EXIT_USAGE = 2
 
 app = typer.Typer(
     name="zarr-vectors",
-    help="Inspect and check Zarr Vectors Format (ZVF 1.0) stores.",
+    help=(
+        "Convert, export, inspect, check, build pyramids of, render and view "
+        "Zarr Vectors Format (ZVF 1.0) stores."
+    ),
+    cls=FlagGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -324,17 +332,17 @@ def info_command(
         try:
             summary = summarize(store)
         except StoreNotFoundError as exc:
-            err.print(f"[bold red]error:[/] {exc}", highlight=False)
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
             raise typer.Exit(EXIT_USAGE) from None
         except (ZarrVectorsError, ValueError, KeyError) as exc:
             err.print(
-                f"[bold red]error:[/] cannot read {store}: {exc}\n"
-                f"Run [bold]zarr-vectors validate {store}[/] for a full report.",
+                f"[bold red]error:[/] cannot read {escape(store)}: {escape(str(exc))}\n"
+                f"Run [bold]zarr-vectors validate {escape(store)}[/] for a full report.",
                 highlight=False,
             )
             raise typer.Exit(EXIT_INVALID) from None
     for w in caught:
-        err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
+        err.print(f"[yellow]warning:[/] {escape(str(w.message))}", highlight=False)
     if as_json:
         typer.echo(json.dumps(summary.to_dict(), indent=2))
     else:
@@ -381,7 +389,7 @@ def validate_command(
         typer.echo(report.to_json())
     elif missing:
         Console(stderr=True).print(
-            f"[bold red]error:[/] {report.errors[0].message}", highlight=False
+            f"[bold red]error:[/] {escape(report.errors[0].message)}", highlight=False
         )
     else:
         _print_report(Console(), report)
@@ -396,8 +404,29 @@ def validate_command(
 
 
 def _register_builtin(target: typer.Typer) -> None:
-    target.command("info")(info_command)
-    target.command("validate")(validate_command)
+    target.callback()(_root)
+    target.command("info", cls=FlagCommand)(info_command)
+    target.command("validate", cls=FlagCommand)(validate_command)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"zarr-vectors {__version__}")
+        raise typer.Exit()
+
+
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print the version and exit.",
+            callback=_print_version,
+            is_eager=True,
+        ),
+    ] = False,
+) -> None:
+    """Convert, export, inspect, check, build pyramids of, render and view ZVF 1.0 stores."""
 
 
 REGISTRARS: tuple[Callable[[typer.Typer], None], ...] = (

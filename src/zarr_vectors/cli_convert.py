@@ -32,6 +32,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from zarr_vectors.cli_style import FlagCommand
 from zarr_vectors.errors import (
     InvalidInputError,
     MetadataValidationError,
@@ -39,6 +40,7 @@ from zarr_vectors.errors import (
     StoreNotFoundError,
     ZarrVectorsError,
 )
+from zarr_vectors.formats.bins import level0_vertices, warn_sparse_levels
 from zarr_vectors.formats.registry import (
     FORMATS,
     STORE_SUFFIXES,
@@ -47,6 +49,7 @@ from zarr_vectors.formats.registry import (
     editable,
     export,
     format_for,
+    format_for_store,
     is_store_path,
     store_metadata,
 )
@@ -249,7 +252,8 @@ def convert_command(
             "--bin-shape",
             metavar="X,Y,Z",
             help="Level-0 bin extent per axis; must divide the chunk shape. "
-            "Default: chunk shape / 4 (finer if --pyramid needs it).",
+            "Default: chosen from the data, about 4 vertices per occupied bin, so that "
+            "--pyramid levels keep a useful share (docs/guides/pyramids.md).",
         ),
     ] = None,
     pyramid: Annotated[
@@ -267,6 +271,35 @@ def convert_command(
             metavar="X,Y[,Z]",
             help="CSV/Parquet: coordinate column names, e.g. lon,lat,height "
             "(default: x,y,z in any case).",
+        ),
+    ] = None,
+    spatial_key: Annotated[
+        str | None,
+        typer.Option(
+            "--spatial-key",
+            metavar="KEY",
+            help="AnnData .h5ad: the obsm entry holding the coordinates (default: spatial).",
+            show_default=False,
+        ),
+    ] = None,
+    nodes: Annotated[
+        Path | None,
+        typer.Option(
+            "--nodes",
+            metavar="FILE",
+            help="Edge-list CSV: the node table (id,x,y[,z],...); default NAME.nodes.csv "
+            "beside IN when it exists.",
+            show_default=False,
+        ),
+    ] = None,
+    vertex_data: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--vertex-data",
+            metavar="FILE",
+            help="GIFTI/FreeSurfer: a per-vertex data file of the surface (.func.gii, "
+            ".shape.gii, lh.curv, lh.thickness, ...); repeat for more.",
+            show_default=False,
         ),
     ] = None,
     stream: Annotated[
@@ -303,7 +336,7 @@ def convert_command(
         ),
     ] = True,
 ) -> None:
-    """Convert a point cloud, tractogram or graph file into a new ZVF store.
+    """Convert a point cloud, tractogram, graph, skeleton or mesh file into a new ZVF store.
 
     The format follows from the extension of IN; OUT must end in .zarrvectors, .zarr or .zip.
 
@@ -319,7 +352,21 @@ def convert_command(
     info = format_for(source)
     if columns is not None and "columns" not in info.options:
         _usage(err, f"--columns applies to CSV and Parquet files, not {info.name}")
-    options = {} if columns is None else {"columns": [c.strip() for c in columns.split(",")]}
+    options: dict[str, object] = {}
+    if columns is not None:
+        options["columns"] = [c.strip() for c in columns.split(",")]
+    if spatial_key is not None:
+        if "spatial_key" not in info.options:
+            _usage(err, f"--spatial-key applies to .h5ad files, not {info.name}")
+        options["spatial_key"] = spatial_key
+    if nodes is not None:
+        if "nodes" not in info.options:
+            _usage(err, f"--nodes applies to edge-list CSV files, not {info.name}")
+        options["nodes"] = nodes
+    if vertex_data:
+        if "vertex_data" not in info.options:
+            _usage(err, f"--vertex-data applies to GIFTI and FreeSurfer surfaces, not {info.name}")
+        options["vertex_data"] = list(vertex_data)
     try:
         with _warnings_to(err), _progress(err) as report:
             result = convert(
@@ -381,29 +428,59 @@ def export_command(
             show_default=False,
         ),
     ] = None,
+    vertex_data: Annotated[
+        Path | None,
+        typer.Option(
+            "--vertex-data",
+            metavar="FILE",
+            help="GIFTI: write the per-vertex attributes to this second .gii file.",
+            show_default=False,
+        ),
+    ] = None,
+    nodes: Annotated[
+        Path | None,
+        typer.Option(
+            "--nodes",
+            metavar="FILE",
+            help="Edge-list CSV: where the node table goes (default NAME.nodes.csv).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Write a store (one resolution level) to a point cloud, tractogram, graph, SWC or mesh file.
+    """Write one level of a store to a point cloud, tractogram, graph, skeleton or mesh file.
 
     The format follows from the extension of OUT; headers kept by convert are restored.
 
     Example: zarr-vectors export tracts.zarrvectors tracts.trk
     """
     err = Console(stderr=True)
-    try:
-        info = format_for(out)
-    except InvalidInputError as exc:
-        _usage(err, str(exc))
     if out.exists() and not overwrite:
         _usage(err, f"{out} exists; pass --overwrite to replace it")
     gtype = _read_store(err, store).geometry_type
+    try:
+        info = format_for_store(out, gtype)
+    except InvalidInputError as exc:
+        _usage(err, str(exc))
     if type_spec(gtype).family_name not in info.exports:
         kinds = " or ".join(g.value for g in info.exports)
         _usage(err, f"{store} holds {gtype} geometry; {info.name} files hold {kinds}")
     if object_id is not None and "object_id" not in info.export_options:
         _usage(err, f"--object-id applies to SWC files, not {info.name}")
+    if vertex_data is not None and "vertex_data" not in info.export_options:
+        _usage(err, f"--vertex-data applies to GIFTI files, not {info.name}")
+    if nodes is not None and "nodes" not in info.export_options:
+        _usage(err, f"--nodes applies to edge-list CSV files, not {info.name}")
     try:
         with _warnings_to(err), _progress(err) as report:
-            export(os.fspath(store), out, level=level, progress=report, object_id=_id(object_id))
+            export(
+                os.fspath(store),
+                out,
+                level=level,
+                progress=report,
+                object_id=_id(object_id),
+                vertex_data=vertex_data,
+                nodes=nodes,
+            )
     except StoreNotFoundError as exc:
         _usage(err, str(exc))
     except (ZarrVectorsError, OSError, ValueError) as exc:
@@ -465,6 +542,7 @@ def pyramid_command(
             report.start(f"building {len(ratios)} level(s)", None)
             with editable(os.fspath(store)) as target:  # a .zip is rebuilt
                 levels = build_pyramid(target, ratios, object_sparsity=spars, overwrite=overwrite)
+                warn_sparse_levels(level0_vertices(target), levels)
     except (StoreExistsError, InvalidInputError, MetadataValidationError) as exc:
         _usage(err, str(exc))  # the store reads: these are about the options
     except (ZarrVectorsError, OSError, ValueError) as exc:
@@ -474,6 +552,6 @@ def pyramid_command(
 
 def register(app: typer.Typer) -> None:
     """Add ``convert``, ``export`` and ``pyramid`` to the ``zarr-vectors`` application."""
-    app.command("convert")(convert_command)
-    app.command("export")(export_command)
-    app.command("pyramid")(pyramid_command)
+    app.command("convert", cls=FlagCommand)(convert_command)
+    app.command("export", cls=FlagCommand)(export_command)
+    app.command("pyramid", cls=FlagCommand)(pyramid_command)

@@ -20,7 +20,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
+from zarr_vectors.cli_style import FlagCommand
 from zarr_vectors.errors import InvalidInputError, StoreNotFoundError, ZarrVectorsError
 
 __all__ = ["parse_bbox_option", "register", "render_command", "view_command"]
@@ -58,7 +60,8 @@ def _viz() -> ModuleType:
         return importlib.import_module("zarr_vectors.viz")
     except ImportError as exc:
         Console(stderr=True).print(
-            f"[bold red]error:[/] {exc}. Install the extra: pip install 'zarr-vectors[viz]'",
+            f"[bold red]error:[/] {escape(str(exc))}. Install the extra: "
+            + escape("pip install 'zarr-vectors[viz]'"),
             highlight=False,
         )
         raise typer.Exit(EXIT_USAGE) from None
@@ -66,10 +69,12 @@ def _viz() -> ModuleType:
 
 def _fail(exc: Exception, store: str) -> typer.Exit:
     err = Console(stderr=True)
-    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
     if isinstance(exc, StoreNotFoundError | InvalidInputError):
         return typer.Exit(EXIT_USAGE)
-    err.print(f"Run [bold]zarr-vectors validate {store}[/] for a full report.", highlight=False)
+    err.print(
+        f"Run [bold]zarr-vectors validate {escape(store)}[/] for a full report.", highlight=False
+    )
     return typer.Exit(EXIT_INVALID)
 
 
@@ -137,7 +142,9 @@ def view_command(
         try:
             server = viz.serve(tmp, port=port)
         except OSError as exc:
-            Console(stderr=True).print(f"[bold red]error:[/] port {port}: {exc}", highlight=False)
+            Console(stderr=True).print(
+                f"[bold red]error:[/] port {port}: {escape(str(exc))}", highlight=False
+            )
             raise typer.Exit(EXIT_USAGE) from None
         with server:
             state = viz.viewer_state(export, server.url)
@@ -160,5 +167,5 @@ def _wait(duration: float | None) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``render`` and ``view`` to ``app``."""
-    app.command("render")(render_command)
-    app.command("view")(view_command)
+    app.command("render", cls=FlagCommand)(render_command)
+    app.command("view", cls=FlagCommand)(view_command)

@@ -150,8 +150,9 @@ def test_convert_picks_chunk_shape(laz: Path, tmp_path: Path) -> None:
     report = convert(laz, str(tmp_path / "s.zarrvectors"), pyramid=[(2, 2, 2)])
     assert report.chunk_shape_chosen
     assert len(set(report.chunk_shape)) == 1
-    assert report.bin_shape == tuple(c / 4 for c in report.chunk_shape)
-    assert report.pyramid[0].vertex_count < N
+    ratio = [c / b for c, b in zip(report.chunk_shape, report.bin_shape, strict=True)]
+    assert all(r % 4 == 0 for r in ratio)  # the bin is chosen from the data (formats/bins.py)
+    assert N // 100 <= report.pyramid[0].vertex_count < N
 
 
 def test_export_store_without_las_header(tmp_path: Path) -> None:

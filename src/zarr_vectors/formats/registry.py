@@ -38,19 +38,21 @@ import uuid
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any, Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
+from zarr.storage import MemoryStore
 
 from zarr_vectors.core.chunking import axis_bounds
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, MissingDependencyError
+from zarr_vectors.formats.bins import extent_bin_shape, measured_bin_shape, warn_sparse_levels
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
@@ -79,6 +81,8 @@ __all__ = [
     "editable",
     "export",
     "format_for",
+    "format_for_store",
+    "is_edge_list_csv",
     "identifier",
     "is_store_path",
     "iter_point_batches",
@@ -300,6 +304,47 @@ FORMATS: tuple[FormatInfo, ...] = (
         export_options=("object_id",),
     ),
     FormatInfo("mesh", (".obj", ".stl"), "meshfiles", _MESHES, "OBJ and STL meshes (trimesh)"),
+    FormatInfo(
+        "gifti",
+        (".gii",),
+        "gifti",
+        _MESHES,
+        "GIFTI surfaces (nibabel); per-vertex data files with --vertex-data",
+        ("vertex_data",),
+        ("vertex_data",),
+    ),
+    FormatInfo(
+        "freesurfer",
+        (".white", ".pial", ".inflated", ".sphere", ".orig", ".smoothwm", ".midthickness", ".reg"),
+        "freesurfer",
+        _MESHES,
+        "FreeSurfer surfaces (lh.white, ...; nibabel); curv/thickness files with --vertex-data",
+        ("vertex_data",),
+    ),
+    FormatInfo(
+        "edgelist",
+        (".csv",),
+        "edgelist",
+        (GeometryTypeName.GRAPH,),
+        "edge-list CSV (source,target columns) with a node table (id,x,y[,z]), as graphs",
+        ("nodes", "directed"),
+        ("nodes",),
+    ),
+    FormatInfo(
+        "h5ad",
+        (".h5ad",),
+        "h5ad",
+        _POINTS,
+        "AnnData spatial data: obsm['spatial'] as points, obs columns as attributes (h5py)",
+        ("spatial_key",),
+    ),
+    FormatInfo(
+        "precomputed",
+        (".precomputed",),
+        "precomputed",
+        _GRAPHS + _MESHES,
+        "Neuroglancer precomputed skeletons and legacy meshes (a directory with an info file)",
+    ),
 )
 """Every convertible format, in ``--help`` order."""
 
@@ -317,12 +362,47 @@ def format_for(path: PathLike) -> FormatInfo:
     InvalidInputError
         The extension is not one of :data:`FORMATS` (the message lists them).
     """
+    if Path(path).is_dir() and (Path(path) / "info").is_file():
+        return _named("precomputed")  # a Neuroglancer data source: a directory with an info file
+    if Path(path).suffix.lower() == ".csv" and is_edge_list_csv(path):
+        return _named("edgelist")
+    return _by_suffix(path)
+
+
+def _by_suffix(path: PathLike) -> FormatInfo:
     suffix = Path(path).suffix.lower()
     for info in FORMATS:
         if suffix in info.extensions:
             return info
     known = ", ".join(e for info in FORMATS for e in info.extensions)
     raise InvalidInputError(f"{os.fspath(path)!r}: unknown file extension {suffix!r}; use {known}")
+
+
+def is_edge_list_csv(path: PathLike) -> bool:
+    """Whether ``path`` is a CSV file whose header names ``source`` and ``target`` columns."""
+    p = Path(path)
+    if not p.is_file():
+        return False
+    with p.open("r", encoding="utf-8", errors="replace") as fh:
+        first = fh.readline()
+    names = {c.strip().strip('"').lower() for c in first.rstrip("\r\n").split(",")}
+    return {"source", "target"} <= names
+
+
+def format_for_store(path: PathLike, geometry_type: GeometryTypeName) -> FormatInfo:
+    """Return the format :func:`export` writes a store of ``geometry_type`` to at ``path``.
+
+    As :func:`format_for`, except that a ``graph`` store goes to a ``.csv`` path as an edge
+    list (CSV point tables hold point clouds).
+    """
+    info = _by_suffix(path)  # what an existing file at ``path`` holds does not matter
+    if info.name == "csv" and geometry_type is GeometryTypeName.GRAPH:
+        return _named("edgelist")
+    return info
+
+
+def _named(name: str) -> FormatInfo:
+    return next(info for info in FORMATS if info.name == name)
 
 
 def load_format(info: FormatInfo) -> ModuleType:
@@ -572,8 +652,10 @@ def convert(
     chunk_shape
         Chunk extent per axis, physical units; default :func:`suggest_chunk_shape`.
     bin_shape
-        Level-0 bin extent; default :func:`default_bin_shape` (``chunk_shape / 4``, finer when
-        ``pyramid`` needs it).
+        Level-0 bin extent; default: chosen from the data so that a level-0 bin holds about
+        4 vertices and every ``pyramid`` ratio divides (:mod:`zarr_vectors.formats.bins`,
+        docs/guides/pyramids.md).  Levels keeping under 1% of level 0 draw a
+        :class:`~zarr_vectors.errors.ZVUserWarning`.
     pyramid
         Bin ratios of coarser levels to build after level 0, e.g. ``[(2, 2, 2), (4, 4, 4)]``.
     overwrite
@@ -624,16 +706,9 @@ def convert(
             )
         else:
             chunk = tuple(float(c) for c in chunk_shape)
-        bins = (
-            default_bin_shape(chunk, pyramid)
-            if bin_shape is None
-            else tuple(float(b) for b in bin_shape)
-        )
-        if bin_shape is None:
-            report.note(f"bin shape {_fmt(bins)}")
         opts = WriteOptions(
             chunk_shape=chunk,
-            bin_shape=bins,
+            bin_shape=None if bin_shape is None else tuple(float(b) for b in bin_shape),
             overwrite=overwrite,
             streaming=streaming,
             batch_size=batch_size,
@@ -641,6 +716,11 @@ def convert(
             partition_chunks=partition,
             keep_order=keep_order,
         )
+        if opts.bin_shape is None:
+            opts = replace(opts, bin_shape=_pick_bin_shape(src, opts, pyramid))
+            report.note(
+                f"bin shape {_fmt(opts.bin_shape or ())} from the data (docs/guides/pyramids.md)"
+            )
         summary = src.write(store, opts, report)
         dropped = tuple(src.dropped())
         for line in dropped:
@@ -650,7 +730,31 @@ def convert(
         report.start(f"building {len(pyramid)} pyramid level(s)", None)
         with editable(store) as target:
             levels = build_pyramid(target, [tuple(r) for r in pyramid])
+        warn_sparse_levels(summary.vertex_count, levels)
+    bins = opts.bin_shape or chunk
     return ConvertReport(info.name, chunk, bins, chosen, summary, levels, dropped)
+
+
+MEASURE_LIMIT = 2_000_000
+"""Inputs with at most this many vertices (and not streamed) have their default bin shape
+measured on the vertices (:func:`~zarr_vectors.formats.bins.measured_bin_shape`): they are
+written once to memory first.  Larger ones use the bounding box
+(:func:`~zarr_vectors.formats.bins.extent_bin_shape`)."""
+
+
+def _pick_bin_shape(
+    src: Source, opts: WriteOptions, pyramid: Sequence[Sequence[int]]
+) -> tuple[float, ...]:
+    """Return the default level-0 bin of ``src`` (see :mod:`zarr_vectors.formats.bins`)."""
+    extent = src.extent()
+    chunk = opts.chunk_shape
+    if extent.n_vertices > MEASURE_LIMIT or opts.stream(extent.n_vertices):
+        return extent_bin_shape(extent.min, extent.max, extent.n_vertices, chunk, pyramid)
+    scratch = MemoryStore()
+    src.write(scratch, replace(opts, bin_shape=chunk, overwrite=True), NullProgress())
+    reader = LevelReader(open_store(scratch, mode="r"), 0)
+    positions = reader.rows(L.VERTICES, reader.chunks()).values
+    return measured_bin_shape(positions, chunk, pyramid)
 
 
 @contextmanager
@@ -740,8 +844,8 @@ def export(
     MissingDependencyError
         The format's library is not installed.
     """
-    info = format_for(path)
     gtype = store_metadata(store).geometry_type
+    info = format_for_store(path, gtype)
     if type_spec(gtype).family_name not in info.exports:
         allowed = " or ".join(repr(g.value) for g in info.exports)
         raise InvalidInputError(

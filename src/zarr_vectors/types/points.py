@@ -37,8 +37,8 @@ from zarr_vectors.types._base import (
     dense_object_ids,
     register_geometry_type,
     take_batch_args,
-    user_ids,
 )
+from zarr_vectors.types._objects import group_members_out, output_ids
 from zarr_vectors.types._order import (
     INPUT_INDEX,
     ElementOrder,
@@ -67,6 +67,15 @@ class Points:
     """Per-point attributes by name; categorical attributes come back as strings."""
     object_ids: npt.NDArray[Any] | None = None
     """(N,) user object id of each point, or None when the store has no objects."""
+    objects: npt.NDArray[Any] | None = None
+    """(M,) user ids of the objects with points in the result, ascending (the stored object
+    order), or None when the store has no objects; :attr:`object_attributes` rows follow it."""
+    object_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-object attributes, one row per entry of :attr:`objects`."""
+    groups: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Group name -> user ids of the returned objects that belong to it."""
+    group_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-group attributes, in group order."""
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -289,11 +298,21 @@ class PointCloudType(GeometryType):
             if keep is not None:
                 col = col.take(keep)
             attrs[name] = col
-        ids_out = None
-        if obj is not None:
-            stored = user_ids(reader)
-            ids_out = obj if stored is None else stored[obj]
-        return Points(pos, decode_columns(attrs), ids_out)
+        if obj is None:
+            return Points(pos, decode_columns(attrs))
+        dense = np.unique(obj)
+        obj_attrs = decode_columns(reader.object_attributes(dense))
+        obj_attrs.pop("id", None)  # the user ids: returned as ``objects``
+        groups, group_attrs = group_members_out(reader, dense)
+        return Points(
+            pos,
+            decode_columns(attrs),
+            output_ids(reader, obj),
+            output_ids(reader, dense),
+            obj_attrs,
+            groups,
+            group_attrs,
+        )
 
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
@@ -352,7 +371,8 @@ def read_points(
     Returns
     -------
     Points
-        Positions, attributes and object ids of the selected points, in ``order``.
+        Positions, attributes and object ids of the selected points, in ``order``; the
+        attributes of their objects and the groups (restricted to those objects).
 
     Raises
     ------
@@ -372,10 +392,11 @@ def read_points(
     points = PointCloudType.read(reader, replace(query, attributes=names))
     attrs = dict(points.attributes)
     perm = input_permutation(attrs.pop(INPUT_INDEX), "point_cloud")
-    return Points(
-        points.positions[perm],
-        {k: v[perm] for k, v in attrs.items()},
-        None if points.object_ids is None else points.object_ids[perm],
+    return replace(
+        points,
+        positions=points.positions[perm],
+        attributes={k: v[perm] for k, v in attrs.items()},
+        object_ids=None if points.object_ids is None else points.object_ids[perm],
     )
 
 

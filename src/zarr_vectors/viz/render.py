@@ -25,6 +25,7 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.colors import BoundaryNorm, Colormap, Normalize, to_rgba_array
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from mpl_toolkits.mplot3d.art3d import (  # type: ignore[import-untyped]
     Line3DCollection,
     Poly3DCollection,
@@ -88,6 +89,10 @@ class RenderResult:
     """Triangles drawn."""
     color_by: str | None
     """Attribute mapped to colour, if any."""
+    legend: tuple[str, ...] = ()
+    """Category labels of the discrete legend drawn for a categorical ``color_by`` (strings,
+    or integers with at most 20 distinct values); empty when a colour bar (or nothing) was
+    drawn."""
 
 
 @dataclass(frozen=True)
@@ -109,11 +114,20 @@ class _Colours:
 
 
 def _numeric(values: npt.NDArray[Any], name: str) -> tuple[FloatArray, str, list[str] | None]:
-    """Return float values (one per row), a label and category names for strings."""
+    """Return float values (one per row), a label and category names.
+
+    Strings (dictionary-encoded categories) are categories; so are one-component integer and
+    boolean attributes with at most :data:`_MAX_CATEGORIES` distinct values (LAS
+    ``classification``, SWC ``swc_type``: codes, whose in-between values mean nothing).
+    """
     arr = np.asarray(values)
     if arr.dtype.kind in "OUSaT":
         cats, codes = np.unique(arr.astype(str), return_inverse=True)
         return codes.astype(np.float64).ravel(), name, [str(c) for c in cats]
+    if arr.dtype.kind in "biu" and arr.size == len(arr):
+        levels, codes = np.unique(arr.ravel(), return_inverse=True)
+        if len(levels) <= _MAX_CATEGORIES:
+            return codes.astype(np.float64).ravel(), name, [str(v) for v in levels.tolist()]
     if arr.dtype.kind not in "biuf":
         raise InvalidInputError(f"color_by: attribute {name!r} has dtype {arr.dtype}")
     flat = arr.astype(np.float64).reshape(len(arr), -1)
@@ -327,6 +341,32 @@ def _counts_line(scene: Scene, drawn: _Drawn, level: int) -> str:
     return " · ".join(parts)
 
 
+def _legend(ax: Axes, colours: _Colours, codes: list[float], labels: list[str]) -> tuple[str, ...]:
+    """Draw a discrete legend of categories (``codes`` as coloured, ``labels``); return them."""
+    rgba = colours.rgba(np.asarray(codes, dtype=np.float64))
+    handles = [
+        Patch(facecolor=c, edgecolor="none", label=t) for c, t in zip(rgba, labels, strict=True)
+    ]
+    ax.legend(
+        handles=handles,
+        title=colours.label,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        fontsize=8,
+        title_fontsize=9,
+        frameon=False,
+    )
+    return tuple(labels)
+
+
+def _key(fig: Figure, ax: Axes, colours: _Colours) -> tuple[str, ...]:
+    """Draw a legend for categories that fit one, else a colour bar; return legend labels."""
+    if colours.ticks is not None and colours.ticks[1]:
+        return _legend(ax, colours, *colours.ticks)
+    _colour_bar(fig, ax, colours)
+    return ()
+
+
 def _colour_bar(fig: Figure, ax: Axes, colours: _Colours) -> None:
     mappable = ScalarMappable(norm=colours.norm, cmap=colours.cmap)
     bar = fig.colorbar(mappable, ax=ax, shrink=0.8, pad=0.08)
@@ -370,7 +410,9 @@ def render(
         (physical units); the view is limited to it and objects touching it are read whole.
     color_by
         Attribute to colour by: per-vertex, per-object, per-edge or per-face, numeric
-        (multi-component values by their norm) or strings (categories).  Adds a colour bar.
+        (multi-component values by their norm) or categorical (strings, and integers with at
+        most 20 distinct values, such as LAS ``classification``).  Adds a colour bar, or a
+        discrete legend for categories.
         Without it, objects get cycling qualitative colours.
     projection
         ``"xy"``, ``"xz"``, ``"yz"`` (orthographic views) or ``"3d"`` (perspective axes).
@@ -427,8 +469,7 @@ def render(
         _limits(scene, loaded.bbox, meta.bounding_box, proj.axes),
         [labels[a] for a in proj.axes],
     )
-    if colours is not None:
-        _colour_bar(fig, ax, colours)
+    legend = () if colours is None else _key(fig, ax, colours)
     if not len(scene.positions):
         ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center")
     heading = title if title is not None else str(meta.geometry_type).replace("_", " ")
@@ -446,6 +487,7 @@ def render(
         edges=drawn.edges,
         faces=drawn.faces,
         color_by=color_by,
+        legend=legend,
     )
 
 
