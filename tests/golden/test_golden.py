@@ -67,7 +67,9 @@ def test_golden_store_reads_exactly(golden_copy: Path, query: str, expected: Any
     entry = STORES[golden_copy.name]
     got = READERS[entry["geometry_type"]](str(golden_copy), **query_kwargs(entry, query))
     arrays, scalars = flatten(got)
-    arrays = {k: v for k, v in arrays.items() if k.split("/")[0].split("#")[0] not in FIELDS_ADDED_SINCE}
+    arrays = {
+        k: v for k, v in arrays.items() if k.split("/")[0].split("#")[0] not in FIELDS_ADDED_SINCE
+    }
     scalars = {k: v for k, v in scalars.items() if k not in FIELDS_ADDED_SINCE}
     prefix = f"{entry['expected_key']}|{query}|"
     want = {k[len(prefix) :]: v for k, v in expected.items() if k.startswith(prefix)}

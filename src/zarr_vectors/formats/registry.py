@@ -389,14 +389,14 @@ def is_edge_list_csv(path: PathLike) -> bool:
     return {"source", "target"} <= names
 
 
-def format_for_store(path: PathLike, geometry_type: GeometryTypeName) -> FormatInfo:
+def format_for_store(path: PathLike, geometry_type: str) -> FormatInfo:
     """Return the format :func:`export` writes a store of ``geometry_type`` to at ``path``.
 
     As :func:`format_for`, except that a ``graph`` store goes to a ``.csv`` path as an edge
     list (CSV point tables hold point clouds).
     """
     info = _by_suffix(path)  # what an existing file at ``path`` holds does not matter
-    if info.name == "csv" and geometry_type is GeometryTypeName.GRAPH:
+    if info.name == "csv" and type_spec(geometry_type).family_name == GeometryTypeName.GRAPH:
         return _named("edgelist")
     return info
 
