@@ -31,6 +31,7 @@ from zarr_vectors.errors import (
     StoreExistsError,
     StoreNotFoundError,
 )
+from zarr_vectors.migrate.detect import raise_if_upstream
 from zarr_vectors.spec.conventions import ArrayKind
 from zarr_vectors.spec.layout import (
     DENSE_CHUNK_ROWS,
@@ -190,6 +191,7 @@ def open_store(
             "run `zarr-vectors validate` for details"
         ) from exc
     if "zarr_vectors_version" not in root.attrs:
+        raise_if_upstream(root.attrs.asdict(), _describe(path))
         raise StoreNotFoundError(
             f"{_describe(path)} is a Zarr group without ZVF root metadata "
             "(not a zarr-vectors store, or a write that did not finish)"

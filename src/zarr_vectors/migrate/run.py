@@ -1,0 +1,268 @@
+"""``zv.migrate``: copy a store written by upstream zarr-vectors into a fresh ZVF 1.0 store.
+
+The upstream store is read directly (no upstream import) and written again with this
+library's public writers.  Upstream's known defects are detected and listed in the returned
+:class:`MigrationReport` (and as a warning), never copied.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zarr
+
+from zarr_vectors.core.store import StoreLike, resolve_store
+from zarr_vectors.errors import InvalidInputError, StoreNotFoundError, ZVUserWarning
+from zarr_vectors.migrate import geometry, read07, read09
+from zarr_vectors.migrate.detect import UPSTREAM_KEY, upstream_label, upstream_version
+from zarr_vectors.migrate.level import LevelData
+from zarr_vectors.migrate.tree import Tree
+from zarr_vectors.multiscale import build_pyramid
+from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.types.graphs import write_graph
+from zarr_vectors.types.lines import write_lines
+from zarr_vectors.types.meshes import write_mesh
+from zarr_vectors.types.points import write_points
+from zarr_vectors.types.polylines import write_polylines
+from zarr_vectors.types.skeletons import write_skeleton
+
+__all__ = ["MigrationReport", "migrate"]
+
+_LINKED = ("graph", "skeleton", "mesh")
+
+
+@dataclass(frozen=True)
+class MigrationReport:
+    """What :func:`migrate` read, wrote, and found wrong in the upstream store."""
+
+    upstream_version: str
+    """Upstream's ``zv_version`` ("0.7.0" for the 0.2.0 package, "0.9.x")."""
+    geometry_type: str
+    """Geometry type of both stores."""
+    vertices: int
+    """Level-0 vertices copied."""
+    objects: int
+    """Objects copied (0 for a point cloud without objects)."""
+    links: int
+    """Edges or faces copied."""
+    levels: tuple[int, ...]
+    """Upstream levels found, 0 first."""
+    rebuilt_ratios: tuple[tuple[int, ...], ...]
+    """Bin ratios of the coarse levels rebuilt here from level 0."""
+    defects: tuple[str, ...]
+    """Upstream defects detected and not copied (one sentence each)."""
+    dropped: tuple[str, ...]
+    """Upstream data that could not be carried over."""
+
+
+def _check_paths(old: StoreLike, new: StoreLike) -> None:
+    if not isinstance(old, (str, os.PathLike)) or not isinstance(new, (str, os.PathLike)):
+        if old is new:
+            raise InvalidInputError("migrate cannot write into its source store")
+        return
+    src = Path(os.fspath(old)).expanduser().resolve()
+    dst = Path(os.fspath(new)).expanduser().resolve()
+    if src == dst or src in dst.parents or dst in src.parents:
+        raise InvalidInputError(
+            f"migrate writes a fresh store: {dst} is, or overlaps, the source {src}"
+        )
+
+
+def _open(old: StoreLike) -> tuple[Tree, dict[str, Any]]:
+    handle = resolve_store(old, mode="r")
+    try:
+        root = zarr.open_group(handle.store, mode="r")
+    except (FileNotFoundError, KeyError, ValueError) as exc:
+        raise StoreNotFoundError(f"no Zarr group at {old}") from exc
+    attrs = root.attrs.asdict()
+    if upstream_version(attrs) is None:
+        raise StoreNotFoundError(
+            f"{old} is not a store written by upstream zarr-vectors (no '{UPSTREAM_KEY}' root "
+            "metadata with a zv_version)"
+        )
+    store = handle.store.store if isinstance(handle.store, zarr.storage.StorePath) else handle.store
+    return Tree(store, os.fspath(old) if isinstance(old, (str, os.PathLike)) else "store"), attrs
+
+
+def _scales(attrs: dict[str, Any]) -> dict[int, tuple[int, ...]]:
+    """Each level's bin ratio from the NGFF block (upstream's single source for it)."""
+    out: dict[int, tuple[int, ...]] = {}
+    for entry in (attrs.get("multiscales") or [{}])[0].get("datasets", []):
+        scale = next(
+            (t["scale"] for t in entry.get("coordinateTransformations", []) if t.get("type") == "scale"),
+            None,
+        )
+        if scale is not None and str(entry.get("path", "")).isdigit():
+            out[int(entry["path"])] = tuple(int(round(s)) for s in scale)
+    return out
+
+
+def _load(tree: Tree, version: str, level: int, ndim: int, linked: bool) -> tuple[LevelData, list[str]]:
+    reader = read09 if version.startswith("0.9") else read07
+    return reader.load_level(tree, level, ndim, linked)
+
+
+def _identical(a: LevelData, b: LevelData) -> bool:
+    return a.positions.shape == b.positions.shape and bool(np.array_equal(a.positions, b.positions))
+
+
+def _skeleton(data: LevelData, version: str, where: str) -> tuple[dict[str, Any], list[str]]:
+    parents, _ = geometry.skeleton_parents(data, where)
+    defects: list[str] = []
+    if not version.startswith("0.9"):
+        naive = geometry.sequential_reading(data)
+        wrong = np.flatnonzero(naive != parents)
+        pairs = [f"{int(c)}->{int(naive[c])}" for c in wrong if naive[c] >= 0]
+        if pairs:
+            defects.append(
+                f"skeleton spurious edges: upstream's reader joins {len(pairs)} node(s) to the "
+                f"node read before them across trees or chunks ({', '.join(pairs[:10])}"
+                f"{', ...' if len(pairs) > 10 else ''}; child->parent in upstream's read order); "
+                "the store does not record these edges and they were not copied"
+            )
+    return geometry.skeleton_args(data, where, parents), defects
+
+
+def _write(gtype: str, new: StoreLike, data: LevelData, version: str, common: dict[str, Any]) -> tuple[list[str], int, int]:
+    """Write level 0; return the defects found, the object and the link counts."""
+    where = f"level 0 of the upstream {gtype} store"
+    defects: list[str] = []
+    if gtype == "point_cloud":
+        args = geometry.point_args(data, where)
+        write_points(new, args.pop("positions"), **args, **common)
+    elif gtype == "line":
+        args = geometry.line_args(data, where)
+        write_lines(new, args.pop("endpoints"), **args, **common)
+    elif gtype in ("polyline", "streamline"):
+        args = geometry.path_args(data, where)
+        write_polylines(new, args.pop("positions"), geometry_type=gtype, **args, **common)
+    elif gtype == "graph":
+        args = geometry.graph_args(data, where)
+        write_graph(new, args.pop("positions"), args.pop("edges"), **args, **common)
+    elif gtype == "skeleton":
+        args, defects = _skeleton(data, version, where)
+        write_skeleton(new, args.pop("positions"), args.pop("parents"), **args, **common)
+    elif gtype == "mesh":
+        args = geometry.mesh_args(data, where)
+        write_mesh(new, args.pop("vertices"), args.pop("faces"), **args, **common)
+    else:
+        raise InvalidInputError(f"upstream geometry type {gtype!r} cannot be migrated")
+    links = len(data.links.rows) if gtype in _LINKED else 0
+    return defects, len(data.manifests), links
+
+
+def _pyramid(
+    tree: Tree, version: str, attrs: dict[str, Any], ndim: int, new: StoreLike, level0: LevelData, overwrite: bool
+) -> tuple[list[tuple[int, ...]], list[str], list[str]]:
+    """Rebuild upstream's coarse levels here; report identical levels and unusable ratios."""
+    scales = _scales(attrs)
+    seen: dict[tuple[int, ...], int] = {scales.get(0, (1,) * ndim): 0}
+    previous = level0
+    ratios: list[tuple[int, ...]] = []
+    defects: list[str] = []
+    dropped: list[str] = []
+    for level in sorted(k for k in scales if k > 0):
+        data, _ = _load(tree, version, level, ndim, False)
+        ratio = scales[level]
+        if ratio in seen or _identical(data, previous):
+            defects.append(
+                f"identical pyramid levels: level {level} repeats level {seen.get(ratio, level - 1)} "
+                f"(bin ratio {list(ratio)}, {len(data.positions)} vertices); not copied"
+            )
+        else:
+            seen[ratio] = level
+            ratios.append(ratio)
+        previous = data
+    if ratios:
+        try:
+            build_pyramid(new, ratios, overwrite=overwrite)
+        except (InvalidInputError, ValueError) as exc:
+            dropped.append(f"coarse levels with bin ratios {[list(r) for r in ratios]}: {exc}")
+            ratios = []
+    return ratios, defects, dropped
+
+
+def migrate(
+    old: StoreLike,
+    new: StoreLike,
+    *,
+    overwrite: bool = False,
+    pyramid: bool = True,
+    compressor: str = "default",
+) -> MigrationReport:
+    """Copy a store written by upstream zarr-vectors (0.2.0 or 0.9.x) into a new ZVF store.
+
+    Parameters
+    ----------
+    old
+        The upstream store (path, URL or zarr store); only read.
+    new
+        Where to write the ZVF 1.0 store; must not be, contain or lie inside ``old``.
+    overwrite
+        Replace an existing store at ``new``.
+    pyramid
+        Rebuild upstream's coarse levels (distinct bin ratios only) from the copied level 0.
+    compressor
+        Compressor of the new store, as in :func:`zarr_vectors.write_points`.
+
+    Returns
+    -------
+    MigrationReport
+        Counts, the coarse levels rebuilt, and the upstream defects found (also warned).
+
+    Raises
+    ------
+    InvalidInputError
+        ``new`` is or overlaps ``old``.
+    StoreNotFoundError
+        ``old`` is not an upstream store.
+    StoreExistsError
+        ``new`` exists and ``overwrite`` is False.
+    """
+    _check_paths(old, new)
+    tree, attrs = _open(old)
+    meta = attrs[UPSTREAM_KEY]
+    version = str(meta["zv_version"])
+    types = meta.get("geometry_types") or []
+    if len(types) != 1:
+        raise InvalidInputError(f"{old}: upstream composite stores ({types}) cannot be migrated")
+    gtype = str(types[0])
+    axes = (attrs.get("multiscales") or [{}])[0].get("axes") or []
+    ndim = len(axes) or len(meta["chunk_shape"])
+    data, dropped = _load(tree, version, 0, ndim, gtype in _LINKED)
+    common: dict[str, Any] = {
+        "chunk_shape": tuple(float(c) for c in meta["chunk_shape"]),
+        "overwrite": overwrite,
+        "compressor": compressor,
+        "source_description": f"migrated from upstream zarr-vectors {upstream_label(version)}",
+    }
+    if meta.get("base_bin_shape"):
+        common["bin_shape"] = tuple(float(b) for b in meta["base_bin_shape"])
+    defects, objects, links = _write(GeometryTypeName(gtype).value, new, data, version, common)
+    ratios: list[tuple[int, ...]] = []
+    more: list[str] = []
+    if pyramid:
+        ratios, more, lost = _pyramid(tree, version, attrs, ndim, new, data, overwrite)
+        dropped.extend(lost)
+    report = MigrationReport(
+        upstream_version=version,
+        geometry_type=gtype,
+        vertices=len(data.positions),
+        objects=objects,
+        links=links,
+        levels=tuple(sorted(_scales(attrs)) or [0]),
+        rebuilt_ratios=tuple(ratios),
+        defects=tuple(defects + more),
+        dropped=tuple(f"link attribute {d!r}" if "'" not in d and " " not in d else d for d in dropped),
+    )
+    for line in report.defects:
+        warnings.warn(f"{old}: {line}", ZVUserWarning, stacklevel=2)
+    return report
+
+
