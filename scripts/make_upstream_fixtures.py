@@ -26,6 +26,7 @@ import numpy as np
 
 try:
     from zarr_vectors.multiresolution.coarsen import build_pyramid
+
     from zarr_vectors.types.graphs import read_graph, write_graph
     from zarr_vectors.types.lines import read_lines, write_lines
     from zarr_vectors.types.meshes import read_mesh, write_mesh
@@ -52,7 +53,7 @@ def _save(out: dict[str, Any], name: str, kind: str, values: dict[str, Any]) -> 
 
 
 def points(base: Path, out: dict[str, Any]) -> None:
-    """A binned point cloud with two vertex attributes over 2x2x2 chunks."""
+    """Write a binned point cloud with two vertex attributes over 2x2x2 chunks."""
     rng = np.random.default_rng(1)
     pos = (rng.random((24, 3)) * 20).astype(np.float32)
     attrs = {
@@ -60,7 +61,11 @@ def points(base: Path, out: dict[str, Any]) -> None:
         "label": rng.integers(0, 5, 24).astype(np.int32),
     }
     write_points(
-        str(base / "points.zv"), pos, chunk_shape=CHUNK, bin_shape=BIN, vertex_attributes=attrs,
+        str(base / "points.zv"),
+        pos,
+        chunk_shape=CHUNK,
+        bin_shape=BIN,
+        vertex_attributes=attrs,
         **KW,
     )
     got = read_points(str(base / "points.zv"), attribute_names=list(attrs))

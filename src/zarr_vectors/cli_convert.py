@@ -50,6 +50,8 @@ from zarr_vectors.formats.registry import (
     is_store_path,
     store_metadata,
 )
+from zarr_vectors.migrate.cli import convert_upstream
+from zarr_vectors.migrate.detect import is_upstream_path
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid
 from zarr_vectors.spec.conventions import Compression
 from zarr_vectors.spec.metadata import RootMetadata
@@ -302,6 +304,9 @@ def convert_command(
 
     Example: zarr-vectors convert scan.laz scan.zarrvectors --pyramid 2,2,2 --pyramid 4,4,4
     """
+    if is_upstream_path(source):  # a store written by upstream zarr-vectors: migrate it
+        convert_upstream(source, store, overwrite=overwrite, compressor=compressor.value)
+        return
     err = Console(stderr=True)
     _check_convert_paths(err, source, store, overwrite)
     chunk = None if chunk_shape is None else _option(err, parse_shape, chunk_shape, "--chunk-shape")

@@ -72,7 +72,7 @@ def decode_fragments(raw: bytes, where: str) -> list[IntArray]:
 
 
 def decode_manifest(raw: bytes, sid_ndim: int, where: str) -> list[Block]:
-    """The blocks of one object's manifest, in manifest order."""
+    """Decode the blocks of one object's manifest, in manifest order."""
     try:
         (n_blocks,) = struct.unpack_from("<I", raw)
         pos = 4

@@ -36,7 +36,7 @@ def level_data(
     fragments: dict[Chunk, list[IntArray]],
     tables: dict[str, Any],
 ) -> LevelData:
-    """Number the vertices chunk by chunk (sorted chunks) and gather everything else.
+    """Assign global vertex numbers chunk by chunk (sorted chunks) and gather the rest.
 
     ``tables`` carries ``manifests``, ``object_ids``, ``object_attributes``, ``groups`` and
     ``group_attributes`` as decoded; links are attached afterwards with ``with_links``.

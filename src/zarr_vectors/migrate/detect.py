@@ -8,12 +8,22 @@ migration readers.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from zarr_vectors.errors import UpstreamStoreError
 
-__all__ = ["UPSTREAM_KEY", "raise_if_upstream", "upstream_label", "upstream_version"]
+__all__ = [
+    "UPSTREAM_KEY",
+    "is_upstream_path",
+    "raise_if_upstream",
+    "upstream_label",
+    "upstream_message",
+    "upstream_version",
+]
 
 UPSTREAM_KEY = "zarr_vectors"
 """Root attribute holding upstream's metadata envelope."""
@@ -45,6 +55,18 @@ def upstream_label(format_version: str) -> str:
     return f"{package} (format {format_version})" if package else format_version
 
 
+def upstream_message(attrs: Mapping[str, Any], where: str) -> str | None:
+    """Return the "written by upstream ...; run zarr-vectors convert" sentence, or None."""
+    found = upstream_version(attrs)
+    if found is None:
+        return None
+    return (
+        f"{where} was written by upstream zarr-vectors {upstream_label(found)}, another "
+        f"format; run `zarr-vectors convert {where} NEW.zarrvectors` (or "
+        "zarr_vectors.migrate) to copy it into a ZVF 1.0 store"
+    )
+
+
 def raise_if_upstream(attrs: Mapping[str, Any], where: str) -> None:
     """Raise :class:`UpstreamStoreError` when ``attrs`` are an upstream store's root attributes.
 
@@ -55,11 +77,18 @@ def raise_if_upstream(attrs: Mapping[str, Any], where: str) -> None:
     where
         How to name the store in the message (its path or URL).
     """
-    found = upstream_version(attrs)
-    if found is None:
-        return
-    raise UpstreamStoreError(
-        f"{where} was written by upstream zarr-vectors {upstream_label(found)}, another "
-        f"format; run `zarr-vectors convert {where} NEW.zarrvectors` (or "
-        "zarr_vectors.migrate) to copy it into a ZVF 1.0 store"
-    )
+    message = upstream_message(attrs, where)
+    if message is not None:
+        raise UpstreamStoreError(message)
+
+
+def is_upstream_path(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a local directory holding an upstream store (reads its zarr.json)."""
+    doc = Path(path) / "zarr.json"
+    if not doc.is_file():
+        return False
+    try:
+        attrs = json.loads(doc.read_text()).get("attributes", {})
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(attrs, Mapping) and upstream_version(attrs) is not None

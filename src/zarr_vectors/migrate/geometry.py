@@ -25,7 +25,7 @@ __all__ = [
 
 
 def vertex_object_ids(data: LevelData, where: str) -> IntArray | None:
-    """The object id of every vertex, or None when the level has no object index."""
+    """Return the object id of every vertex, or None when the level has no object index."""
     if not data.manifests:
         return None
     out = np.full(len(data.positions), -1, np.int64)
@@ -84,9 +84,7 @@ def line_args(data: LevelData, where: str) -> dict[str, Any]:
     args: dict[str, Any] = {
         "endpoints": data.positions[rows].reshape(-1, 2, data.ndim),
         "ids": data.object_ids,
-        "attributes": {
-            n: v[rows].reshape(-1, 2, *v.shape[1:]) for n, v in data.attributes.items()
-        },
+        "attributes": {n: v[rows].reshape(-1, 2, *v.shape[1:]) for n, v in data.attributes.items()},
         **_tables(data),
     }
     return args
@@ -140,7 +138,7 @@ def skeleton_parents(data: LevelData, where: str) -> tuple[IntArray, list[IntArr
 
 
 def sequential_reading(data: LevelData) -> IntArray:
-    """The parents upstream 0.2.0's reader gives: the previous vertex in global order, always.
+    """Return the parents upstream 0.2.0's reader gives: the previous vertex in global order, always.
 
     Its reader joins every vertex without an explicit parent to the vertex read just before
     it, across objects and chunks; only vertex 0 is a root.
@@ -151,9 +149,7 @@ def sequential_reading(data: LevelData) -> IntArray:
     return parents
 
 
-def skeleton_args(
-    data: LevelData, where: str, parents: npt.NDArray[np.int64]
-) -> dict[str, Any]:
+def skeleton_args(data: LevelData, where: str, parents: npt.NDArray[np.int64]) -> dict[str, Any]:
     """``write_skeleton`` arguments, one skeleton per upstream object (tree order kept)."""
     if data.manifests:
         rows, offsets = _object_order(data, where)

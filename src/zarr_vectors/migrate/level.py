@@ -74,7 +74,7 @@ class LevelData:
         return local + first
 
     def chunk_size(self, chunk: Chunk) -> int:
-        """Number of vertices in ``chunk``."""
+        """Count the vertices in ``chunk``."""
         i = self.chunks.index(chunk)
         end = self.start[self.chunks[i + 1]] if i + 1 < len(self.chunks) else len(self.positions)
         return end - self.start[chunk]
@@ -89,7 +89,7 @@ class LevelData:
         return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
     def object_fragments(self, index: int, where: str) -> list[IntArray]:
-        """The fragments of object ``index`` as global vertex numbers, in manifest order."""
+        """Return the fragments of object ``index`` as global vertex numbers, in manifest order."""
         return [
             self.global_rows(chunk, self.fragments[chunk][f], where)
             for chunk, frags in self.manifests[index]

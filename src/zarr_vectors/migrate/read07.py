@@ -27,7 +27,7 @@ def _dtype(meta: dict[str, Any], default: str = "float32") -> np.dtype[Any]:
 
 
 def _chunked(tree: Tree, path: str, ndim: int) -> dict[Chunk, bytes]:
-    """The per-chunk byte arrays under ``path``."""
+    """Read the per-chunk byte arrays under ``path``."""
     out: dict[Chunk, bytes] = {}
     for name in tree.children(path):
         chunk = parse_chunk_key(name, ndim, path)
@@ -68,7 +68,7 @@ def _vertex_attributes(
 
 
 def _table(tree: Tree, path: str) -> npt.NDArray[Any]:
-    """A 0.2.0 global table (object or group attribute): ``data`` bytes with dtype and shape."""
+    """Read a 0.2.0 global table (object or group attribute): ``data`` bytes with dtype and shape."""
     meta = tree.attrs(path)
     dtype = _dtype(meta)
     values = np.frombuffer(tree.blob(f"{path}/data"), dtype).astype(dtype.newbyteorder("="))
@@ -97,7 +97,8 @@ def _tables(tree: Tree, base: str) -> dict[str, Any]:
         offsets = np.frombuffer(tree.blob(f"{base}/groups/offsets"), "<i8").tolist()
         ends = [*offsets[1:], len(data)]
         tables["groups"] = [
-            np.frombuffer(data[a:b], "<i8").astype(np.int64) for a, b in zip(offsets, ends)
+            np.frombuffer(data[a:b], "<i8").astype(np.int64)
+            for a, b in zip(offsets, ends, strict=False)
         ]
     tables["group_attributes"] = {
         n: _table(tree, f"{base}/group_attributes/{n}")

@@ -33,7 +33,7 @@ def _dtype(meta: dict[str, Any]) -> np.dtype[Any]:
 
 
 def _grid(tree: Tree, path: str) -> dict[Chunk, bytes]:
-    """The non-empty payloads of a grid-shaped variable-length array, by chunk."""
+    """Read the non-empty payloads of a grid-shaped variable-length array, by chunk."""
     values = tree.array(path)
     out: dict[Chunk, bytes] = {}
     for idx in np.ndindex(values.shape):
@@ -96,7 +96,7 @@ def _family(tree: Tree, path: str, data: LevelData) -> IntArray:
     parts: list[IntArray] = []
     for owner, raw in sorted(_grid(tree, path).items()):
         recs = decode_neighbour_links(raw, width, bool(meta.get("has_perm")), where)
-        ends = [owner] + [tuple(a + b for a, b in zip(owner, o)) for o in offsets]
+        ends = [owner] + [tuple(a + b for a, b in zip(owner, o, strict=False)) for o in offsets]
         stored = np.stack(
             [data.global_rows(ends[k], recs[:, 1 + k], where) for k in range(width)], axis=1
         )
@@ -145,7 +145,10 @@ def load_level(tree: Tree, level: int, ndim: int, with_links: bool) -> tuple[Lev
     }
     where = f"{tree.name}/{base}/vertex_fragments"
     fragments = (
-        {c: decode_fragments(raw, where) for c, raw in _grid(tree, f"{base}/vertex_fragments").items()}
+        {
+            c: decode_fragments(raw, where)
+            for c, raw in _grid(tree, f"{base}/vertex_fragments").items()
+        }
         if tree.exists(f"{base}/vertex_fragments")
         else {}
     )

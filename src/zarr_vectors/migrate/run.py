@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,17 +94,24 @@ def _scales(attrs: dict[str, Any]) -> dict[int, tuple[int, ...]]:
     out: dict[int, tuple[int, ...]] = {}
     for entry in (attrs.get("multiscales") or [{}])[0].get("datasets", []):
         scale = next(
-            (t["scale"] for t in entry.get("coordinateTransformations", []) if t.get("type") == "scale"),
+            (
+                t["scale"]
+                for t in entry.get("coordinateTransformations", [])
+                if t.get("type") == "scale"
+            ),
             None,
         )
         if scale is not None and str(entry.get("path", "")).isdigit():
-            out[int(entry["path"])] = tuple(int(round(s)) for s in scale)
+            out[int(entry["path"])] = tuple(round(s) for s in scale)
     return out
 
 
-def _load(tree: Tree, version: str, level: int, ndim: int, linked: bool) -> tuple[LevelData, list[str]]:
-    reader = read09 if version.startswith("0.9") else read07
-    return reader.load_level(tree, level, ndim, linked)
+def _load(
+    tree: Tree, version: str, level: int, ndim: int, linked: bool
+) -> tuple[LevelData, list[str]]:
+    if version.startswith("0.9"):
+        return read09.load_level(tree, level, ndim, linked)
+    return read07.load_level(tree, level, ndim, linked)
 
 
 def _identical(a: LevelData, b: LevelData) -> bool:
@@ -129,7 +135,9 @@ def _skeleton(data: LevelData, version: str, where: str) -> tuple[dict[str, Any]
     return geometry.skeleton_args(data, where, parents), defects
 
 
-def _write(gtype: str, new: StoreLike, data: LevelData, version: str, common: dict[str, Any]) -> tuple[list[str], int, int]:
+def _write(
+    gtype: str, new: StoreLike, data: LevelData, version: str, common: dict[str, Any]
+) -> tuple[list[str], int, int]:
     """Write level 0; return the defects found, the object and the link counts."""
     where = f"level 0 of the upstream {gtype} store"
     defects: list[str] = []
@@ -141,7 +149,9 @@ def _write(gtype: str, new: StoreLike, data: LevelData, version: str, common: di
         write_lines(new, args.pop("endpoints"), **args, **common)
     elif gtype in ("polyline", "streamline"):
         args = geometry.path_args(data, where)
-        write_polylines(new, args.pop("positions"), geometry_type=gtype, **args, **common)
+        write_polylines(
+            new, args.pop("positions"), geometry_type=GeometryTypeName(gtype), **args, **common
+        )
     elif gtype == "graph":
         args = geometry.graph_args(data, where)
         write_graph(new, args.pop("positions"), args.pop("edges"), **args, **common)
@@ -158,7 +168,13 @@ def _write(gtype: str, new: StoreLike, data: LevelData, version: str, common: di
 
 
 def _pyramid(
-    tree: Tree, version: str, attrs: dict[str, Any], ndim: int, new: StoreLike, level0: LevelData, overwrite: bool
+    tree: Tree,
+    version: str,
+    attrs: dict[str, Any],
+    ndim: int,
+    new: StoreLike,
+    level0: LevelData,
+    overwrite: bool,
 ) -> tuple[list[tuple[int, ...]], list[str], list[str]]:
     """Rebuild upstream's coarse levels here; report identical levels and unusable ratios."""
     scales = _scales(attrs)
@@ -259,10 +275,10 @@ def migrate(
         levels=tuple(sorted(_scales(attrs)) or [0]),
         rebuilt_ratios=tuple(ratios),
         defects=tuple(defects + more),
-        dropped=tuple(f"link attribute {d!r}" if "'" not in d and " " not in d else d for d in dropped),
+        dropped=tuple(
+            f"link attribute {d!r}" if "'" not in d and " " not in d else d for d in dropped
+        ),
     )
     for line in report.defects:
         warnings.warn(f"{old}: {line}", ZVUserWarning, stacklevel=2)
     return report
-
-

@@ -34,13 +34,14 @@ class Tree:
 
     def children(self, path: str) -> list[str]:
         """Names directly under ``path`` (metadata documents excluded), sorted."""
+
         async def listing() -> list[str]:
             return [name async for name in self.store.list_dir(path.rstrip("/") + "/")]
 
         return sorted(n for n in sync(listing()) if n != "zarr.json")
 
     def attrs(self, path: str) -> dict[str, Any]:
-        """The attributes of the node at ``path``; an implicit group has none."""
+        """Read the attributes of the node at ``path``; an implicit group has none."""
         key = f"{path}/zarr.json" if path else "zarr.json"
         raw = sync(self.store.get(key, prototype=default_buffer_prototype()))
         if raw is None:
@@ -57,7 +58,7 @@ class Tree:
         return bool(self.children(path)) or bool(self.attrs(path))
 
     def array(self, path: str) -> npt.NDArray[Any]:
-        """The whole array at ``path``."""
+        """Read the whole array at ``path``."""
         try:
             with quiet_vlen():
                 return np.asarray(zarr.open_array(self.store, path=path, mode="r")[...])
@@ -65,5 +66,5 @@ class Tree:
             raise CorruptPayloadError(f"{self.name}/{path}: cannot read ({exc})") from exc
 
     def blob(self, path: str) -> bytes:
-        """A 0.2.0 per-chunk byte array at ``path``, as bytes."""
+        """Read a 0.2.0 per-chunk byte array at ``path`` as bytes."""
         return bytes(self.array(path).astype(np.uint8, copy=False).tobytes())
