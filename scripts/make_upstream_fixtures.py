@@ -59,6 +59,8 @@ def points(base: Path, out: dict[str, Any]) -> None:
     attrs = {
         "intensity": rng.random(24).astype(np.float32),
         "label": rng.integers(0, 5, 24).astype(np.int32),
+        "normal": rng.random((24, 3)).astype(np.float32),
+        "kind": np.array(["soma", "axon", "dendrite"] * 8, dtype=object),
     }
     write_points(
         str(base / "points.zv"),
@@ -69,13 +71,32 @@ def points(base: Path, out: dict[str, Any]) -> None:
         **KW,
     )
     got = read_points(str(base / "points.zv"), attribute_names=list(attrs))
+    read_attrs = dict(got["vertex_attributes"])
+    read_attrs["kind"] = read_attrs["kind"].astype(str)  # npz holds no object arrays
+    attrs["kind"] = attrs["kind"].astype(str)
     _save(out, "points", "input", {"positions": pos, "attributes": attrs})
-    _save(
-        out,
-        "points",
-        "read",
-        {"positions": got["positions"], "attributes": got["vertex_attributes"]},
+    _save(out, "points", "read", {"positions": got["positions"], "attributes": read_attrs})
+
+
+def points_negative(base: Path, out: dict[str, Any]) -> None:
+    """Points on both sides of the origin; a categorical attribute with a missing value."""
+    pos = np.array(
+        [[-15, -5, -5], [-5, -5, -5], [5, 5, 5], [-15, 3, 3], [12, -18, 4], [-1, -1, -1]],
+        np.float32,
     )
+    kind = np.array(["a", "b", None, "a", "b", "a"], dtype=object)
+    write_points(
+        str(base / "points_negative.zv"),
+        pos,
+        chunk_shape=CHUNK,
+        vertex_attributes={"kind": kind},
+        bounds=([-20.0, -20.0, -20.0], [20.0, 20.0, 20.0]),
+        **KW,
+    )
+    got = read_points(str(base / "points_negative.zv"), attribute_names=["kind"])
+    _save(out, "points_negative", "input", {"positions": pos})
+    codes = np.array([-1 if k is None else "ab".index(k) for k in got["vertex_attributes"]["kind"]])
+    _save(out, "points_negative", "read", {"positions": got["positions"], "kind_codes": codes})
 
 
 def points_objects(base: Path, out: dict[str, Any]) -> None:
@@ -342,6 +363,7 @@ def main() -> None:
     base.mkdir(parents=True)
     out: dict[str, Any] = {}
     points(base, out)
+    points_negative(base, out)
     points_objects(base, out)
     lines(base, out)
     polylines(base, out, "streamline")

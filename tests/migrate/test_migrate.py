@@ -228,3 +228,32 @@ def test_pyramid(upstream, expected: Expected, tmp_path: Path, version: str) -> 
         # one vertex per occupied coarse bin, as upstream's level holds
         want = expected.read("pyramid", f"level{level}/positions")
         assert len(zv.read_points(out, level=level).positions) == len(want)
+
+
+def test_points_channels_and_categories(upstream, expected: Expected, tmp_path: Path) -> None:
+    out, report = _migrate(upstream("points"), tmp_path)
+    got = zv.read_points(out)
+    np.testing.assert_array_equal(
+        got.attributes["normal"], expected.read("points", "attributes/normal")
+    )
+    assert got.attributes["normal"].shape == (24, 3)
+    assert (
+        got.attributes["kind"].astype(str).tolist()
+        == expected.read("points", "attributes/kind").tolist()
+    )
+    assert report.dropped == ()
+
+
+def test_points_negative_coordinates(upstream, expected: Expected, tmp_path: Path) -> None:
+    out, report = _migrate(upstream("points_negative"), tmp_path)
+    got = zv.read_points(out)
+    np.testing.assert_array_equal(got.positions, expected.read("points_negative", "positions"))
+    # a missing category has no ZVF string form: upstream's codes are kept, and said so
+    np.testing.assert_array_equal(
+        got.attributes["kind"], expected.read("points_negative", "kind_codes")
+    )
+    assert len(report.dropped) == 1
+    assert "1 missing value" in report.dropped[0]
+    meta = zv.open_store(out).attrs["custom_metadata"]["upstream_zarr_vectors"]
+    assert meta["categories"] == {"kind": ["a", "b"]}
+    assert meta["root"]["geometry_types"] == ["point_cloud"]

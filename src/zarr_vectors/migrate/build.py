@@ -10,7 +10,7 @@ import numpy.typing as npt
 from zarr_vectors.migrate.blobs import Block
 from zarr_vectors.migrate.level import Chunk, IntArray, LevelData, LinkSet
 
-__all__ = ["chunk_key", "level_data", "parse_chunk_key"]
+__all__ = ["chunk_key", "decode_categories", "level_data", "parse_chunk_key"]
 
 
 def parse_chunk_key(name: str, ndim: int, where: str) -> Chunk | None:
@@ -29,10 +29,34 @@ def chunk_key(chunk: Chunk) -> str:
     return ".".join(str(c) for c in chunk)
 
 
+def decode_categories(
+    name: str, codes: npt.NDArray[Any], meta: dict[str, Any]
+) -> tuple[npt.NDArray[Any], str | None]:
+    """Turn upstream's dictionary-encoded (categorical) attribute back into strings.
+
+    ZVF string attributes cannot hold a missing value, so an attribute with missing entries
+    (code ``_FillValue``) keeps upstream's integer codes; the returned note says so.
+    """
+    if meta.get("encoding") != "dictionary":
+        return codes, None
+    categories = np.asarray([str(c) for c in meta.get("categories", [])], dtype=object)
+    fill = meta.get("_FillValue")
+    missing = codes == fill if fill is not None else np.zeros(codes.shape, bool)
+    bad = (codes < 0) | (codes >= len(categories))
+    if missing.any() or (bad & ~missing).any():
+        note = (
+            f"attribute {name!r}: {int(missing.sum())} missing value(s), which a ZVF string "
+            f"attribute cannot hold; kept as upstream's integer codes ({fill} = missing) with "
+            "the categories in custom_metadata"
+        )
+        return codes, note
+    return categories[codes.astype(np.int64)], None
+
+
 def level_data(
     ndim: int,
     vertices: dict[Chunk, npt.NDArray[Any]],
-    attributes: dict[str, dict[Chunk, npt.NDArray[Any]]],
+    attributes: dict[str, tuple[dict[Chunk, npt.NDArray[Any]], dict[str, Any]]],
     fragments: dict[Chunk, list[IntArray]],
     tables: dict[str, Any],
 ) -> LevelData:
@@ -51,10 +75,12 @@ def level_data(
     positions = (
         np.concatenate([vertices[c] for c in chunks]) if chunks else np.zeros((0, ndim), dtype)
     )
-    flat = {
-        name: np.concatenate([per[c] for c in chunks]) if chunks else np.zeros(0)
-        for name, per in attributes.items()
-    }
+    flat: dict[str, npt.NDArray[Any]] = {}
+    notes: list[str] = []
+    for name, (per, meta) in attributes.items():
+        values = np.concatenate([per[c] for c in chunks]) if chunks else np.zeros(0)
+        flat[name], note = decode_categories(name, values, meta)
+        notes.extend([note] if note else [])
     for c in chunks:
         fragments.setdefault(c, [np.arange(len(vertices[c]), dtype=np.int64)])
     manifests: list[list[Block]] = tables.get("manifests", [])
@@ -71,4 +97,10 @@ def level_data(
         object_attributes=tables.get("object_attributes", {}),
         groups=tables.get("groups", []),
         group_attributes=tables.get("group_attributes", {}),
+        notes=tuple(notes),
+        categories={
+            n: list(meta["categories"])
+            for n, (_, meta) in attributes.items()
+            if meta.get("encoding") == "dictionary"
+        },
     )

@@ -62,6 +62,10 @@ class LevelData:
     """Member object ids of each group."""
     group_attributes: dict[str, npt.NDArray[Any]]
     """Per-group values."""
+    notes: tuple[str, ...] = ()
+    """What could not be carried over exactly (one sentence each)."""
+    categories: dict[str, list[Any]] = field(default_factory=dict)
+    """Categories of upstream's dictionary-encoded attributes, by attribute name."""
 
     def global_rows(self, chunk: Chunk, local: IntArray, where: str) -> IntArray:
         """Turn rows local to ``chunk`` into global vertex numbers."""

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from zarr_vectors.errors import CorruptPayloadError
+from zarr_vectors.errors import CorruptPayloadError, InvalidInputError
 from zarr_vectors.migrate.blobs import decode_cross_records, decode_fragments, decode_manifest
 from zarr_vectors.migrate.build import chunk_key, level_data, parse_chunk_key
 from zarr_vectors.migrate.level import Chunk, IntArray, LevelData, LinkSet
@@ -30,9 +30,18 @@ def _chunked(tree: Tree, path: str, ndim: int) -> dict[Chunk, bytes]:
     """Read the per-chunk byte arrays under ``path``."""
     out: dict[Chunk, bytes] = {}
     for name in tree.children(path):
+        if name.startswith("__shard_"):
+            raise InvalidInputError(
+                f"{tree.name}/{path} is packed into upstream shards (__shard_*), which the "
+                "migration does not read; unshard it with upstream first"
+            )
         chunk = parse_chunk_key(name, ndim, path)
-        if chunk is not None:
-            out[chunk] = tree.blob(f"{path}/{name}")
+        if chunk is None:
+            raise CorruptPayloadError(
+                f"{tree.name}/{path}/{name}: not a chunk key of {ndim} axes (attribute-chunked "
+                "upstream stores are not supported)"
+            )
+        out[chunk] = tree.blob(f"{path}/{name}")
     return out
 
 
@@ -52,8 +61,8 @@ def _vertices(tree: Tree, base: str, ndim: int) -> dict[Chunk, npt.NDArray[Any]]
 
 def _vertex_attributes(
     tree: Tree, base: str, ndim: int
-) -> dict[str, dict[Chunk, npt.NDArray[Any]]]:
-    out: dict[str, dict[Chunk, npt.NDArray[Any]]] = {}
+) -> dict[str, tuple[dict[Chunk, npt.NDArray[Any]], dict[str, Any]]]:
+    out: dict[str, tuple[dict[Chunk, npt.NDArray[Any]], dict[str, Any]]] = {}
     for name in tree.children(f"{base}/vertex_attributes"):
         path = f"{base}/vertex_attributes/{name}"
         meta = tree.attrs(path)
@@ -63,7 +72,7 @@ def _vertex_attributes(
         for c, raw in _chunked(tree, path, ndim).items():
             values = np.frombuffer(raw, dtype).astype(dtype.newbyteorder("="))
             per[c] = values.reshape(-1, channels) if channels > 1 else values
-        out[meta.get("name", name)] = per
+        out[meta.get("name", name)] = (per, meta)
     return out
 
 
@@ -107,8 +116,12 @@ def _tables(tree: Tree, base: str) -> dict[str, Any]:
     return tables
 
 
-def _links(tree: Tree, base: str, data: LevelData) -> LinkSet:
-    """Intra-chunk ``links/0`` plus ``cross_chunk_links/0``, in global numbers."""
+def _links(tree: Tree, base: str, data: LevelData) -> tuple[LinkSet, dict[str, int]]:
+    """Intra-chunk ``links/0`` plus ``cross_chunk_links/0``, in global numbers.
+
+    Also returns how many values each link attribute holds (0.2.0 writes them for links
+    inside one chunk only, so an attribute can be shorter than the links).
+    """
     width = int(tree.attrs(f"{base}/links/0").get("link_width", 2))
     rows: list[IntArray] = []
     names = tree.children(f"{base}/link_attributes")
@@ -135,7 +148,9 @@ def _links(tree: Tree, base: str, data: LevelData) -> LinkSet:
                 values[n].append(_table(tree, path))
     merged = np.concatenate(rows) if rows else np.zeros((0, width), np.int64)
     attrs = {n: np.concatenate(v) for n, v in values.items() if v}
-    return LinkSet(merged, {n: v for n, v in attrs.items() if len(v) == len(merged)})
+    return LinkSet(merged, {n: v for n, v in attrs.items() if len(v) == len(merged)}), {
+        n: len(attrs.get(n, ())) for n in names
+    }
 
 
 def _records_to_global(recs: IntArray, data: LevelData, where: str) -> IntArray:
@@ -160,6 +175,11 @@ def load_level(tree: Tree, level: int, ndim: int, with_links: bool) -> tuple[Lev
     )
     if not with_links:
         return data, []
-    links = _links(tree, base, data)
-    dropped = [n for n in tree.children(f"{base}/link_attributes") if n not in links.attributes]
+    links, counts = _links(tree, base, data)
+    dropped = [
+        f"link attribute {n!r}: upstream stored {k} value(s) for {len(links.rows)} links "
+        "(it keeps values only for links inside one chunk); not copied"
+        for n, k in counts.items()
+        if n not in links.attributes
+    ]
     return replace(data, links=links), dropped

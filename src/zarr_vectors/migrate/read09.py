@@ -35,11 +35,15 @@ def _dtype(meta: dict[str, Any]) -> np.dtype[Any]:
 def _grid(tree: Tree, path: str) -> dict[Chunk, bytes]:
     """Read the non-empty payloads of a grid-shaped variable-length array, by chunk."""
     values = tree.array(path)
+    # the grid starts at the lowest chunk written, which may be negative
+    origin = tree.attrs(path).get("chunk_grid_origin") or [0] * values.ndim
+    if len(origin) != values.ndim:
+        raise CorruptPayloadError(f"{tree.name}/{path}: chunk_grid_origin {origin} vs grid")
     out: dict[Chunk, bytes] = {}
     for idx in np.ndindex(values.shape):
         item = values[idx]
         if item is not None and len(item):
-            out[tuple(int(i) for i in idx)] = bytes(item)
+            out[tuple(int(i) + int(o) for i, o in zip(idx, origin, strict=True))] = bytes(item)
     return out
 
 
@@ -137,12 +141,11 @@ def load_level(tree: Tree, level: int, ndim: int, with_links: bool) -> tuple[Lev
     """Decode level ``level``; also return the link attribute names dropped on the way."""
     base = str(level)
     vertices = _per_chunk(tree, f"{base}/vertices", ndim)
-    attributes = {
-        tree.attrs(f"{base}/vertex_attributes/{n}").get("name", n): _per_chunk(
-            tree, f"{base}/vertex_attributes/{n}", ndim
-        )
-        for n in tree.children(f"{base}/vertex_attributes")
-    }
+    attributes = {}
+    for n in tree.children(f"{base}/vertex_attributes"):
+        meta = tree.attrs(f"{base}/vertex_attributes/{n}")
+        values = _per_chunk(tree, f"{base}/vertex_attributes/{n}", ndim)
+        attributes[meta.get("name", n)] = (values, meta)
     where = f"{tree.name}/{base}/vertex_fragments"
     fragments = (
         {
@@ -156,5 +159,9 @@ def load_level(tree: Tree, level: int, ndim: int, with_links: bool) -> tuple[Lev
     if not with_links or not tree.exists(f"{base}/links/0"):
         return data, []
     links = _links(tree, base, data)
-    dropped = [n for n in tree.children(f"{base}/link_attributes") if n not in links.attributes]
+    dropped = [
+        f"link attribute {n!r}: its arrays do not cover every link array; not copied"
+        for n in tree.children(f"{base}/link_attributes")
+        if n not in links.attributes
+    ]
     return replace(data, links=links), dropped

@@ -73,6 +73,63 @@ def _check_paths(old: StoreLike, new: StoreLike) -> None:
         )
 
 
+@dataclass(frozen=True)
+class _Source:
+    """An opened upstream store and the facts every step needs."""
+
+    tree: Tree
+    attrs: dict[str, Any]
+    meta: dict[str, Any]
+    version: str
+    geometry_type: str
+    ndim: int
+
+
+def _source(old: StoreLike) -> _Source:
+    tree, attrs = _open(old)
+    meta = dict(attrs[UPSTREAM_KEY])
+    types = meta.get("geometry_types") or []
+    if len(types) != 1:
+        raise InvalidInputError(f"{old}: upstream composite stores ({types}) cannot be migrated")
+    axes = (attrs.get("multiscales") or [{}])[0].get("axes") or []
+    level = tree.attrs("0").get("zarr_vectors_level", {})
+    if isinstance(level, dict) and level.get("chunk_dims"):
+        raise InvalidInputError(
+            f"{old}: chunked by attribute {level.get('chunk_attribute_name')!r} upstream; the "
+            "migration reads spatially chunked stores only (rechunk spatially upstream first)"
+        )
+    return _Source(
+        tree,
+        attrs,
+        meta,
+        str(meta["zv_version"]),
+        str(types[0]),
+        len(axes) or len(meta["chunk_shape"]),
+    )
+
+
+def _common(src: _Source, data: LevelData, overwrite: bool, compressor: str) -> dict[str, Any]:
+    """Writer arguments shared by every geometry type: grid, axes and provenance."""
+    axes = (src.attrs.get("multiscales") or [{}])[0].get("axes") or []
+    provenance: dict[str, Any] = {"root": src.meta}
+    if data.categories:
+        provenance["categories"] = data.categories
+    common: dict[str, Any] = {
+        "chunk_shape": tuple(float(c) for c in src.meta["chunk_shape"]),
+        "overwrite": overwrite,
+        "compressor": compressor,
+        "source_description": f"migrated from upstream zarr-vectors {upstream_label(src.version)}",
+        "custom_metadata": {"upstream_zarr_vectors": provenance},
+    }
+    if src.meta.get("base_bin_shape"):
+        common["bin_shape"] = tuple(float(b) for b in src.meta["base_bin_shape"])
+    if axes and all(isinstance(a, dict) and a.get("name") for a in axes):
+        common["axis_names"] = [str(a["name"]) for a in axes]
+        if all(a.get("unit") for a in axes):
+            common["axis_units"] = [str(a["unit"]) for a in axes]
+    return common
+
+
 def _open(old: StoreLike) -> tuple[Tree, dict[str, Any]]:
     handle = resolve_store(old, mode="r")
     try:
@@ -167,41 +224,55 @@ def _write(
     return defects, len(data.manifests), links
 
 
-def _pyramid(
-    tree: Tree,
-    version: str,
-    attrs: dict[str, Any],
-    ndim: int,
-    new: StoreLike,
-    level0: LevelData,
-    overwrite: bool,
-) -> tuple[list[tuple[int, ...]], list[str], list[str]]:
-    """Rebuild upstream's coarse levels here; report identical levels and unusable ratios."""
-    scales = _scales(attrs)
-    seen: dict[tuple[int, ...], int] = {scales.get(0, (1,) * ndim): 0}
+def _coarse_plan(
+    src: _Source, level0: LevelData
+) -> tuple[list[tuple[int, ...]], list[float], list[str]]:
+    """Upstream's distinct coarse levels: bin ratios, cumulative object sparsity, defects."""
+    scales = _scales(src.attrs)
+    seen: dict[tuple[int, ...], int] = {scales.get(0, (1,) * src.ndim): 0}
     previous = level0
     ratios: list[tuple[int, ...]] = []
+    sparsity: list[float] = []
     defects: list[str] = []
-    dropped: list[str] = []
+    kept = 1.0
     for level in sorted(k for k in scales if k > 0):
-        data, _ = _load(tree, version, level, ndim, False)
+        data, _ = _load(src.tree, src.version, level, src.ndim, False)
         ratio = scales[level]
         if ratio in seen or _identical(data, previous):
             defects.append(
-                f"identical pyramid levels: level {level} repeats level {seen.get(ratio, level - 1)} "
-                f"(bin ratio {list(ratio)}, {len(data.positions)} vertices); not copied"
+                f"identical pyramid levels: level {level} repeats level "
+                f"{seen.get(ratio, level - 1)} (bin ratio {list(ratio)}, "
+                f"{len(data.positions)} vertices); not copied"
             )
         else:
             seen[ratio] = level
             ratios.append(ratio)
+            # upstream's object_sparsity is the share kept from the level before
+            meta = src.tree.attrs(str(level)).get("zarr_vectors_level", {})
+            kept *= float(meta.get("object_sparsity", 1.0) or 1.0)
+            sparsity.append(kept)
         previous = data
-    if ratios:
-        try:
-            build_pyramid(new, ratios, overwrite=overwrite)
-        except (InvalidInputError, ValueError) as exc:
-            dropped.append(f"coarse levels with bin ratios {[list(r) for r in ratios]}: {exc}")
-            ratios = []
-    return ratios, defects, dropped
+    return ratios, sparsity, defects
+
+
+def _pyramid(
+    src: _Source, new: StoreLike, level0: LevelData, overwrite: bool
+) -> tuple[list[tuple[int, ...]], list[str], list[str]]:
+    """Rebuild upstream's coarse levels here; report identical levels and unusable ratios."""
+    ratios, sparsity, defects = _coarse_plan(src, level0)
+    if not ratios:
+        return [], defects, []
+    try:
+        build_pyramid(
+            new,
+            ratios,
+            object_sparsity=sparsity if min(sparsity) < 1.0 else None,
+            overwrite=overwrite,
+        )
+    except (InvalidInputError, ValueError) as exc:
+        lost = f"coarse levels with bin ratios {[list(r) for r in ratios]}: {exc}"
+        return [], defects, [lost]
+    return ratios, defects, []
 
 
 def migrate(
@@ -213,6 +284,12 @@ def migrate(
     compressor: str = "default",
 ) -> MigrationReport:
     """Copy a store written by upstream zarr-vectors (0.2.0 or 0.9.x) into a new ZVF store.
+
+    Level 0 is read directly from upstream's on-disk layout (upstream need not be installed)
+    and written with this library's writers: geometry, per-vertex, per-link and per-object
+    attributes, groups and group attributes, links and faces.  Coarse levels are rebuilt here
+    from level 0 with upstream's bin ratios.  Upstream's root metadata is kept under
+    ``custom_metadata["upstream_zarr_vectors"]``.
 
     Parameters
     ----------
@@ -230,54 +307,39 @@ def migrate(
     Returns
     -------
     MigrationReport
-        Counts, the coarse levels rebuilt, and the upstream defects found (also warned).
+        Counts, the coarse levels rebuilt, the upstream defects found (each also warned as a
+        :class:`~zarr_vectors.errors.ZVUserWarning`) and what could not be carried over.
 
     Raises
     ------
     InvalidInputError
-        ``new`` is or overlaps ``old``.
+        ``new`` is or overlaps ``old``, or the upstream store uses a feature the migration
+        does not read (composite stores, attribute chunking, upstream shards, Draco).
     StoreNotFoundError
         ``old`` is not an upstream store.
     StoreExistsError
         ``new`` exists and ``overwrite`` is False.
     """
     _check_paths(old, new)
-    tree, attrs = _open(old)
-    meta = attrs[UPSTREAM_KEY]
-    version = str(meta["zv_version"])
-    types = meta.get("geometry_types") or []
-    if len(types) != 1:
-        raise InvalidInputError(f"{old}: upstream composite stores ({types}) cannot be migrated")
-    gtype = str(types[0])
-    axes = (attrs.get("multiscales") or [{}])[0].get("axes") or []
-    ndim = len(axes) or len(meta["chunk_shape"])
-    data, dropped = _load(tree, version, 0, ndim, gtype in _LINKED)
-    common: dict[str, Any] = {
-        "chunk_shape": tuple(float(c) for c in meta["chunk_shape"]),
-        "overwrite": overwrite,
-        "compressor": compressor,
-        "source_description": f"migrated from upstream zarr-vectors {upstream_label(version)}",
-    }
-    if meta.get("base_bin_shape"):
-        common["bin_shape"] = tuple(float(b) for b in meta["base_bin_shape"])
-    defects, objects, links = _write(GeometryTypeName(gtype).value, new, data, version, common)
+    src = _source(old)
+    data, dropped = _load(src.tree, src.version, 0, src.ndim, src.geometry_type in _LINKED)
+    common = _common(src, data, overwrite, compressor)
+    gtype = GeometryTypeName(src.geometry_type).value
+    defects, objects, links = _write(gtype, new, data, src.version, common)
     ratios: list[tuple[int, ...]] = []
-    more: list[str] = []
     if pyramid:
-        ratios, more, lost = _pyramid(tree, version, attrs, ndim, new, data, overwrite)
-        dropped.extend(lost)
+        ratios, more, lost = _pyramid(src, new, data, overwrite)
+        defects, dropped = defects + more, dropped + lost
     report = MigrationReport(
-        upstream_version=version,
+        upstream_version=src.version,
         geometry_type=gtype,
         vertices=len(data.positions),
         objects=objects,
         links=links,
-        levels=tuple(sorted(_scales(attrs)) or [0]),
+        levels=tuple(sorted(_scales(src.attrs)) or [0]),
         rebuilt_ratios=tuple(ratios),
-        defects=tuple(defects + more),
-        dropped=tuple(
-            f"link attribute {d!r}" if "'" not in d and " " not in d else d for d in dropped
-        ),
+        defects=tuple(defects),
+        dropped=tuple(dropped) + data.notes,
     )
     for line in report.defects:
         warnings.warn(f"{old}: {line}", ZVUserWarning, stacklevel=2)
