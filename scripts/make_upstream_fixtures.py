@@ -339,6 +339,51 @@ def mesh(base: Path, out: dict[str, Any]) -> None:
     _save(out, "mesh", "read", {k: v for k, v in got.items() if isinstance(v, np.ndarray)})
 
 
+def shared_chunk(base: Path, out: dict[str, Any]) -> None:
+    """Two objects interleaved in one chunk: a graph, a mesh and a skeleton.
+
+    Upstream 0.2.0 numbers such a graph's edges in input order while storing rows object by
+    object, points every mesh object at the chunk's single fragment, and joins the second
+    tree's root to the first tree on read.
+    """
+    oids = np.array([0, 1, 0, 1, 0, 1])
+    pos = np.array([[1, 1, 1], [2, 2, 2], [3, 3, 3], [4, 4, 4], [5, 5, 5], [6, 6, 6]], np.float32)
+    edges = np.array([[0, 2], [2, 4], [1, 3], [3, 5]])
+    write_graph(str(base / "graph_shared.zv"), pos, edges, chunk_shape=CHUNK, object_ids=oids, **KW)
+    got = read_graph(str(base / "graph_shared.zv"))
+    _save(out, "graph_shared", "input", {"positions": pos, "edges": edges, "object_ids": oids})
+    _save(out, "graph_shared", "read", {"positions": got["positions"], "edges": got["edges"]})
+    verts = np.array([[1, 1, 1], [5, 1, 1], [2, 1, 1], [6, 1, 1], [1, 2, 1], [5, 2, 1]], np.float32)
+    faces = np.array([[0, 2, 4], [1, 3, 5]])
+    obj = {"area": np.array([0.5, 0.25], np.float32)}
+    write_mesh(
+        str(base / "mesh_shared.zv"),
+        verts,
+        faces,
+        chunk_shape=CHUNK,
+        object_ids=oids,
+        object_attributes=obj,
+        **KW,
+    )
+    got = read_mesh(str(base / "mesh_shared.zv"))
+    _save(out, "mesh_shared", "input", {"vertices": verts, "faces": faces, "object_ids": oids})
+    _save(out, "mesh_shared", "read", {"vertices": got["vertices"], "faces": got["faces"]})
+    tree = np.array([[1, 1, 1], [5, 1, 1], [2, 1, 1], [6, 1, 1], [2, 2, 1], [6, 2, 1]], np.float32)
+    parents = np.array([[2, 0], [4, 0], [3, 1], [5, 1]])
+    write_graph(
+        str(base / "skeleton_shared.zv"),
+        tree,
+        parents,
+        chunk_shape=CHUNK,
+        kind="skeleton",
+        object_ids=oids,
+        **KW,
+    )
+    got = read_graph(str(base / "skeleton_shared.zv"))
+    _save(out, "skeleton_shared", "input", {"positions": tree, "edges": parents})
+    _save(out, "skeleton_shared", "read", {"positions": got["positions"], "edges": got["edges"]})
+
+
 def pyramid(base: Path, out: dict[str, Any]) -> list[str]:
     """Points with two coarse levels built with ``factors=[(2, 1), (2, 1)]``."""
     rng = np.random.default_rng(3)
@@ -371,6 +416,7 @@ def main() -> None:
     graph(base, out)
     skeleton(base, out)
     mesh(base, out)
+    shared_chunk(base, out)
     notes = {"pyramid": pyramid(base, out)}
     np.savez_compressed(base / "expected.npz", **out)
     (base / "expected.json").write_text(

@@ -15,10 +15,16 @@ from zarr_vectors.errors import ZVUserWarning
 from .conftest import Expected
 
 
-def _migrate(src: Path, tmp_path: Path) -> tuple[Path, zv.MigrationReport]:
+def _migrate(
+    src: Path, tmp_path: Path, warns: str | None = None
+) -> tuple[Path, zv.MigrationReport]:
+    """Migrate ``src``; it must warn exactly when ``warns`` (a pattern) is given."""
     out = tmp_path / "new.zarrvectors"
+    if warns is not None:
+        with pytest.warns(ZVUserWarning, match=warns):
+            return out, zv.migrate(src, out)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # only the stores with defects may warn
+        warnings.simplefilter("error")
         report = zv.migrate(src, out)
     return out, report
 
@@ -114,7 +120,8 @@ def _edge_set(edges: np.ndarray) -> list[tuple[int, ...]]:
 
 
 def test_graph(upstream, expected: Expected, tmp_path: Path, version: str) -> None:
-    out, report = _migrate(upstream("graph"), tmp_path)
+    old = version.startswith("0.2")
+    out, report = _migrate(upstream("graph"), tmp_path, "link attribute 'weight'" if old else None)
     got = zv.read_graph(out)
     np.testing.assert_array_equal(got.positions, expected.read("graph", "positions"))
     assert _edge_set(got.edges) == _edge_set(expected.read("graph", "edges"))
@@ -245,7 +252,7 @@ def test_points_channels_and_categories(upstream, expected: Expected, tmp_path: 
 
 
 def test_points_negative_coordinates(upstream, expected: Expected, tmp_path: Path) -> None:
-    out, report = _migrate(upstream("points_negative"), tmp_path)
+    out, report = _migrate(upstream("points_negative"), tmp_path, "1 missing value")
     got = zv.read_points(out)
     np.testing.assert_array_equal(got.positions, expected.read("points_negative", "positions"))
     # a missing category has no ZVF string form: upstream's codes are kept, and said so
@@ -257,3 +264,66 @@ def test_points_negative_coordinates(upstream, expected: Expected, tmp_path: Pat
     meta = zv.open_store(out).attrs["custom_metadata"]["upstream_zarr_vectors"]
     assert meta["categories"] == {"kind": ["a", "b"]}
     assert meta["root"]["geometry_types"] == ["point_cloud"]
+
+
+def test_graph_shared_chunk(upstream, expected: Expected, tmp_path: Path, version: str) -> None:
+    src = upstream("graph_shared")
+    out = tmp_path / "new.zarrvectors"
+    if version.startswith("0.2"):
+        with pytest.warns(ZVUserWarning, match="chunks shared by several objects"):
+            report = zv.migrate(src, out)
+        assert "4 edge(s)" in report.defects[0]
+    else:
+        out, report = _migrate(src, tmp_path)
+        assert report.defects == ()
+    got = zv.read_graph(out)
+    np.testing.assert_array_equal(got.positions, expected.read("graph_shared", "positions"))
+    # copied as upstream reads them: right in 0.9.2, misnumbered (and reported) in 0.2.0
+    assert _edge_set(got.edges) == _edge_set(expected.read("graph_shared", "edges"))
+    rows = _rows_of(got.positions, expected.input("graph_shared", "positions"))
+    new_of = np.argsort(rows)
+    truth = _edge_set(new_of[expected.input("graph_shared", "edges")])
+    assert (_edge_set(got.edges) == truth) == version.startswith("0.9")
+
+
+def test_mesh_shared_chunk(upstream, expected: Expected, tmp_path: Path, version: str) -> None:
+    old = version.startswith("0.2")
+    out, report = _migrate(upstream("mesh_shared"), tmp_path, "share fragments" if old else None)
+    got = zv.read_mesh(out)
+    read_vertices = expected.read("mesh_shared", "vertices")
+    # faces as coordinates: our writer groups vertices by object, upstream keeps input order
+    want = sorted(
+        tuple(map(tuple, read_vertices[f].tolist())) for f in expected.read("mesh_shared", "faces")
+    )
+    have = sorted(tuple(map(tuple, got.vertices[f].tolist())) for f in got.faces)
+    assert have == want
+    rows = _rows_of(got.vertices, expected.input("mesh_shared", "vertices"))
+    np.testing.assert_array_equal(got.object_ids, expected.input("mesh_shared", "object_ids")[rows])
+    if version.startswith("0.2"):
+        # membership is not recorded: objects are the faces' components, and the report says so
+        assert len(report.dropped) == 1
+        assert "share fragments" in report.dropped[0]
+        assert "area were not copied" in report.dropped[0]
+    else:
+        assert report.dropped == ()
+        np.testing.assert_array_equal(got.object_attributes["area"], [0.5, 0.25])
+
+
+def test_skeleton_shared_chunk(upstream, expected: Expected, tmp_path: Path, version: str) -> None:
+    src = upstream("skeleton_shared")
+    out = tmp_path / "new.zarrvectors"
+    if version.startswith("0.2"):
+        with pytest.warns(ZVUserWarning, match="3->2"):
+            zv.migrate(src, out)
+    else:
+        out, _ = _migrate(src, tmp_path)
+    got = zv.read_skeleton(out)
+    np.testing.assert_array_equal(got.positions, expected.read("skeleton_shared", "positions"))
+    rows = _rows_of(got.positions, expected.input("skeleton_shared", "positions"))
+    new_of = np.argsort(rows)
+    truth = sorted(
+        (int(new_of[c]), int(new_of[p])) for c, p in expected.input("skeleton_shared", "edges")
+    )
+    assert sorted((c, int(p)) for c, p in enumerate(got.parents) if p >= 0) == truth
+    upstream_edges = sorted(map(tuple, expected.read("skeleton_shared", "edges").tolist()))
+    assert (upstream_edges == truth) == version.startswith("0.9")

@@ -14,6 +14,8 @@ import numpy.typing as npt
 from zarr_vectors.migrate.level import IntArray, LevelData
 
 __all__ = [
+    "objects_per_chunk",
+    "shared_fragments",
     "graph_args",
     "line_args",
     "mesh_args",
@@ -24,9 +26,35 @@ __all__ = [
 ]
 
 
+def shared_fragments(data: LevelData) -> bool:
+    """Whether two objects name the same fragment, so vertex membership is not recorded.
+
+    Upstream 0.2.0 meshes store one fragment per chunk and point every object at it.
+    """
+    seen: set[tuple[tuple[int, ...], int]] = set()
+    for blocks in data.manifests:
+        mine = {(chunk, f) for chunk, frags in blocks for f in frags}
+        if mine & seen:
+            return True
+        seen |= mine
+    return False
+
+
+def objects_per_chunk(data: LevelData) -> dict[tuple[int, ...], set[int]]:
+    """The objects with vertices in each chunk."""
+    out: dict[tuple[int, ...], set[int]] = {}
+    for oid, blocks in zip(data.object_ids.tolist(), data.manifests, strict=True):
+        for chunk, _ in blocks:
+            out.setdefault(chunk, set()).add(oid)
+    return out
+
+
 def vertex_object_ids(data: LevelData, where: str) -> IntArray | None:
-    """Return the object id of every vertex, or None when the level has no object index."""
-    if not data.manifests:
+    """Return the object id of every vertex, or None when the level records none.
+
+    None also when objects share fragments (see :func:`shared_fragments`).
+    """
+    if not data.manifests or shared_fragments(data):
         return None
     out = np.full(len(data.positions), -1, np.int64)
     for i, oid in enumerate(data.object_ids):

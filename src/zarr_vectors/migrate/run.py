@@ -192,6 +192,42 @@ def _skeleton(data: LevelData, version: str, where: str) -> tuple[dict[str, Any]
     return geometry.skeleton_args(data, where, parents), defects
 
 
+def _membership(data: LevelData) -> list[str]:
+    """Report objects whose vertices upstream did not record (shared fragments)."""
+    if len(data.manifests) < 2 or not geometry.shared_fragments(data):
+        return []
+    lost = sorted(data.object_attributes) + (["groups"] if data.groups else [])
+    return [
+        f"object membership: upstream's {len(data.manifests)} objects share fragments (0.2.0 "
+        "meshes keep one fragment per chunk for all objects), so the store does not say "
+        "which vertex belongs to which object; objects here are the connected components"
+        + (f", and {', '.join(lost)} were not copied" if lost else "")
+    ]
+
+
+def _misnumbered_edges(data: LevelData, version: str) -> list[str]:
+    """0.2.0 graphs: edges of chunks holding several objects may name the wrong rows."""
+    if version.startswith("0.9") or len(data.manifests) < 2:
+        return []
+    where = geometry.objects_per_chunk(data)
+    shared = sorted(c for c, objs in where.items() if len(objs) > 1)
+    if not shared:
+        return []
+    marks = np.zeros(len(data.positions), bool)
+    for chunk in shared:
+        marks[data.start[chunk] : data.start[chunk] + data.chunk_size(chunk)] = True
+    suspect = int(marks[data.links.rows].any(axis=1).sum())
+    if not suspect:
+        return []
+    return [
+        f"graph edges in chunks shared by several objects: upstream 0.2.0 numbers a chunk's "
+        f"edges in input order but stores its rows object by object, so {suspect} edge(s) "
+        f"touching chunks {shared[:5]}{' ...' if len(shared) > 5 else ''} may join the wrong "
+        "vertices; the right ones are not recorded, so they were copied as stored (as "
+        "upstream reads them)"
+    ]
+
+
 def _write(
     gtype: str, new: StoreLike, data: LevelData, version: str, common: dict[str, Any]
 ) -> tuple[list[str], int, int]:
@@ -210,6 +246,7 @@ def _write(
             new, args.pop("positions"), geometry_type=GeometryTypeName(gtype), **args, **common
         )
     elif gtype == "graph":
+        defects = _misnumbered_edges(data, version)
         args = geometry.graph_args(data, where)
         write_graph(new, args.pop("positions"), args.pop("edges"), **args, **common)
     elif gtype == "skeleton":
@@ -307,8 +344,8 @@ def migrate(
     Returns
     -------
     MigrationReport
-        Counts, the coarse levels rebuilt, the upstream defects found (each also warned as a
-        :class:`~zarr_vectors.errors.ZVUserWarning`) and what could not be carried over.
+        Counts, the coarse levels rebuilt, the upstream defects found and what could not be
+        carried over (each of those also warned as a :class:`~zarr_vectors.errors.ZVUserWarning`).
 
     Raises
     ------
@@ -323,6 +360,7 @@ def migrate(
     _check_paths(old, new)
     src = _source(old)
     data, dropped = _load(src.tree, src.version, 0, src.ndim, src.geometry_type in _LINKED)
+    dropped += _membership(data)
     common = _common(src, data, overwrite, compressor)
     gtype = GeometryTypeName(src.geometry_type).value
     defects, objects, links = _write(gtype, new, data, src.version, common)
@@ -342,5 +380,7 @@ def migrate(
         dropped=tuple(dropped) + data.notes,
     )
     for line in report.defects:
-        warnings.warn(f"{old}: {line}", ZVUserWarning, stacklevel=2)
+        warnings.warn(f"{old}: upstream defect, not copied: {line}", ZVUserWarning, stacklevel=2)
+    for line in report.dropped:
+        warnings.warn(f"{old}: not carried over: {line}", ZVUserWarning, stacklevel=2)
     return report
