@@ -41,7 +41,7 @@ def shared_fragments(data: LevelData) -> bool:
 
 
 def objects_per_chunk(data: LevelData) -> dict[tuple[int, ...], set[int]]:
-    """The objects with vertices in each chunk."""
+    """Map each chunk to the objects with vertices in it."""
     out: dict[tuple[int, ...], set[int]] = {}
     for oid, blocks in zip(data.object_ids.tolist(), data.manifests, strict=True):
         for chunk, _ in blocks:

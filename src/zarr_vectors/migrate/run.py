@@ -197,11 +197,11 @@ def _membership(data: LevelData) -> list[str]:
     if len(data.manifests) < 2 or not geometry.shared_fragments(data):
         return []
     lost = sorted(data.object_attributes) + (["groups"] if data.groups else [])
+    tail = f", and {', '.join(lost)} were not copied" if lost else ""
     return [
         f"object membership: upstream's {len(data.manifests)} objects share fragments (0.2.0 "
         "meshes keep one fragment per chunk for all objects), so the store does not say "
-        "which vertex belongs to which object; objects here are the connected components"
-        + (f", and {', '.join(lost)} were not copied" if lost else "")
+        f"which vertex belongs to which object; objects here are the connected components{tail}"
     ]
 
 
@@ -219,12 +219,14 @@ def _misnumbered_edges(data: LevelData, version: str) -> list[str]:
     suspect = int(marks[data.links.rows].any(axis=1).sum())
     if not suspect:
         return []
+    more = " ..." if len(shared) > 5 else ""
     return [
-        f"graph edges in chunks shared by several objects: upstream 0.2.0 numbers a chunk's "
-        f"edges in input order but stores its rows object by object, so {suspect} edge(s) "
-        f"touching chunks {shared[:5]}{' ...' if len(shared) > 5 else ''} may join the wrong "
-        "vertices; the right ones are not recorded, so they were copied as stored (as "
-        "upstream reads them)"
+        (
+            "graph edges in chunks shared by several objects: upstream 0.2.0 numbers a chunk's "
+            f"edges in input order but stores its rows object by object, so {suspect} edge(s) "
+            f"touching chunks {shared[:5]}{more} may join the wrong vertices; the right ones "
+            "are not recorded, so they were copied as stored (as upstream reads them)"
+        )
     ]
 
 
