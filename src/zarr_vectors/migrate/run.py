@@ -198,11 +198,12 @@ def _membership(data: LevelData) -> list[str]:
         return []
     lost = sorted(data.object_attributes) + (["groups"] if data.groups else [])
     tail = f", and {', '.join(lost)} were not copied" if lost else ""
-    return [
+    message = (
         f"object membership: upstream's {len(data.manifests)} objects share fragments (0.2.0 "
         "meshes keep one fragment per chunk for all objects), so the store does not say "
         f"which vertex belongs to which object; objects here are the connected components{tail}"
-    ]
+    )
+    return [message]
 
 
 def _misnumbered_edges(data: LevelData, version: str) -> list[str]:
