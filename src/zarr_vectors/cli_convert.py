@@ -299,6 +299,7 @@ def convert_command(
     """Convert a point cloud, tractogram or graph file into a new ZVF store.
 
     The format follows from the extension of IN; OUT must end in .zarrvectors, .zarr or .zip.
+    IN may also be a store written by upstream zarr-vectors 0.2.0 or 0.9.x: it is migrated.
 
     Input headers (LAS scales and offsets, TRK affine, ...) go to custom_metadata for export.
 

@@ -88,6 +88,7 @@ def level_data(
         ndim=ndim,
         chunks=chunks,
         start=start,
+        sizes={c: len(vertices[c]) for c in chunks},
         positions=positions,
         attributes=flat,
         fragments=fragments,

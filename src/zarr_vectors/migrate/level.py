@@ -44,6 +44,8 @@ class LevelData:
     """Non-empty chunks, sorted."""
     start: dict[Chunk, int]
     """Global number of each chunk's first vertex."""
+    sizes: dict[Chunk, int]
+    """Number of vertices of each chunk."""
     positions: npt.NDArray[np.floating[Any]]
     """``(N, D)`` vertices in global order."""
     attributes: dict[str, npt.NDArray[Any]]
@@ -79,9 +81,18 @@ class LevelData:
 
     def chunk_size(self, chunk: Chunk) -> int:
         """Count the vertices in ``chunk``."""
-        i = self.chunks.index(chunk)
-        end = self.start[self.chunks[i + 1]] if i + 1 < len(self.chunks) else len(self.positions)
-        return end - self.start[chunk]
+        return self.sizes[chunk]
+
+    def endpoints_to_global(self, coords: IntArray, rows: IntArray, where: str) -> IntArray:
+        """Global numbers of ``(chunk coords, local row)`` endpoints, ``coords`` as ``(n, D)``."""
+        out = np.empty(len(rows), np.int64)
+        if not len(rows):
+            return out
+        unique, inverse = np.unique(coords, axis=0, return_inverse=True)
+        for k, chunk in enumerate(unique.tolist()):
+            pick = inverse.reshape(-1) == k
+            out[pick] = self.global_rows(tuple(chunk), rows[pick], where)
+        return out
 
     def object_rows(self, index: int, where: str) -> IntArray:
         """Global vertex numbers of object ``index`` (manifest order, fragment by fragment)."""

@@ -154,11 +154,10 @@ def _links(tree: Tree, base: str, data: LevelData) -> tuple[LinkSet, dict[str, i
 
 
 def _records_to_global(recs: IntArray, data: LevelData, where: str) -> IntArray:
+    """``(n, width, D + 1)`` cross-chunk records -> ``(n, width)`` global vertex numbers."""
     out = np.empty(recs.shape[:2], np.int64)
-    for i, rec in enumerate(recs):
-        for k, end in enumerate(rec):
-            chunk = tuple(int(v) for v in end[:-1])
-            out[i, k] = data.global_rows(chunk, np.array([end[-1]]), where)[0]
+    for k in range(recs.shape[1]):
+        out[:, k] = data.endpoints_to_global(recs[:, k, :-1], recs[:, k, -1], where)
     return out
 
 

@@ -34,17 +34,33 @@ def _dtype(meta: dict[str, Any]) -> np.dtype[Any]:
 
 def _grid(tree: Tree, path: str) -> dict[Chunk, bytes]:
     """Read the non-empty payloads of a grid-shaped variable-length array, by chunk."""
-    values = tree.array(path)
+    meta = tree.attrs(path)
+    listed = meta.get("nonempty_chunks")
+    names = [tuple(int(v) for v in str(name).split(".")) for name in listed or ()]
+    if listed is None:  # not listed: read the whole grid
+        values = tree.array(path)
+        ndim = values.ndim
+    else:
+        ndim = len(names[0]) if names else 0
     # the grid starts at the lowest chunk written, which may be negative
-    origin = tree.attrs(path).get("chunk_grid_origin") or [0] * values.ndim
-    if len(origin) != values.ndim:
+    origin = meta.get("chunk_grid_origin") or [0] * ndim
+    if len(origin) != ndim:
         raise CorruptPayloadError(f"{tree.name}/{path}: chunk_grid_origin {origin} vs grid")
-    out: dict[Chunk, bytes] = {}
-    for idx in np.ndindex(values.shape):
-        item = values[idx]
-        if item is not None and len(item):
-            out[tuple(int(i) + int(o) for i, o in zip(idx, origin, strict=True))] = bytes(item)
-    return out
+    if listed is None:
+        index = [tuple(i) for i in np.ndindex(values.shape)]
+        items = [values[i] for i in index]
+    else:  # upstream lists the chunks it wrote: read only those, in one call
+        index = [_shift(n, origin, -1) for n in names]
+        items = list(tree.points(path, index))
+    return {
+        _shift(i, origin, 1): bytes(item)
+        for i, item in zip(index, items, strict=True)
+        if item is not None and len(item)
+    }
+
+
+def _shift(index: tuple[int, ...], origin: list[int], sign: int) -> Chunk:
+    return tuple(int(i) + sign * int(o) for i, o in zip(index, origin, strict=True))
 
 
 def _per_chunk(tree: Tree, path: str, ndim: int) -> dict[Chunk, npt.NDArray[Any]]:
@@ -105,8 +121,10 @@ def _family(tree: Tree, path: str, data: LevelData) -> IntArray:
             [data.global_rows(ends[k], recs[:, 1 + k], where) for k in range(width)], axis=1
         )
         out = np.empty_like(stored)
-        for i, code in enumerate(recs[:, 0]):
-            out[i, list(permutation(int(code), width, where))] = stored[i]
+        for code in np.unique(recs[:, 0]).tolist():
+            pick = recs[:, 0] == code
+            # stored endpoint i is endpoint perm[i] of the link
+            out[np.ix_(pick, list(permutation(int(code), width, where)))] = stored[pick]
         parts.append(out)
     return np.concatenate(parts) if parts else np.zeros((0, width), np.int64)
 

@@ -65,6 +65,18 @@ class Tree:
         except (KeyError, FileNotFoundError, ValueError) as exc:
             raise CorruptPayloadError(f"{self.name}/{path}: cannot read ({exc})") from exc
 
+    def points(self, path: str, index: list[tuple[int, ...]]) -> npt.NDArray[Any]:
+        """Read the elements at grid positions ``index`` of the array at ``path`` in one call."""
+        if not index:
+            return np.zeros(0, object)
+        coords = tuple(np.asarray(axis, np.int64) for axis in zip(*index, strict=True))
+        try:
+            with quiet_vlen():
+                found = zarr.open_array(self.store, path=path, mode="r").vindex[coords]
+        except (KeyError, FileNotFoundError, ValueError, IndexError) as exc:
+            raise CorruptPayloadError(f"{self.name}/{path}: cannot read ({exc})") from exc
+        return np.asarray(found)
+
     def blob(self, path: str) -> bytes:
         """Read a 0.2.0 per-chunk byte array at ``path`` as bytes."""
         return bytes(self.array(path).astype(np.uint8, copy=False).tobytes())
