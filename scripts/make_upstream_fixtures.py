@@ -4,7 +4,7 @@ Run this with the Python of a venv that holds the *upstream* ``zarr-vectors`` (0
 never with this library installed::
 
     python3 -m venv /work/venvs/migrate-020
-    /work/venvs/migrate-020/bin/pip install zarr-vectors==0.2.0
+    /work/venvs/migrate-020/bin/pip install zarr-vectors==0.2.0 DracoPy
     /work/venvs/migrate-020/bin/python scripts/make_upstream_fixtures.py
 
 For every store ``<name>.zv`` the script also writes ``expected.npz`` (what upstream's own
@@ -384,6 +384,13 @@ def shared_chunk(base: Path, out: dict[str, Any]) -> None:
     _save(out, "skeleton_shared", "read", {"positions": got["positions"], "edges": got["edges"]})
 
 
+def mesh_draco(base: Path) -> None:
+    """Write a Draco-encoded mesh (needs DracoPy), which the migration refuses by name."""
+    verts = np.array([[1, 1, 1], [8, 1, 1], [1, 8, 1], [1, 1, 8]], np.float32)
+    faces = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+    write_mesh(str(base / "mesh_draco.zv"), verts, faces, chunk_shape=CHUNK, encoding="draco")
+
+
 def pyramid(base: Path, out: dict[str, Any]) -> list[str]:
     """Points with two coarse levels built with ``factors=[(2, 1), (2, 1)]``."""
     rng = np.random.default_rng(3)
@@ -417,6 +424,7 @@ def main() -> None:
     skeleton(base, out)
     mesh(base, out)
     shared_chunk(base, out)
+    mesh_draco(base)
     notes = {"pyramid": pyramid(base, out)}
     np.savez_compressed(base / "expected.npz", **out)
     (base / "expected.json").write_text(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -96,3 +97,19 @@ def test_cli_convert_migrates(upstream, tmp_path: Path, version: str) -> None:
     again = CliRunner().invoke(app, ["convert", str(src), str(out)])
     assert again.exit_code == 1
     assert "exists" in again.output
+
+
+def test_migrate_refuses_draco(upstream, tmp_path: Path) -> None:
+    src = upstream("mesh_draco")
+    with pytest.raises(InvalidInputError, match="Draco"):
+        zv.migrate(src, tmp_path / "new.zarrvectors")
+    assert not (tmp_path / "new.zarrvectors").exists()
+
+
+def test_migrate_from_a_zip(upstream, expected, tmp_path: Path) -> None:
+    src = upstream("streamline")
+    archive = shutil.make_archive(str(tmp_path / "old"), "zip", root_dir=src)
+    report = zv.migrate(archive, tmp_path / "new.zarrvectors")
+    got = zv.read_polylines(tmp_path / "new.zarrvectors")
+    np.testing.assert_array_equal(got.positions, expected.read("streamline", "positions"))
+    assert report.objects == 3

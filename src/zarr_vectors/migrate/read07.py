@@ -48,7 +48,7 @@ def _chunked(tree: Tree, path: str, ndim: int) -> dict[Chunk, bytes]:
 def _vertices(tree: Tree, base: str, ndim: int) -> dict[Chunk, npt.NDArray[Any]]:
     meta = tree.attrs(f"{base}/vertices")
     if meta.get("encoding", "raw") != "raw":
-        raise CorruptPayloadError(
+        raise InvalidInputError(
             f"{tree.name}/{base}/vertices: encoding {meta.get('encoding')!r} (Draco) is not "
             "supported by the migration; rewrite the store with encoding='raw' upstream first"
         )

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from zarr_vectors.errors import CorruptPayloadError
+from zarr_vectors.errors import CorruptPayloadError, InvalidInputError
 from zarr_vectors.migrate.blobs import (
     decode_fragments,
     decode_manifest,
@@ -69,8 +69,9 @@ def _per_chunk(tree: Tree, path: str, ndim: int) -> dict[Chunk, npt.NDArray[Any]
     shape = tuple(meta.get("row_shape") or ())
     if path.endswith("vertices"):
         if meta.get("encoding", "raw") != "raw":
-            raise CorruptPayloadError(
-                f"{tree.name}/{path}: Draco-encoded vertices are not supported by the migration"
+            raise InvalidInputError(
+                f"{tree.name}/{path}: Draco-encoded vertices are not supported by the "
+                "migration; rewrite the store with encoding='raw' upstream first"
             )
         shape = (ndim,)
     return {
