@@ -30,6 +30,7 @@ try:
     from zarr_vectors.types.graphs import read_graph, write_graph
     from zarr_vectors.types.lines import read_lines, write_lines
     from zarr_vectors.types.meshes import read_mesh, write_mesh
+    from zarr_vectors.types.parametric import write_parametric_objects
     from zarr_vectors.types.points import read_points, write_points
     from zarr_vectors.types.polylines import read_polylines, write_polylines
 except ImportError:  # this library (not upstream) is installed here
@@ -384,6 +385,13 @@ def shared_chunk(base: Path, out: dict[str, Any]) -> None:
     _save(out, "skeleton_shared", "read", {"positions": got["positions"], "edges": got["edges"]})
 
 
+def points_parametric(base: Path) -> None:
+    """Write two points plus one parametric sphere, which the migration reports as dropped."""
+    path = str(base / "points_parametric.zv")
+    write_points(path, np.array([[1, 1, 1], [2, 2, 2]], np.float32), chunk_shape=CHUNK, **KW)
+    write_parametric_objects(path, [{"type": "sphere", "coefficients": [1.0, 1.0, 1.0, 0.5]}])
+
+
 def mesh_draco(base: Path) -> None:
     """Write a Draco-encoded mesh (needs DracoPy), which the migration refuses by name."""
     verts = np.array([[1, 1, 1], [8, 1, 1], [1, 8, 1], [1, 1, 8]], np.float32)
@@ -425,6 +433,7 @@ def main() -> None:
     mesh(base, out)
     shared_chunk(base, out)
     mesh_draco(base)
+    points_parametric(base)
     notes = {"pyramid": pyramid(base, out)}
     np.savez_compressed(base / "expected.npz", **out)
     (base / "expected.json").write_text(

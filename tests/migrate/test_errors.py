@@ -12,7 +12,12 @@ from typer.testing import CliRunner
 
 import zarr_vectors as zv
 from zarr_vectors.cli import app
-from zarr_vectors.errors import InvalidInputError, StoreNotFoundError, UpstreamStoreError
+from zarr_vectors.errors import (
+    InvalidInputError,
+    StoreNotFoundError,
+    UpstreamStoreError,
+    ZVUserWarning,
+)
 
 LABEL = {"0.2.0": "0.2.0 (format 0.7.0)", "0.9.2": "0.9.2"}
 
@@ -113,3 +118,10 @@ def test_migrate_from_a_zip(upstream, expected, tmp_path: Path) -> None:
     got = zv.read_polylines(tmp_path / "new.zarrvectors")
     np.testing.assert_array_equal(got.positions, expected.read("streamline", "positions"))
     assert report.objects == 3
+
+
+def test_parametric_objects_reported(upstream, tmp_path: Path) -> None:
+    with pytest.warns(ZVUserWarning, match="parametric objects"):
+        report = zv.migrate(upstream("points_parametric"), tmp_path / "new.zarrvectors")
+    assert report.vertices == 2
+    assert len(report.dropped) == 1

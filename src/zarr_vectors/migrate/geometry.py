@@ -126,6 +126,8 @@ def graph_args(data: LevelData, where: str) -> dict[str, Any]:
         "attributes": dict(data.attributes),
         "edge_attributes": dict(data.links.attributes),
     }
+    if data.links.directed:
+        args["directed"] = True
     oids = vertex_object_ids(data, where)
     if oids is not None and (oids >= 0).all():
         args["object_ids"] = oids
@@ -139,6 +141,7 @@ def mesh_args(data: LevelData, where: str) -> dict[str, Any]:
     args["vertices"] = args.pop("positions")
     args["faces"] = args.pop("edges")
     args["face_attributes"] = args.pop("edge_attributes")
+    args.pop("directed", None)
     return args
 
 

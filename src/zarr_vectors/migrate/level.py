@@ -30,8 +30,8 @@ class LinkSet:
     """``(n, width)`` global vertex numbers, endpoints in the order upstream recorded."""
     attributes: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
     """Per-link values, row ``i`` for link ``i``."""
-    explicit_parent: bool = False
-    """True when ``rows`` are ``(child, parent)`` pairs of a skeleton's branch links."""
+    directed: bool = False
+    """True when upstream marked the links directed (0.9.x ``links/0`` ``directed``)."""
 
 
 @dataclass(frozen=True)

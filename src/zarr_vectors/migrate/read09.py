@@ -153,7 +153,8 @@ def _links(tree: Tree, base: str, data: LevelData) -> LinkSet:
         if have != set(families):
             continue
         attrs[name] = np.concatenate([_link_values(tree, f"{path}/{f}") for f in families])
-    return LinkSet(merged, {n: v for n, v in attrs.items() if len(v) == len(merged)})
+    directed = bool(tree.attrs(f"{base}/links/0").get("directed", False))
+    return LinkSet(merged, {n: v for n, v in attrs.items() if len(v) == len(merged)}, directed)
 
 
 def load_level(tree: Tree, level: int, ndim: int, with_links: bool) -> tuple[LevelData, list[str]]:

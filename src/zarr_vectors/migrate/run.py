@@ -206,6 +206,23 @@ def _membership(data: LevelData) -> list[str]:
     return [message]
 
 
+def _unplaced(tree: Tree, data: LevelData) -> list[str]:
+    """Report what has no place here: parametric objects, vertices outside every object."""
+    out: list[str] = []
+    if tree.exists("parametric"):
+        out.append(
+            "parametric objects (upstream's parametric/ planes, lines and spheres) have no "
+            "ZVF form; not copied"
+        )
+    oids = geometry.vertex_object_ids(data, "level 0")
+    if oids is not None and (oids < 0).any():
+        out.append(
+            f"objects: {int((oids < 0).sum())} vertices belong to no upstream object, so the "
+            "objects, their attributes and groups were not copied (the vertices were)"
+        )
+    return out
+
+
 def _misnumbered_edges(data: LevelData, version: str) -> list[str]:
     """0.2.0 graphs: edges of chunks holding several objects may name the wrong rows."""
     if version.startswith("0.9") or len(data.manifests) < 2:
@@ -363,7 +380,7 @@ def migrate(
     _check_paths(old, new)
     src = _source(old)
     data, dropped = _load(src.tree, src.version, 0, src.ndim, src.geometry_type in _LINKED)
-    dropped += _membership(data)
+    dropped += _membership(data) + _unplaced(src.tree, data)
     common = _common(src, data, overwrite, compressor)
     gtype = GeometryTypeName(src.geometry_type).value
     defects, objects, links = _write(gtype, new, data, src.version, common)
