@@ -26,11 +26,11 @@ import numpy as np
 
 try:
     from zarr_vectors.multiresolution.coarsen import build_pyramid
+    from zarr_vectors.types.parametric import write_parametric_objects
 
     from zarr_vectors.types.graphs import read_graph, write_graph
     from zarr_vectors.types.lines import read_lines, write_lines
     from zarr_vectors.types.meshes import read_mesh, write_mesh
-    from zarr_vectors.types.parametric import write_parametric_objects
     from zarr_vectors.types.points import read_points, write_points
     from zarr_vectors.types.polylines import read_polylines, write_polylines
 except ImportError:  # this library (not upstream) is installed here
