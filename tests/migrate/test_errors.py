@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -125,3 +126,28 @@ def test_parametric_objects_reported(upstream, tmp_path: Path) -> None:
         report = zv.migrate(upstream("points_parametric"), tmp_path / "new.zarrvectors")
     assert report.vertices == 2
     assert len(report.dropped) == 1
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_corrupt_upstream_payload(upstream, version: str, tmp_path: Path, damage: str) -> None:
+    src = upstream("streamline")
+    if version.startswith("0.2"):
+        # raw float rows have no check bytes: zeros there are valid, a fragment index is not
+        kind = "vertices" if damage == "truncated" else "vertex_fragments"
+        blob = next((src / "0" / kind).glob("*/c/0"))
+    else:
+        blob = next(p for p in (src / "0" / "vertices" / "c").rglob("*") if p.is_file())
+    raw = blob.read_bytes()
+    blob.write_bytes(raw[:-2] if damage == "truncated" else bytes(len(raw)))
+    with pytest.raises(zv.errors.CorruptPayloadError):
+        zv.migrate(src, tmp_path / "new.zarrvectors")
+    assert not (tmp_path / "new.zarrvectors").exists()
+
+
+def test_upstream_metadata_without_chunk_shape(upstream, tmp_path: Path) -> None:
+    src = upstream("points")
+    doc = json.loads((src / "zarr.json").read_text())
+    del doc["attributes"]["zarr_vectors"]["chunk_shape"]
+    (src / "zarr.json").write_text(json.dumps(doc))
+    with pytest.raises(zv.MetadataValidationError, match="chunk_shape"):
+        zv.migrate(src, tmp_path / "new.zarrvectors")

@@ -17,7 +17,14 @@ import numpy as np
 import zarr
 
 from zarr_vectors.core.store import StoreLike, resolve_store
-from zarr_vectors.errors import InvalidInputError, StoreNotFoundError, ZVUserWarning
+from zarr_vectors.errors import (
+    CorruptPayloadError,
+    InvalidInputError,
+    MetadataValidationError,
+    StoreNotFoundError,
+    ZarrVectorsError,
+    ZVUserWarning,
+)
 from zarr_vectors.migrate import geometry, read07, read09
 from zarr_vectors.migrate.detect import UPSTREAM_KEY, upstream_label, upstream_version
 from zarr_vectors.migrate.level import LevelData
@@ -88,7 +95,12 @@ class _Source:
 def _source(old: StoreLike) -> _Source:
     tree, attrs = _open(old)
     meta = dict(attrs[UPSTREAM_KEY])
-    types = meta.get("geometry_types") or []
+    missing = [k for k in ("chunk_shape", "geometry_types") if not meta.get(k)]
+    if missing:
+        raise MetadataValidationError(
+            f"{old}: upstream root metadata lacks {', '.join(missing)} (under '{UPSTREAM_KEY}')"
+        )
+    types = meta["geometry_types"]
     if len(types) != 1:
         raise InvalidInputError(f"{old}: upstream composite stores ({types}) cannot be migrated")
     axes = (attrs.get("multiscales") or [{}])[0].get("axes") or []
@@ -166,9 +178,18 @@ def _scales(attrs: dict[str, Any]) -> dict[int, tuple[int, ...]]:
 def _load(
     tree: Tree, version: str, level: int, ndim: int, linked: bool
 ) -> tuple[LevelData, list[str]]:
-    if version.startswith("0.9"):
-        return read09.load_level(tree, level, ndim, linked)
-    return read07.load_level(tree, level, ndim, linked)
+    """Decode one level; payloads that do not fit their metadata raise CorruptPayloadError."""
+    try:
+        if version.startswith("0.9"):
+            return read09.load_level(tree, level, ndim, linked)
+        return read07.load_level(tree, level, ndim, linked)
+    except ZarrVectorsError:
+        raise
+    except (ValueError, KeyError, IndexError, TypeError) as exc:  # numpy or zarr on bad bytes
+        raise CorruptPayloadError(
+            f"{tree.name}: level {level} of the upstream store cannot be decoded "
+            f"({type(exc).__name__}: {exc})"
+        ) from exc
 
 
 def _identical(a: LevelData, b: LevelData) -> bool:

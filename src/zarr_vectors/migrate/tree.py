@@ -62,7 +62,7 @@ class Tree:
         try:
             with quiet_vlen():
                 return np.asarray(zarr.open_array(self.store, path=path, mode="r")[...])
-        except (KeyError, FileNotFoundError, ValueError) as exc:
+        except (KeyError, FileNotFoundError, ValueError, RuntimeError) as exc:  # codec errors
             raise CorruptPayloadError(f"{self.name}/{path}: cannot read ({exc})") from exc
 
     def points(self, path: str, index: list[tuple[int, ...]]) -> npt.NDArray[Any]:
@@ -73,7 +73,7 @@ class Tree:
         try:
             with quiet_vlen():
                 found = zarr.open_array(self.store, path=path, mode="r").vindex[coords]
-        except (KeyError, FileNotFoundError, ValueError, IndexError) as exc:
+        except (KeyError, FileNotFoundError, ValueError, IndexError, RuntimeError) as exc:
             raise CorruptPayloadError(f"{self.name}/{path}: cannot read ({exc})") from exc
         return np.asarray(found)
 
