@@ -306,7 +306,9 @@ def convert_command(
     Example: zarr-vectors convert scan.laz scan.zarrvectors --pyramid 2,2,2 --pyramid 4,4,4
     """
     if is_upstream_path(source):  # a store written by upstream zarr-vectors: migrate it
-        convert_upstream(source, store, overwrite=overwrite, compressor=compressor.value)
+        given: dict[str, object] = {"--chunk-shape": chunk_shape, "--bin-shape": bin_shape}
+        given |= {"--pyramid": pyramid, "--columns": columns, "--stream/--in-memory": stream}
+        convert_upstream(source, store, overwrite=overwrite, compressor=compressor.value, **given)
         return
     err = Console(stderr=True)
     _check_convert_paths(err, source, store, overwrite)

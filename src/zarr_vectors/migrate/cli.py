@@ -11,15 +11,35 @@ from rich.console import Console
 from rich.markup import escape
 
 from zarr_vectors.errors import ZarrVectorsError
+from zarr_vectors.formats.registry import STORE_SUFFIXES, is_store_path
 from zarr_vectors.migrate.detect import upstream_label
 from zarr_vectors.migrate.run import migrate
 
 __all__ = ["convert_upstream"]
 
 
-def convert_upstream(source: Path, store: Path, *, overwrite: bool, compressor: str) -> None:
-    """Migrate ``source`` into ``store`` and print what was copied and what was found wrong."""
+def convert_upstream(
+    source: Path, store: Path, *, overwrite: bool, compressor: str, **given: object
+) -> None:
+    """Migrate ``source`` into ``store`` and print what was copied and what was found wrong.
+
+    ``given`` holds the other ``convert`` options by flag; a migration keeps upstream's chunk
+    and bin shapes and pyramid, so any of them set is a usage error rather than ignored.
+    """
     err = Console(stderr=True)
+    used = [flag for flag, value in given.items() if value not in (None, [], ())]
+    if used:
+        err.print(
+            f"[red]error:[/red] {', '.join(used)} do(es) not apply when IN is an upstream "
+            "zarr-vectors store: the migration keeps its chunk shape, bins and pyramid; "
+            "rechunk or build a pyramid on the new store afterwards"
+        )
+        raise typer.Exit(2)
+    if not is_store_path(store):
+        err.print(
+            f"[red]error:[/red] OUT must end in {', '.join(STORE_SUFFIXES)}, got {store.name!r}"
+        )
+        raise typer.Exit(2)
     if store.exists() and not overwrite:
         err.print(f"[red]error:[/red] {escape(str(store))} exists; pass --overwrite to replace it")
         raise typer.Exit(1)
