@@ -308,7 +308,7 @@ def _coarse_plan(
     """Upstream's distinct coarse levels: bin ratios, cumulative object sparsity, defects."""
     scales = _scales(src.attrs)
     seen: dict[tuple[int, ...], int] = {scales.get(0, (1,) * src.ndim): 0}
-    previous = level0
+    loaded: dict[int, LevelData] = {0: level0}
     ratios: list[tuple[int, ...]] = []
     sparsity: list[float] = []
     defects: list[str] = []
@@ -316,20 +316,21 @@ def _coarse_plan(
     for level in sorted(k for k in scales if k > 0):
         data, _ = _load(src.tree, src.version, level, src.ndim, False)
         ratio = scales[level]
-        if ratio in seen or _identical(data, previous):
+        if ratio in seen:  # upstream 0.2.0 scales every factor from level 0
+            first = seen[ratio]
+            same = "identical vertices" if _identical(data, loaded[first]) else "other vertices"
             defects.append(
-                f"identical pyramid levels: level {level} repeats level "
-                f"{seen.get(ratio, level - 1)} (bin ratio {list(ratio)}, "
-                f"{len(data.positions)} vertices); not copied"
+                f"identical pyramid levels: level {level} repeats level {first} (bin ratio "
+                f"{list(ratio)}, {same}, {len(data.positions)} vertices); not copied"
             )
-        else:
-            seen[ratio] = level
-            ratios.append(ratio)
-            # upstream's object_sparsity is the share kept from the level before
-            meta = src.tree.attrs(str(level)).get("zarr_vectors_level", {})
-            kept *= float(meta.get("object_sparsity", 1.0) or 1.0)
-            sparsity.append(kept)
-        previous = data
+            continue
+        seen[ratio] = level
+        loaded[level] = data
+        ratios.append(ratio)
+        # upstream's object_sparsity is the share kept from the level before
+        meta = src.tree.attrs(str(level)).get("zarr_vectors_level", {})
+        kept *= float(meta.get("object_sparsity", 1.0) or 1.0)
+        sparsity.append(kept)
     return ratios, sparsity, defects
 
 
