@@ -51,10 +51,10 @@ from zarr_vectors.formats.registry import (
     store_metadata,
 )
 from zarr_vectors.migrate.cli import convert_upstream
-from zarr_vectors.migrate.detect import is_upstream_path
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid
 from zarr_vectors.spec.conventions import Compression
 from zarr_vectors.spec.metadata import RootMetadata
+from zarr_vectors.spec.upstream import is_upstream_path
 
 __all__ = ["RichProgress", "parse_ratio", "parse_shape", "register"]
 

@@ -31,7 +31,6 @@ from zarr_vectors.errors import (
     StoreExistsError,
     StoreNotFoundError,
 )
-from zarr_vectors.migrate.detect import raise_if_upstream
 from zarr_vectors.spec.conventions import ArrayKind
 from zarr_vectors.spec.layout import (
     DENSE_CHUNK_ROWS,
@@ -44,6 +43,7 @@ from zarr_vectors.spec.layout import (
     level_path,
 )
 from zarr_vectors.spec.metadata import ChunkGrid, LevelMetadata, RootMetadata
+from zarr_vectors.spec.upstream import raise_if_upstream
 
 __all__ = [
     "OpenMode",

@@ -12,8 +12,8 @@ from rich.markup import escape
 
 from zarr_vectors.errors import ZarrVectorsError
 from zarr_vectors.formats.registry import STORE_SUFFIXES, is_store_path
-from zarr_vectors.migrate.detect import upstream_label
 from zarr_vectors.migrate.run import migrate
+from zarr_vectors.spec.upstream import upstream_label
 
 __all__ = ["convert_upstream"]
 

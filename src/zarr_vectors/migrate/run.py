@@ -26,11 +26,11 @@ from zarr_vectors.errors import (
     ZVUserWarning,
 )
 from zarr_vectors.migrate import geometry, read07, read09
-from zarr_vectors.migrate.detect import UPSTREAM_KEY, upstream_label, upstream_version
 from zarr_vectors.migrate.level import LevelData
 from zarr_vectors.migrate.tree import Tree
 from zarr_vectors.multiscale import build_pyramid
 from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.upstream import UPSTREAM_KEY, upstream_label, upstream_version
 from zarr_vectors.types.graphs import write_graph
 from zarr_vectors.types.lines import write_lines
 from zarr_vectors.types.meshes import write_mesh

@@ -9,8 +9,8 @@ from zarr.storage import StorePath
 
 from zarr_vectors.core.store import StoreLike, resolve_store
 from zarr_vectors.errors import InvalidInputError, StoreNotFoundError
-from zarr_vectors.migrate.detect import upstream_message
 from zarr_vectors.spec.conventions import Severity
+from zarr_vectors.spec.upstream import upstream_message
 from zarr_vectors.validate._checks import CHECKS, MAX_LEVEL
 from zarr_vectors.validate._context import ValidationContext
 from zarr_vectors.validate._report import Finding, ValidationReport
