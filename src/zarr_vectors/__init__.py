@@ -23,8 +23,10 @@ from zarr_vectors.errors import (
     OutOfBoundsError,
     StoreExistsError,
     StoreNotFoundError,
+    UpstreamStoreError,
     ZarrVectorsError,
 )
+from zarr_vectors.migrate.run import MigrationReport, migrate
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid, choose_level
 from zarr_vectors.rechunk import rechunk
 from zarr_vectors.spec.conventions import GeometryTypeName
@@ -62,6 +64,7 @@ __all__ = [
     "Mesh",
     "Meshes",
     "MetadataValidationError",
+    "MigrationReport",
     "MissingDependencyError",
     "OutOfBoundsError",
     "Points",
@@ -73,6 +76,7 @@ __all__ = [
     "Skeletons",
     "StoreExistsError",
     "StoreNotFoundError",
+    "UpstreamStoreError",
     "WriteSummary",
     "ValidationReport",
     "Writer",
@@ -83,6 +87,7 @@ __all__ = [
     "choose_level",
     "create_store",
     "list_resolution_levels",
+    "migrate",
     "open",
     "open_store",
     "open_writer",

@@ -53,10 +53,12 @@ from zarr_vectors.formats.registry import (
     is_store_path,
     store_metadata,
 )
+from zarr_vectors.migrate.cli import convert_upstream
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid
 from zarr_vectors.spec.conventions import Compression
 from zarr_vectors.spec.metadata import RootMetadata
 from zarr_vectors.spec.typespec import type_spec
+from zarr_vectors.spec.upstream import is_upstream_path
 
 __all__ = ["RichProgress", "parse_ratio", "parse_shape", "register"]
 
@@ -339,11 +341,17 @@ def convert_command(
     """Convert a point cloud, tractogram, graph, skeleton or mesh file into a new ZVF store.
 
     The format follows from the extension of IN; OUT must end in .zarrvectors, .zarr or .zip.
+    IN may also be a store written by upstream zarr-vectors 0.2.0 or 0.9.x: it is migrated.
 
     Input headers (LAS scales and offsets, TRK affine, ...) go to custom_metadata for export.
 
     Example: zarr-vectors convert scan.laz scan.zarrvectors --pyramid 2,2,2 --pyramid 4,4,4
     """
+    if is_upstream_path(source):  # a store written by upstream zarr-vectors: migrate it
+        given: dict[str, object] = {"--chunk-shape": chunk_shape, "--bin-shape": bin_shape}
+        given |= {"--pyramid": pyramid, "--columns": columns, "--stream/--in-memory": stream}
+        convert_upstream(source, store, overwrite=overwrite, compressor=compressor.value, **given)
+        return
     err = Console(stderr=True)
     _check_convert_paths(err, source, store, overwrite)
     chunk = None if chunk_shape is None else _option(err, parse_shape, chunk_shape, "--chunk-shape")

@@ -18,6 +18,7 @@ __all__ = [
     "StoreExistsError",
     "StoreNotFoundError",
     "UnknownGeometryTypeError",
+    "UpstreamStoreError",
     "ZVDeprecationWarning",
     "ZVFutureWarning",
     "ZVUserWarning",
@@ -51,6 +52,13 @@ class StoreExistsError(ZarrVectorsError, FileExistsError):
 
 class StoreNotFoundError(ZarrVectorsError, FileNotFoundError):
     """The store, or a node inside it, does not exist or is not a ZVF store."""
+
+
+class UpstreamStoreError(StoreNotFoundError):
+    """The store was written by the upstream ``zarr-vectors`` package (another format).
+
+    ``zarr-vectors convert OLD NEW`` or :func:`zarr_vectors.migrate` copies it into a ZVF store.
+    """
 
 
 class LevelNotFoundError(StoreNotFoundError, KeyError):

@@ -44,6 +44,7 @@ from zarr_vectors.spec.layout import (
 )
 from zarr_vectors.spec.metadata import ChunkGrid, LevelMetadata, RootMetadata
 from zarr_vectors.spec.typespec import type_spec
+from zarr_vectors.spec.upstream import raise_if_upstream
 
 __all__ = [
     "OpenMode",
@@ -191,6 +192,7 @@ def open_store(
             "run `zarr-vectors validate` for details"
         ) from exc
     if "zarr_vectors_version" not in root.attrs:
+        raise_if_upstream(root.attrs.asdict(), _describe(path))
         raise StoreNotFoundError(
             f"{_describe(path)} is a Zarr group without ZVF root metadata "
             "(not a zarr-vectors store, or a write that did not finish)"

@@ -10,6 +10,7 @@ from zarr.storage import StorePath
 from zarr_vectors.core.store import StoreLike, resolve_store
 from zarr_vectors.errors import InvalidInputError, StoreNotFoundError
 from zarr_vectors.spec.conventions import Severity
+from zarr_vectors.spec.upstream import upstream_message
 from zarr_vectors.validate._checks import CHECKS, MAX_LEVEL
 from zarr_vectors.validate._context import ValidationContext
 from zarr_vectors.validate._report import Finding, ValidationReport
@@ -78,6 +79,11 @@ def validate(
     except (StoreNotFoundError, FileNotFoundError) as exc:
         handle.close()
         return _missing(depth, str(exc))
+    root = scanned.nodes.get("")
+    upstream = upstream_message((root.attrs(3) if root else None) or {}, str(store))
+    if upstream is not None:  # another format: one finding instead of dozens
+        handle.close()
+        return _missing(depth, upstream)
     ctx = ValidationContext(store_path=sp, scan=scanned)
     try:
         for n in range(1, depth + 1):
