@@ -8,8 +8,11 @@ A store is any zarr ``StoreLike``: a local path, a ``.zip`` path, a URL such as 
 
 from __future__ import annotations
 
+import inspect
+import json
 import math
 import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,16 +21,27 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import zarr
 from zarr.abc.store import Store
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.group import GroupMetadata
 from zarr.core.sync import sync
 from zarr.errors import ContainsArrayError, GroupNotFoundError, NodeNotFoundError
 from zarr.storage import FsspecStore, LocalStore, MemoryStore, StorePath, ZipStore
 
 from zarr_vectors.core.chunking import MAX_GRID_CHUNKS, grid_for_bounds
 from zarr_vectors.core.io import create_dense_array, create_payload_array, local_group, quiet_vlen
+from zarr_vectors.core.placement import (
+    Occupant,
+    classify_dir,
+    commit_new,
+    leftovers,
+    remove_abandoned,
+    swap_in,
+)
 from zarr_vectors.errors import (
     InvalidInputError,
     LevelNotFoundError,
     MetadataValidationError,
+    ReadOnlyStoreError,
     StoreExistsError,
     StoreNotFoundError,
 )
@@ -48,12 +62,14 @@ __all__ = [
     "OpenMode",
     "StoreLike",
     "StoreHandle",
+    "check_replaceable_dir",
     "create_store",
     "has_data",
     "init_root",
     "list_resolution_levels",
     "open_level",
     "open_store",
+    "place_staged",
     "read_level_metadata",
     "read_root_metadata",
     "resolve_store",
@@ -96,10 +112,16 @@ def resolve_store(
     (local directories and fsspec URLs, with ``storage_options``).
     """
     if isinstance(store, zarr.Group):
-        return StoreHandle(store.store_path, owned=False, local_path=_local_dir(store.store))
+        store = store.store_path
     if isinstance(store, Store | StorePath):
         inner = store.store if isinstance(store, StorePath) else store
-        return StoreHandle(store, owned=False, local_path=_local_dir(inner))
+        if mode != "r" and inner.read_only:
+            raise ReadOnlyStoreError(
+                f"{_describe(store)} was opened read-only; writes need a writable store"
+            )
+        sub = store.path if isinstance(store, StorePath) else ""
+        local = _local_dir(inner)
+        return StoreHandle(store, owned=False, local_path=local / sub if local and sub else local)
     text = os.fspath(store)
     if "://" in text and not text.startswith("file://"):
         remote = FsspecStore.from_url(
@@ -303,9 +325,119 @@ def init_root(
     """Create an empty root group (no ZVF metadata yet), refusing to clobber existing data."""
     if zarr_format not in (2, 3):
         raise InvalidInputError(f"zarr_format must be 2 or 3, got {zarr_format!r}")
-    if not overwrite and _has_data(handle):
+    occupied = _has_data(handle)
+    if occupied and not overwrite:
         raise StoreExistsError(f"{where} already holds data; pass overwrite=True to replace it")
-    return zarr.open_group(handle.store, mode="w", zarr_format=zarr_format)
+    if occupied:
+        if not _holds_zvf(handle):
+            raise StoreExistsError(
+                f"{where} holds data that is not a ZVF store; overwrite=True replaces only a "
+                "ZVF store or an empty location, so nothing was changed"
+            )
+        return zarr.open_group(handle.store, mode="w", zarr_format=zarr_format)
+    _claim_root(handle, zarr_format, where)
+    return zarr.open_group(handle.store, mode="r+", zarr_format=zarr_format)
+
+
+def _split(handle: StoreHandle) -> tuple[Store, str]:
+    if isinstance(handle.store, StorePath):
+        return handle.store.store, handle.store.path
+    return handle.store, ""
+
+
+def _holds_zvf(handle: StoreHandle) -> bool:
+    """Whether the root documents of ``handle`` carry ZVF root attributes."""
+    store, prefix = _split(handle)
+    for name, nested in (("zarr.json", True), (".zattrs", False)):
+        key = f"{prefix}/{name}" if prefix else name
+        buf = sync(store.get(key, prototype=default_buffer_prototype()))
+        if buf is None:
+            continue
+        try:
+            doc = json.loads(buf.to_bytes())
+        except (ValueError, RecursionError):
+            continue
+        attrs = doc.get("attributes") if nested and isinstance(doc, dict) else doc
+        if isinstance(attrs, dict) and "zarr_vectors_version" in attrs:
+            return True
+    return False
+
+
+def _claim_root(handle: StoreHandle, zarr_format: Literal[2, 3], where: str) -> None:
+    """Write the empty root group document only if no writer has yet (an exclusive create).
+
+    Local files are opened with ``O_EXCL``; S3 (and any fsspec filesystem whose ``pipe_file``
+    takes ``mode="create"``) uses a conditional write (``If-None-Match: *``); other stores are
+    checked and written within this one call.
+    """
+    store, prefix = _split(handle)
+    docs = GroupMetadata(zarr_format=zarr_format).to_buffer_dict(default_buffer_prototype())
+    first, *rest = docs  # zarr.json (v3) or .zgroup (v2): the claim
+    key = f"{prefix}/{first}" if prefix else first
+    if not sync(_put_exclusive(store, key, docs[first].to_bytes())):
+        raise StoreExistsError(
+            f"{where} already holds data (another writer created it first); "
+            "pass overwrite=True to replace it"
+        )
+    for name in rest:
+        sync(store.set(f"{prefix}/{name}" if prefix else name, docs[name]))
+
+
+async def _put_exclusive(store: Store, key: str, data: bytes) -> bool:
+    """Create ``key`` holding ``data`` unless it exists; return whether this call created it."""
+    if isinstance(store, LocalStore):
+        path = Path(store.root) / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with path.open("xb") as f:
+                f.write(data)
+        except FileExistsError:
+            return False
+        return True
+    if isinstance(store, FsspecStore):
+        pipe = getattr(store.fs, "_pipe_file", None)
+        if pipe is not None and "mode" in inspect.signature(pipe).parameters:
+            try:
+                await pipe(f"{store.path}/{key}", data, mode="create")
+            except FileExistsError:
+                return False
+            return True
+    if await store.exists(key):
+        return False
+    await store.set(key, default_buffer_prototype().buffer.from_bytes(data))
+    return True
+
+
+def check_replaceable_dir(path: Path, *, overwrite: bool, where: str) -> None:
+    """Refuse to write at ``path`` unless it is empty, or a ZVF store and ``overwrite``.
+
+    Leftovers of killed writers next to ``path`` are removed first.
+    """
+    remove_abandoned(leftovers(path))
+    occupant = classify_dir(path)
+    if occupant is Occupant.NOTHING:
+        return
+    if not overwrite:
+        raise StoreExistsError(f"{where} already holds data; pass overwrite=True to replace it")
+    if occupant is Occupant.OTHER:
+        raise StoreExistsError(
+            f"{where} is not a ZVF store (or is a file or symbolic link); overwrite=True "
+            "replaces only a ZVF store or an empty directory, so nothing was changed"
+        )
+
+
+def place_staged(staged: Path, final: Path, *, overwrite: bool, where: str) -> None:
+    """Put the complete store built in ``staged`` at ``final`` (exclusive or swapped in)."""
+    occupant = classify_dir(final)
+    if occupant is Occupant.ZVF and overwrite:
+        swap_in(staged, final)
+        return
+    if occupant is Occupant.OTHER and overwrite:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise StoreExistsError(
+            f"{where} is not a ZVF store (another process put data there); nothing was changed"
+        )
+    commit_new(staged, final, where)
 
 
 def has_data(handle: StoreHandle) -> bool:

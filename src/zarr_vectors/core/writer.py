@@ -43,10 +43,19 @@ from zarr_vectors.core.io import (
     settle_pending_writes,
     write_dense,
 )
+from zarr_vectors.core.placement import staging_dir
 from zarr_vectors.core.plan import FragmentRows, GeometryParts, LevelPlan, LinkPlan, plan_level
 from zarr_vectors.core.ragged import RowOrder, run_starts
 from zarr_vectors.core.reader import parse_bbox
-from zarr_vectors.core.store import StoreHandle, StoreLike, has_data, init_root, resolve_store
+from zarr_vectors.core.store import (
+    StoreHandle,
+    StoreLike,
+    check_replaceable_dir,
+    has_data,
+    init_root,
+    place_staged,
+    resolve_store,
+)
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import ArrayKind, Compression, GeometryTypeName
@@ -849,14 +858,6 @@ def write_store_with(
     target, handle = _write_target(store, opts)
     final_dir = target.local_path
     zip_target = target.zip_path is not None or isinstance(target.store, ZipStore)
-    # a new local store is built in place: a failed write must not leave half of it behind
-    # (and must never touch a directory that already held something)
-    existed = final_dir is not None and final_dir.exists()
-    fresh = (
-        handle.local_path is not None
-        and handle.local_path == final_dir
-        and not (existed and any(final_dir.iterdir()))
-    )
     try:
         root = init_root(
             handle, zarr_format=opts.zarr_format, overwrite=opts.overwrite, where=str(store)
@@ -888,19 +889,15 @@ def write_store_with(
         group.attrs.put(level.to_dict())
         root.attrs.put(root_meta.to_dict())
     except BaseException:
-        if handle.local_path is not None and (handle.local_path != final_dir or fresh):
+        if handle.local_path is not None and handle.local_path != final_dir:
             _remove_staging(handle.local_path)
-            if fresh and existed:  # it was an empty directory before: leave it as it was
-                handle.local_path.mkdir(exist_ok=True)
         raise
     finally:
         handle.close()
     if zip_target and handle.local_path is not None:
         _pack_zip(handle.local_path, target)
-    elif (
-        handle.local_path is not None and final_dir is not None and (handle.local_path != final_dir)
-    ):
-        _swap_in(handle.local_path, final_dir)
+    elif handle.local_path is not None and final_dir is not None:
+        place_staged(handle.local_path, final_dir, overwrite=opts.overwrite, where=str(store))
     return WriteSummary(geometry_type, n_vertices, n_objects, n_chunks, grid)
 
 
@@ -922,10 +919,11 @@ def _write_target(store: StoreLike, opts: StoreOptions) -> tuple[StoreHandle, St
                 "an open ZipStore that holds data cannot be overwritten in place (zip entries "
                 "cannot be removed); pass the .zip path instead, which is replaced whole"
             )
-        staging = _staging_dir(target.zip_path or Path(tempfile.gettempdir()) / "store.zip")
+        staging = staging_dir(target.zip_path or Path(tempfile.gettempdir()) / "store.zip")
         return target, resolve_store(staging, mode="w")
-    if target.local_path is not None and opts.overwrite and target.local_path.exists():
-        return target, resolve_store(_staging_dir(target.local_path), mode="w")
+    if target.local_path is not None:  # built aside, renamed into place when complete
+        check_replaceable_dir(target.local_path, overwrite=opts.overwrite, where=str(store))
+        return target, resolve_store(staging_dir(target.local_path), mode="w")
     return target, target
 
 
@@ -966,15 +964,3 @@ def _remove_staging(staged: Path) -> None:
         shutil.rmtree(staged, ignore_errors=True)
         if not staged.exists():
             return
-
-
-def _staging_dir(final: Path) -> Path:
-    return final.parent / f".{final.name}.zv-staging-{uuid.uuid4().hex[:8]}"
-
-
-def _swap_in(staged: Path, final: Path) -> None:
-    """Replace ``final`` by the complete ``staged`` directory (old data kept until then)."""
-    trash = final.parent / f".{final.name}.zv-old-{uuid.uuid4().hex[:8]}"
-    final.rename(trash)
-    staged.rename(final)
-    shutil.rmtree(trash)
