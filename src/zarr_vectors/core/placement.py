@@ -32,13 +32,19 @@ from zarr_vectors.errors import StoreExistsError
 
 __all__ = [
     "LEGACY_AGE_S",
+    "OLD",
+    "SPILL",
+    "STAGING",
     "Occupant",
     "abandoned",
+    "abandoned_name",
     "classify_dir",
     "commit_new",
     "leftovers",
     "make_spill_dir",
     "remove_abandoned",
+    "run_tag",
+    "spill_leftovers",
     "staging_dir",
     "swap_in",
 ]
@@ -63,18 +69,19 @@ class Occupant(Enum):
     """Anything else: a file, a plain Zarr hierarchy, the user's own files."""
 
 
-def _run_tag() -> str:
+def run_tag() -> str:
+    """``HOST-PID-RANDOM``: names this writer's temporary files (dashes in HOST become ``_``)."""
     host = socket.gethostname().replace("-", "_") or "host"
     return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def staging_dir(final: Path) -> Path:
     """Return a fresh staging directory name next to ``final`` (not created)."""
-    return final.parent / f".{final.name}{STAGING}{_run_tag()}"
+    return final.parent / f".{final.name}{STAGING}{run_tag()}"
 
 
 def _old_dir(final: Path) -> Path:
-    return final.parent / f".{final.name}{OLD}{_run_tag()}"
+    return final.parent / f".{final.name}{OLD}{run_tag()}"
 
 
 def classify_dir(path: Path) -> Occupant:
@@ -178,16 +185,23 @@ def abandoned(path: Path) -> bool:
     PID runs.  Other hosts' work is never judged; names without host and process (older
     releases) count as abandoned after :data:`LEGACY_AGE_S`.
     """
-    parts = path.name.rsplit("-", 3)
-    if len(parts) == 4 and parts[2].isdigit():
-        host, pid = parts[1], int(parts[2])
-        if host != (socket.gethostname().replace("-", "_") or "host"):
-            return False
-        return not _pid_alive(pid)
+    verdict = abandoned_name(path.name)
+    if verdict is not None:
+        return verdict
     try:
         return time.time() - path.lstat().st_mtime > LEGACY_AGE_S
     except OSError:
         return False
+
+
+def abandoned_name(name: str) -> bool | None:
+    """Judge a temporary name by its ``HOST-PID-RANDOM`` tail; None if it has none."""
+    parts = name.rsplit("-", 3)
+    if len(parts) != 4 or not parts[2].isdigit():
+        return None
+    if parts[1] != (socket.gethostname().replace("-", "_") or "host"):
+        return False
+    return not _pid_alive(int(parts[2]))
 
 
 def _pid_alive(pid: int) -> bool:
@@ -231,6 +245,6 @@ def make_spill_dir(spill_dir: str | os.PathLike[str] | None) -> Path:
     """
     base = Path(tempfile.gettempdir() if spill_dir is None else spill_dir)
     remove_abandoned(spill_leftovers(base))
-    path = base / f"{SPILL}{_run_tag()}"
+    path = base / f"{SPILL}{run_tag()}"
     path.mkdir(mode=0o700, parents=True)
     return path
