@@ -51,7 +51,8 @@ def _kill_at_ready(script: str) -> None:
         raise AssertionError(f"child did not reach the kill point: {line!r} {err.decode()}")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout is not None
+    assert proc.stderr is not None
     proc.stdout.close()
     proc.stderr.close()
 
@@ -67,10 +68,13 @@ def test_killed_overwrite_keeps_the_store_and_is_cleaned_next_run(tmp_path: Path
         """
     )
     left = leftovers(path)
-    assert len(left) == 1 and ".zv-staging-" in left[0].name and abandoned(left[0])
+    assert len(left) == 1
+    assert ".zv-staging-" in left[0].name
+    assert abandoned(left[0])
     np.testing.assert_array_equal(zv.read_points(path).positions.shape, PTS.shape)
     report = zv.validate(path)
-    assert report.ok and "L1.leftover.staging" in {f.check for f in report.warnings}
+    assert report.ok
+    assert "L1.leftover.staging" in {f.check for f in report.warnings}
     zv.write_points(path, PTS, chunk_shape=CHUNK, overwrite=True)  # the next run
     assert leftovers(path) == []
     assert "L1.leftover.staging" not in zv.validate(path).checks()
@@ -128,7 +132,8 @@ def test_killed_streaming_writer_spill_is_removed_next_run(tmp_path: Path) -> No
         """
     )
     stale = [p for p in spill.iterdir() if p.name.startswith("zv-spill-")]
-    assert len(stale) == 1 and any(stale[0].rglob("*.npy"))
+    assert len(stale) == 1
+    assert any(stale[0].rglob("*.npy"))
     with zv.open_writer(out, "point_cloud", chunk_shape=CHUNK, spill_dir=spill) as w:
         assert not stale[0].exists()  # removed when the next writer starts
         w.append(PTS)
