@@ -232,7 +232,9 @@ class LevelReader:
         self.root = root
         self.meta: RootMetadata = read_root_metadata(root)
         self.group = open_level(root, level)
-        self.level_meta: LevelMetadata = LevelMetadata.from_dict(self.group.attrs.asdict())
+        attrs = self.group.attrs.asdict()
+        self.level_meta: LevelMetadata = LevelMetadata.from_dict(attrs)
+        self._declares_vertices = attrs.get("vertex_count") is not None
         grid = self.meta.chunk_grid
         if grid is None:
             raise StoreNotFoundError("root metadata has no chunk_grid; cannot locate chunks")
@@ -260,6 +262,12 @@ class LevelReader:
                 f"{self.group.path}/{L.VERTEX_COUNTS}: chunk "
                 f"{self.layout.coords_of_flat(flat)[0].tolist()} has a negative count "
                 f"({counts[flat[0]]})"
+            )
+        if self._declares_vertices and int(counts.sum()) != self.level_meta.vertex_count:
+            raise CorruptPayloadError(
+                f"{self.group.path}/{L.VERTEX_COUNTS} sums to {int(counts.sum())} vertices, the "
+                f"level attributes say vertex_count {self.level_meta.vertex_count} (a chunk of "
+                "vertex_counts is missing or was changed)"
             )
         return counts
 

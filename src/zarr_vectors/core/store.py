@@ -64,6 +64,7 @@ __all__ = [
     "StoreHandle",
     "check_replaceable_dir",
     "create_store",
+    "derive_chunk_grid",
     "has_data",
     "init_root",
     "list_resolution_levels",
@@ -240,10 +241,36 @@ def read_root_metadata(root: zarr.Group) -> RootMetadata:
     if hit is not None and hit[0] is meta:
         return hit[1]
     parsed = RootMetadata.from_dict(root.attrs.asdict())
+    if parsed.chunk_grid is None:  # recommended, not required: the seed does not define it
+        parsed = replace(parsed, chunk_grid=derive_chunk_grid(root, parsed.spatial_dims))
     if len(_ROOTS) >= 256:
         _ROOTS.clear()
     _ROOTS[id(meta)] = (meta, parsed)
     return parsed
+
+
+def derive_chunk_grid(root: zarr.Group, spatial_dims: int) -> ChunkGrid:
+    """The chunk grid of a root without ``chunk_grid``: origin 0, shape of level 0's arrays.
+
+    Raises
+    ------
+    MetadataValidationError
+        Level 0 has no ``vertex_counts`` array of ``spatial_dims`` dimensions to take it from.
+    """
+    try:
+        node = open_level(root, 0)[VERTEX_COUNTS]
+    except (KeyError, StoreNotFoundError) as exc:
+        raise MetadataValidationError(
+            "root metadata has no chunk_grid and level 0 has no vertex_counts array to derive "
+            "it from"
+        ) from exc
+    shape = tuple(int(n) for n in node.shape) if isinstance(node, zarr.Array) else ()
+    if len(shape) != spatial_dims or min(shape) < 1:
+        raise MetadataValidationError(
+            f"root metadata has no chunk_grid and level 0's vertex_counts (shape {list(shape)}) "
+            f"does not give a {spatial_dims}-dimensional grid"
+        )
+    return ChunkGrid(origin=(0,) * spatial_dims, shape=shape)
 
 
 def create_store(

@@ -22,6 +22,7 @@ import numpy as np
 
 from zarr_vectors.errors import MetadataValidationError, ZVUserWarning
 from zarr_vectors.spec.conventions import GeometryTypeName, SparsityStrategy
+from zarr_vectors.spec.jsonvalue import parse_json, parse_json_object
 
 __all__ = [
     "FORMAT_VERSION",
@@ -39,6 +40,8 @@ __all__ = [
     "default_axis_names",
     "parse_float_tuple",
     "parse_int_tuple",
+    "parse_json",
+    "parse_type_keys",
 ]
 
 FORMAT_VERSION = "1.0"
@@ -69,6 +72,24 @@ TYPE_SPECIFIC_KEYS: Mapping[GeometryTypeName, tuple[str, ...]] = {
 }
 """Optional root keys each geometry type may carry (FORMAT.md §3)."""
 
+_BOOL_TYPE_KEYS = frozenset({"is_directed", "swc_compatible", "closed_surface"})
+
+
+def parse_type_keys(doc: Mapping[str, JSON]) -> dict[str, JSON]:
+    """Check the values of type-specific root keys: strict JSON, ``step_size`` a positive
+    finite number, the flags booleans.
+    """
+    out = parse_json_object(doc, "type_metadata")
+    step = out.get("step_size")
+    if step is not None and (
+        isinstance(step, bool) or not isinstance(step, int | float) or step <= 0
+    ):
+        raise _fail("step_size", f"must be a positive finite number, got {step!r}")
+    for key in _BOOL_TYPE_KEYS & set(out):
+        if not isinstance(out[key], bool):
+            raise _fail(key, f"expected true or false, got {out[key]!r}")
+    return out
+
 
 # --------------------------------------------------------------------------------------------
 # parse helpers
@@ -98,11 +119,8 @@ def parse_float_tuple(
     for i, v in enumerate(value):
         if isinstance(v, bool | np.bool_):
             raise _fail(field_name, f"element {i} is a boolean, not a number: {v!r}")
-        if not isinstance(v, int | float):
-            try:
-                v = float(v)  # numpy scalars
-            except (TypeError, ValueError):
-                raise _fail(field_name, f"element {i} is not a number: {v!r}") from None
+        if not isinstance(v, int | float | np.integer | np.floating):  # strings are not numbers
+            raise _fail(field_name, f"element {i} is not a number: {v!r}")
         try:
             f = float(v)
         except OverflowError:  # an integer beyond the float range, e.g. 10**400 from JSON
@@ -148,9 +166,12 @@ def _parse_str(value: object, field_name: str) -> str:
     return value
 
 
-def _parse_int(value: object, field_name: str, *, minimum: int | None = None) -> int:
+def _parse_int(
+    value: object, field_name: str, *, minimum: int | None = None, strict: bool = False
+) -> int:
+    """An integer; ``strict`` (JSON documents) refuses integral floats such as ``3.0``."""
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        if not strict and isinstance(value, float) and math.isfinite(value) and value == int(value):
             value = int(value)
         else:
             raise _fail(field_name, f"expected an integer, got {value!r}")
@@ -158,6 +179,15 @@ def _parse_int(value: object, field_name: str, *, minimum: int | None = None) ->
         raise _fail(field_name, "does not fit a 64-bit integer")
     if minimum is not None and value < minimum:
         raise _fail(field_name, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _json_ints(value: JSON, field_name: str) -> JSON:
+    """Refuse a JSON list of integers that holds anything else (``2.0``, ``"2"``)."""
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise _fail(field_name, f"element {i} must be a JSON integer, got {v!r}")
     return value
 
 
@@ -401,13 +431,15 @@ class DatasetMetadata:
         """Build from the JSON form; ``path`` must equal ``str(level)``."""
         where = "multiscales.datasets"
         doc = _parse_object(doc, where)
-        level = _parse_int(_require(doc, "level", where), f"{where}.level", minimum=0)
+        level = _parse_int(_require(doc, "level", where), f"{where}.level", minimum=0, strict=True)
         path = doc.get("path", str(level))
         if path != str(level):
             raise _fail(f"{where}.path", f"{path!r} does not match level {level}")
+        if "object_sparsity" not in doc:
+            raise MetadataValidationError(f"{where}: required key 'object_sparsity' is missing")
         return cls(
             level=level,
-            bin_ratio=_require(doc, "bin_ratio", where),
+            bin_ratio=_json_ints(_require(doc, "bin_ratio", where), f"{where}.bin_ratio"),
             bin_shape=_require(doc, "bin_shape", where),
             object_sparsity=doc.get("object_sparsity", 1.0),
         )
@@ -437,6 +469,9 @@ class MultiscaleMetadata:
     def __post_init__(self) -> None:
         if not self.datasets:
             raise _fail("multiscales.datasets", "must list at least one level")
+        names = [a.name for a in self.axes]
+        if len(set(names)) != len(names):
+            raise _fail("multiscales.axes", f"axis names must be unique, got {names}")
         levels = [d.level for d in self.datasets]
         if levels != sorted(set(levels)):
             raise _fail("multiscales.datasets", f"levels must be ascending and unique: {levels}")
@@ -569,6 +604,12 @@ class RootMetadata:
         for ds in self.multiscales.datasets:
             check_divides(chunk, ds.bin_shape, f"multiscales level {ds.level} bin_shape")
         allowed = TYPE_SPECIFIC_KEYS.get(self.geometry_type, ())
+        object.__setattr__(self, "type_metadata", parse_type_keys(self.type_metadata))
+        object.__setattr__(self, "extra", parse_json_object(self.extra, "root attributes"))
+        if self.custom_metadata is not None:
+            object.__setattr__(
+                self, "custom_metadata", parse_json_object(self.custom_metadata, "custom_metadata")
+            )
         stray = sorted(set(self.type_metadata) - set(allowed))
         if stray:
             raise _fail(
@@ -704,7 +745,9 @@ class RootMetadata:
         return cls(
             zarr_vectors_version=version,
             geometry_type=gtype,
-            spatial_dims=_parse_int(_require(doc, "spatial_dims", where), "spatial_dims"),
+            spatial_dims=_parse_int(
+                _require(doc, "spatial_dims", where), "spatial_dims", strict=True
+            ),
             base_bin_shape=_require(doc, "base_bin_shape", where),
             chunk_shape=_require(doc, "chunk_shape", where),
             multiscales=MultiscaleMetadata.from_dict(ms[0]),
@@ -819,6 +862,9 @@ class LevelMetadata:
         )
         if self.sparsity_strategy is not None:
             object.__setattr__(self, "sparsity_strategy", _parse_strategy(self.sparsity_strategy))
+        object.__setattr__(self, "extra", parse_json_object(self.extra, "level attributes"))
+        if self.coarsening is not None:
+            object.__setattr__(self, "coarsening", parse_json_object(self.coarsening, "coarsening"))
 
     def to_dict(self) -> dict[str, JSON]:
         """Return the JSON form, unknown keys included."""
@@ -848,12 +894,18 @@ class LevelMetadata:
         if coarsening is not None and not isinstance(coarsening, Mapping):
             raise _fail("coarsening", f"expected an object, got {coarsening!r}")
         return cls(
-            level=_parse_int(_require(doc, "level", where), "level", minimum=0),
-            bin_ratio=_require(doc, "bin_ratio", where),
+            level=_parse_int(_require(doc, "level", where), "level", minimum=0, strict=True),
+            bin_ratio=_json_ints(_require(doc, "bin_ratio", where), "bin_ratio"),
             bin_shape=_require(doc, "bin_shape", where),
-            vertex_count=_parse_int(doc.get("vertex_count", 0), "vertex_count", minimum=0),
-            object_count=_parse_int(doc.get("object_count", 0), "object_count", minimum=0),
-            chunk_count=_parse_int(doc.get("chunk_count", 0), "chunk_count", minimum=0),
+            vertex_count=_parse_int(
+                doc.get("vertex_count", 0), "vertex_count", minimum=0, strict=True
+            ),
+            object_count=_parse_int(
+                doc.get("object_count", 0), "object_count", minimum=0, strict=True
+            ),
+            chunk_count=_parse_int(
+                doc.get("chunk_count", 0), "chunk_count", minimum=0, strict=True
+            ),
             object_sparsity=doc.get("object_sparsity", 1.0),
             sparsity_strategy=None
             if strategy is None
