@@ -250,7 +250,7 @@ def read_root_metadata(root: zarr.Group) -> RootMetadata:
 
 
 def derive_chunk_grid(root: zarr.Group, spatial_dims: int) -> ChunkGrid:
-    """The chunk grid of a root without ``chunk_grid``: origin 0, shape of level 0's arrays.
+    """Derive the chunk grid of a root without ``chunk_grid``: origin 0, level 0's array shape.
 
     Raises
     ------

@@ -76,8 +76,9 @@ _BOOL_TYPE_KEYS = frozenset({"is_directed", "swc_compatible", "closed_surface"})
 
 
 def parse_type_keys(doc: Mapping[str, JSON]) -> dict[str, JSON]:
-    """Check the values of type-specific root keys: strict JSON, ``step_size`` a positive
-    finite number, the flags booleans.
+    """Check the values of type-specific root keys.
+
+    They must be strict JSON, ``step_size`` a positive finite number and the flags booleans.
     """
     out = parse_json_object(doc, "type_metadata")
     step = out.get("step_size")
@@ -169,7 +170,7 @@ def _parse_str(value: object, field_name: str) -> str:
 def _parse_int(
     value: object, field_name: str, *, minimum: int | None = None, strict: bool = False
 ) -> int:
-    """An integer; ``strict`` (JSON documents) refuses integral floats such as ``3.0``."""
+    """Parse an integer; ``strict`` (JSON documents) refuses integral floats such as ``3.0``."""
     if isinstance(value, bool) or not isinstance(value, int):
         if not strict and isinstance(value, float) and math.isfinite(value) and value == int(value):
             value = int(value)
@@ -604,12 +605,7 @@ class RootMetadata:
         for ds in self.multiscales.datasets:
             check_divides(chunk, ds.bin_shape, f"multiscales level {ds.level} bin_shape")
         allowed = TYPE_SPECIFIC_KEYS.get(self.geometry_type, ())
-        object.__setattr__(self, "type_metadata", parse_type_keys(self.type_metadata))
-        object.__setattr__(self, "extra", parse_json_object(self.extra, "root attributes"))
-        if self.custom_metadata is not None:
-            object.__setattr__(
-                self, "custom_metadata", parse_json_object(self.custom_metadata, "custom_metadata")
-            )
+        self._parse_free_json()
         stray = sorted(set(self.type_metadata) - set(allowed))
         if stray:
             raise _fail(
@@ -636,6 +632,14 @@ class RootMetadata:
             object.__setattr__(self, "axis_units", units)
         elif self.axis_units is not None:
             _parse_str(self.axis_units, "axis_units")
+
+    def _parse_free_json(self) -> None:
+        """Make type keys, unknown keys and custom metadata strict JSON (or refuse them)."""
+        object.__setattr__(self, "type_metadata", parse_type_keys(self.type_metadata))
+        object.__setattr__(self, "extra", parse_json_object(self.extra, "root attributes"))
+        if self.custom_metadata is not None:
+            custom = parse_json_object(self.custom_metadata, "custom_metadata")
+            object.__setattr__(self, "custom_metadata", custom)
 
     @classmethod
     def create(
