@@ -75,7 +75,10 @@ def parse_bbox(bbox: BBoxLike, ndim: int) -> BoundingBox:
     if isinstance(bbox, BoundingBox):
         box = bbox
     else:
-        arr = np.asarray(bbox, dtype=np.float64)
+        try:
+            arr = np.asarray(bbox, dtype=np.float64)
+        except (ValueError, TypeError) as exc:
+            raise InvalidInputError(f"bbox must be (min, max) numbers: {exc}") from exc
         if arr.shape != (2, ndim):
             raise InvalidInputError(
                 f"bbox must be (min, max) with {ndim} values each, got shape {arr.shape}"
@@ -278,7 +281,7 @@ class LevelReader:
             with quiet_vlen():
                 local = local_members(self.group)
                 return dict(self.group.members(max_depth=None)) if local is None else local
-        except (ValueError, TypeError, KeyError) as exc:  # json.JSONDecodeError, bad documents
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:  # bad or deep JSON
             bad = ", ".join(malformed_documents(self.group)) or "a Zarr metadata document"
             raise MetadataValidationError(
                 f"level {self.group.path}: {bad} is malformed ({exc}); run `zarr-vectors "

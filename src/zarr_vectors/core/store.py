@@ -207,7 +207,7 @@ def open_store(
         raise StoreNotFoundError(f"no Zarr group at {_describe(path)}") from None
     except ContainsArrayError:
         raise StoreNotFoundError(f"{_describe(path)} is a Zarr array, not a ZVF store") from None
-    except (ValueError, TypeError, KeyError) as exc:  # json.JSONDecodeError, a bad document
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:  # bad JSON, deep nesting
         raise MetadataValidationError(
             f"{_describe(path)}: the root Zarr metadata document is malformed ({exc}); "
             "run `zarr-vectors validate` for details"
@@ -501,6 +501,8 @@ def read_level_metadata(root: zarr.Group, level: int) -> LevelMetadata:
 
 def open_level(root: zarr.Group, level: int) -> zarr.Group:
     """Return the group of resolution level ``level``."""
+    if isinstance(level, bool | np.bool_) or not isinstance(level, int | np.integer) or level < 0:
+        raise InvalidInputError(f"level must be an integer >= 0, got {level!r}")
     try:
         node: zarr.Array[Any] | zarr.Group | None = local_group(
             root.store_path.store,
@@ -512,7 +514,7 @@ def open_level(root: zarr.Group, level: int) -> zarr.Group:
     except KeyError:
         levels = list_resolution_levels(root)
         raise LevelNotFoundError(f"level {level} is not in the store (levels: {levels})") from None
-    except (ValueError, TypeError) as exc:  # json.JSONDecodeError, a bad document
+    except (ValueError, TypeError, RecursionError) as exc:  # bad JSON, deep nesting
         raise MetadataValidationError(
             f"{level_path(level)}: the level group's Zarr metadata document is malformed ({exc})"
         ) from exc

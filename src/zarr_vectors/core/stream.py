@@ -37,6 +37,7 @@ from zarr_vectors.core.spill import BatchSummary, spill_batch
 from zarr_vectors.core.writer import LevelWriter, StoreOptions, WriteSummary, write_store_with
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.jsonvalue import parse_positive_int
 
 __all__ = ["SEQUENTIAL_TYPES", "ProgressCallback", "StreamWriter", "write_assembled"]
 
@@ -73,8 +74,8 @@ class StreamWriter:
         self.geometry_type = geometry_type
         self.opts = opts
         self._tmp = make_spill_dir(spill_dir)
-        self._block = int(partition_chunks)
-        self._memory_limit = int(memory_limit)
+        self._block = parse_positive_int(partition_chunks, "partition_chunks")
+        self._memory_limit = parse_positive_int(memory_limit, "memory_limit")
         self._summaries: list[BatchSummary] = []
         self._closed = False
 

@@ -40,6 +40,7 @@ __all__ = [
     "default_axis_names",
     "parse_float_tuple",
     "parse_int_tuple",
+    "parse_axis_units",
     "parse_json",
     "parse_type_keys",
 ]
@@ -779,6 +780,24 @@ def _parse_strategy(value: str | SparsityStrategy) -> SparsityStrategy:
     except ValueError:
         valid = ", ".join(repr(m.value) for m in SparsityStrategy)
         raise _fail("sparsity_strategy", f"{value!r} is not one of {valid}") from None
+
+
+def parse_axis_units(value: object, spatial_dims: int) -> str | tuple[str, ...] | None:
+    """Normalise user ``axis_units``: None, one unit for all axes, or one per axis.
+
+    Examples
+    --------
+    >>> parse_axis_units(["um", "um"], 2)
+    ('um', 'um')
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if not isinstance(value, Sequence) or isinstance(value, bytes):
+        raise _fail("axis_units", f"expected a string or a list of strings, got {value!r}")
+    units = tuple(_parse_str(u, "axis_units") for u in value)
+    if len(units) != spatial_dims:
+        raise _fail("axis_units", f"expected {spatial_dims} units (one per axis), got {len(units)}")
+    return units
 
 
 def _parse_units(value: JSON) -> str | tuple[str, ...] | None:
