@@ -25,7 +25,10 @@ from zarr_vectors.spec.conventions import GeometryTypeName, SparsityStrategy
 from zarr_vectors.spec.jsonvalue import parse_json, parse_json_object
 
 __all__ = [
+    "CONVENTION_UUID",
     "FORMAT_VERSION",
+    "SPEC_URL",
+    "ZVF_CONVENTION",
     "MULTISCALE_TYPE",
     "MULTISCALE_VERSION",
     "Axis",
@@ -47,6 +50,19 @@ __all__ = [
 
 FORMAT_VERSION = "1.0"
 """The ZVF version this library writes."""
+CONVENTION_UUID = "022a2c1f-903f-4aec-b3bd-8dfefa29b68b"
+"""Permanent identifier of ZVF in the ``zarr_conventions`` list (zarr-conventions spec)."""
+SPEC_URL = "https://github.com/AllenInstitute/zarr-vectors-py/blob/main/docs/spec.md"
+"""Where the ZVF specification is published (the convention's ``spec_url``)."""
+ZVF_CONVENTION: dict[str, str] = {
+    "uuid": CONVENTION_UUID,
+    "spec_url": SPEC_URL,
+    "name": "zarr_vectors",
+    "description": f"Zarr Vectors Format {FORMAT_VERSION}: chunked, multiscale vector geometry "
+    "(points, lines, graphs, skeletons, meshes); version in zarr_vectors_version",
+}
+"""The Convention Metadata Object a ZVF root lists in ``zarr_conventions``, so generic Zarr
+tools can tell a ZVF store from other groups without knowing its keys."""
 MULTISCALE_VERSION = "0.5"
 MULTISCALE_TYPE = "zarr_vectors_multiscale"
 _DIVISIBILITY_RTOL = 1e-6
@@ -724,6 +740,10 @@ class RootMetadata:
         out.update({k: v for k, v in optional.items() if v is not None})
         out.update(self.type_metadata)
         out["multiscales"] = [self.multiscales.to_dict()]
+        out[CONVENTIONS_KEY] = [
+            *_other_conventions(self.extra.get(CONVENTIONS_KEY)),
+            ZVF_CONVENTION,
+        ]
         return out
 
     @classmethod
@@ -768,8 +788,30 @@ class RootMetadata:
             custom_metadata=_opt_mapping(doc, "custom_metadata"),
             draco_compressed=_opt_bool(doc, "draco_compressed"),
             type_metadata={k: doc[k] for k in type_keys if k in doc},
-            extra={k: v for k, v in doc.items() if k not in known},
+            extra=_without_own_convention({k: v for k, v in doc.items() if k not in known}),
         )
+
+
+CONVENTIONS_KEY = "zarr_conventions"
+
+
+def _other_conventions(value: JSON) -> list[JSON]:
+    """Entries of a ``zarr_conventions`` list other than ZVF's own."""
+    if not isinstance(value, list):
+        return []
+    return [c for c in value if not (isinstance(c, Mapping) and c.get("uuid") == CONVENTION_UUID)]
+
+
+def _without_own_convention(extra: dict[str, JSON]) -> dict[str, JSON]:
+    """Drop ZVF's declaration from unknown keys (``to_dict`` writes it afresh)."""
+    if CONVENTIONS_KEY not in extra:
+        return extra
+    others = _other_conventions(extra[CONVENTIONS_KEY])
+    if isinstance(extra[CONVENTIONS_KEY], list) and not others:
+        return {k: v for k, v in extra.items() if k != CONVENTIONS_KEY}
+    if isinstance(extra[CONVENTIONS_KEY], list):
+        return {**extra, CONVENTIONS_KEY: others}
+    return extra
 
 
 def _parse_strategy(value: str | SparsityStrategy) -> SparsityStrategy:
