@@ -8,15 +8,13 @@ chunk shape, so rebuild them with :func:`~zarr_vectors.build_pyramid` on the new
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.parts import read_parts
 from zarr_vectors.core.reader import LevelReader
-from zarr_vectors.core.store import StoreLike, open_store, resolve_store
+from zarr_vectors.core.store import StoreLike, open_store, refuse_overlap
 from zarr_vectors.core.stream import SEQUENTIAL_TYPES
 from zarr_vectors.core.writer import StoreOptions, WriteSummary, frame_bytes_option, write_store
 from zarr_vectors.errors import InvalidInputError
@@ -79,7 +77,7 @@ def rechunk(
     """
     if out is store:
         raise InvalidInputError("rechunk writes a new store: out must differ from store")
-    _refuse_overlap(store, out)
+    refuse_overlap(store, out, "rechunk")
     root = open_store(store, mode="r", storage_options=storage_options)
     reader = LevelReader(root, 0)
     meta = reader.meta
@@ -110,29 +108,3 @@ def rechunk(
         type_metadata=meta.type_metadata,
     )
     return write_store(out, meta.geometry_type, parts, opts)
-
-
-def _refuse_overlap(store: StoreLike, out: StoreLike) -> None:
-    """Refuse a destination that is the source, inside it, or holds it (local directories).
-
-    Paths are compared after resolving ``..`` and symbolic links, so ``src/0/..`` is ``src``.
-    """
-    src_dir = _local_dir_of(store)
-    out_dir = _local_dir_of(out)
-    if src_dir is None or out_dir is None:
-        return
-    a, b = src_dir.resolve(), out_dir.resolve()
-    if a == b or a.is_relative_to(b) or b.is_relative_to(a):
-        raise InvalidInputError(
-            f"rechunk: source {src_dir} and destination {out_dir} overlap (one is inside the "
-            "other); write the copy to a separate location"
-        )
-
-
-def _local_dir_of(store: StoreLike) -> Path | None:
-    if isinstance(store, str | os.PathLike):
-        text = os.fspath(store)
-        if "://" in text and not text.startswith("file://"):
-            return None
-        return Path(text.removeprefix("file://")).expanduser()
-    return resolve_store(store, mode="r").local_path

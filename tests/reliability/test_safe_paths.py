@@ -19,6 +19,7 @@ from zarr_vectors.errors import (
     ReadOnlyStoreError,
     StoreExistsError,
 )
+from zarr_vectors.formats.registry import convert
 
 CHUNK = (25.0, 25.0, 25.0)
 
@@ -160,3 +161,11 @@ def test_symlinked_chunk_file_is_not_read_as_data(store: Path, tmp_path: Path) -
     chunk.symlink_to(outside)
     with pytest.raises(CorruptPayloadError, match="symbolic link"):
         zv.read_points(store)
+
+
+def test_convert_refuses_a_source_inside_the_destination(store: Path) -> None:
+    source = store / "points.csv"
+    source.write_text("x,y,z\n1,2,3\n")
+    with pytest.raises(InvalidInputError, match="overlap"):
+        convert(source, store, overwrite=True)
+    assert source.read_text() == "x,y,z\n1,2,3\n"

@@ -42,6 +42,7 @@ __all__ = [
     "commit_new",
     "leftovers",
     "make_spill_dir",
+    "overlapping",
     "remove_abandoned",
     "run_tag",
     "spill_leftovers",
@@ -163,6 +164,15 @@ def _exchange(a: Path, b: Path) -> bool:
     at_fdcwd = -100
     rc = fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
     return bool(rc == 0)
+
+
+def overlapping(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are the same path or one lies inside the other.
+
+    Both are resolved first (``..`` and symbolic links), so ``src/0/..`` is ``src``.
+    """
+    ra, rb = a.resolve(), b.resolve()
+    return ra == rb or ra.is_relative_to(rb) or rb.is_relative_to(ra)
 
 
 def leftovers(final: Path) -> list[Path]:

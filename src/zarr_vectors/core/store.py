@@ -34,6 +34,7 @@ from zarr_vectors.core.placement import (
     classify_dir,
     commit_new,
     leftovers,
+    overlapping,
     remove_abandoned,
     swap_in,
 )
@@ -65,12 +66,14 @@ __all__ = [
     "check_replaceable_dir",
     "create_store",
     "derive_chunk_grid",
+    "local_dir_of",
     "has_data",
     "init_root",
     "list_resolution_levels",
     "open_level",
     "open_store",
     "place_staged",
+    "refuse_overlap",
     "read_level_metadata",
     "read_root_metadata",
     "resolve_store",
@@ -247,6 +250,32 @@ def read_root_metadata(root: zarr.Group) -> RootMetadata:
         _ROOTS.clear()
     _ROOTS[id(meta)] = (meta, parsed)
     return parsed
+
+
+def local_dir_of(store: StoreLike | str | os.PathLike[str]) -> Path | None:
+    """Return the local path a store or file argument names, or None (URLs, memory stores)."""
+    if isinstance(store, str | os.PathLike):
+        text = os.fspath(store)
+        if "://" in text and not text.startswith("file://"):
+            return None
+        return Path(text.removeprefix("file://")).expanduser()
+    return resolve_store(store, mode="r").local_path
+
+
+def refuse_overlap(source: StoreLike | str | os.PathLike[str], out: StoreLike, what: str) -> None:
+    """Refuse an ``out`` that is ``source``, lies inside it, or holds it (local paths).
+
+    Raises
+    ------
+    InvalidInputError
+        They overlap: writing (or replacing) ``out`` could destroy ``source`` mid-read.
+    """
+    a, b = local_dir_of(source), local_dir_of(out)
+    if a is not None and b is not None and overlapping(a, b):
+        raise InvalidInputError(
+            f"{what}: source {a} and destination {b} overlap (one is inside the other); "
+            "write to a separate location"
+        )
 
 
 def derive_chunk_grid(root: zarr.Group, spatial_dims: int) -> ChunkGrid:

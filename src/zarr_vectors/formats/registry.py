@@ -48,7 +48,7 @@ import numpy.typing as npt
 
 from zarr_vectors.core.chunking import axis_bounds
 from zarr_vectors.core.reader import LevelReader
-from zarr_vectors.core.store import StoreLike, open_store
+from zarr_vectors.core.store import StoreLike, open_store, refuse_overlap
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, MissingDependencyError
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid
@@ -574,6 +574,7 @@ def convert(
     """
     report = progress or NullProgress()
     info = format_for(source)
+    refuse_overlap(source, store, "convert")
     with open_source(source, **options) as src:
         chosen = chunk_shape is None
         partition = 1
