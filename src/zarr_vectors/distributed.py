@@ -38,7 +38,6 @@ from __future__ import annotations
 import itertools
 import math
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +54,7 @@ from zarr_vectors.core.assemble import Assembly, assemble, process_link_round, p
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.multiscale import write_multiscale_metadata
+from zarr_vectors.core.placement import make_spill_dir
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.spill import BatchSummary, spill_batch
 from zarr_vectors.core.store import StoreLike, open_store
@@ -266,7 +266,7 @@ def write_distributed(
         len(chunk_shape), locals(), type_keys(gtype, directed, type_metadata), gtype
     )
     block = _whole_shards(partition_chunks, opts.shards)
-    tmp = Path(tempfile.mkdtemp(prefix="zv-shuffle-", dir=spill_dir))
+    tmp = make_spill_dir(spill_dir)
     try:
         spill = str(tmp / "pending")
         futures = cl.map(
@@ -594,7 +594,7 @@ def build_pyramid_distributed(
             "objects of different partitions: build its pyramid with zarr_vectors.build_pyramid"
         )
     cl, own_client = _connect(client)  # before deleting anything: there may be no cluster
-    tmp = Path(tempfile.mkdtemp(prefix="zv-pyramid-", dir=spill_dir))
+    tmp = make_spill_dir(spill_dir)
     stage = None
     try:
         old_levels = coarse_levels(root, overwrite=overwrite)
