@@ -23,6 +23,7 @@ from zarr_vectors.errors import (
 from zarr_vectors.spec.conventions import GeometryTypeName, SparsityStrategy
 from zarr_vectors.spec.metadata import (
     TYPE_SPECIFIC_KEYS,
+    ZVF_CONVENTION,
     Axis,
     BoundingBox,
     ChunkGrid,
@@ -299,6 +300,8 @@ def test_seed_example_reserialises_the_same_multiscales_block() -> None:
 def test_seed_example_reserialises_every_key() -> None:
     doc = seed_doc()
     out = RootMetadata.from_dict(doc).to_dict()
+    declared = out.pop("zarr_conventions")  # the writer adds the format declaration (issue 26)
+    assert declared == [ZVF_CONVENTION]
     assert json.dumps(out, sort_keys=True) == json.dumps(doc, sort_keys=True)
 
 
