@@ -206,6 +206,12 @@ def _edit_root(store: MemoryStore, edit: Callable[[dict[str, Any]], object]) -> 
     _put(store, "zarr.json", json.dumps(doc).encode())
 
 
+def _shrink(store: MemoryStore, key: str) -> None:
+    doc = json.loads(store._store_dict[key].to_bytes())
+    doc["shape"][0] -= 1
+    _put(store, key, json.dumps(doc).encode())
+
+
 BAD_STORES: list[tuple[str, Callable[[MemoryStore], None], str, type[ZarrVectorsError]]] = [
     (
         "zarr.json of 100,000 '['",
@@ -260,6 +266,12 @@ BAD_STORES: list[tuple[str, Callable[[MemoryStore], None], str, type[ZarrVectors
         lambda s: _edit_root(s, lambda a: a.__setitem__("custom_metadata", {"x": math.nan})),
         "L1.json.malformed",
         MetadataValidationError,
+    ),
+    (
+        "vertices shape reduced by one",
+        lambda s: _shrink(s, "0/vertices/zarr.json"),
+        "L1.array.shape",
+        CorruptPayloadError,
     ),
     (
         "vertex_counts chunk deleted",

@@ -311,7 +311,13 @@ class LevelReader:
     def payload(self, path: str) -> PayloadArray:
         """Return (and cache) the payload array at ``path``."""
         if path not in self._arrays:
-            self._arrays[path] = PayloadArray(self.node(path))
+            node = self.node(path)
+            if tuple(node.shape) != tuple(self.layout.grid.shape):
+                raise CorruptPayloadError(
+                    f"{node.name}: shape {list(node.shape)} differs from the chunk grid "
+                    f"{list(self.layout.grid.shape)} (the array's metadata was changed)"
+                )
+            self._arrays[path] = PayloadArray(node)
         return self._arrays[path]
 
     # -- chunks -------------------------------------------------------------------------------
