@@ -38,7 +38,6 @@ from __future__ import annotations
 import itertools
 import math
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +54,7 @@ from zarr_vectors.core.assemble import Assembly, assemble, process_link_round, p
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.multiscale import write_multiscale_metadata
+from zarr_vectors.core.placement import make_spill_dir
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.spill import BatchSummary, spill_batch
 from zarr_vectors.core.store import StoreLike, open_store
@@ -70,7 +70,7 @@ from zarr_vectors.multiscale.partition import (
     plan_partitions,
     row_bytes,
 )
-from zarr_vectors.multiscale.pyramid import PyramidLevel, PyramidPlan, clear_levels, plan_pyramid
+from zarr_vectors.multiscale.pyramid import PyramidLevel, PyramidPlan, coarse_levels, plan_pyramid
 from zarr_vectors.multiscale.sparsity import (
     ObjectScores,
     needs_vertices,
@@ -83,6 +83,7 @@ from zarr_vectors.multiscale.spilled import (
     open_level,
     writer_options,
 )
+from zarr_vectors.multiscale.staging import begin_staging, drop_staging, swap_levels
 from zarr_vectors.multiscale.tasks import (
     PartitionResult,
     coarsen_partition,
@@ -266,7 +267,7 @@ def write_distributed(
         len(chunk_shape), locals(), type_keys(gtype, directed, type_metadata), gtype
     )
     block = _whole_shards(partition_chunks, opts.shards)
-    tmp = Path(tempfile.mkdtemp(prefix="zv-shuffle-", dir=spill_dir))
+    tmp = make_spill_dir(spill_dir)
     try:
         spill = str(tmp / "pending")
         futures = cl.map(
@@ -364,6 +365,8 @@ class _Build:
     spill: Path
     memory_limit: int
     progress: ProgressCallback | None
+    stage: zarr.Group | None = None
+    """Where new levels are written (a staging group swapped in at the end); None: ``root``."""
 
     @property
     def threads(self) -> int:
@@ -456,7 +459,7 @@ class _Build:
         """Create level ``level`` and submit the tasks writing its payloads."""
         plan = self.plan
         asm = assemble_level(directory, [r.summaries[level - 1] for r in results], plan, level)
-        w = open_level(self.root, plan, asm, level)
+        w = open_level(self.root if self.stage is None else self.stage, plan, asm, level)
         total = sum(nbytes for _, nbytes in asm.blocks)
         per_task = max(total // (2 * self.threads), _MIN_ROUND_BYTES)
         scattered = self.client.scatter(asm, hash=False)
@@ -592,10 +595,12 @@ def build_pyramid_distributed(
             "objects of different partitions: build its pyramid with zarr_vectors.build_pyramid"
         )
     cl, own_client = _connect(client)  # before deleting anything: there may be no cluster
-    tmp = Path(tempfile.mkdtemp(prefix="zv-pyramid-", dir=spill_dir))
+    tmp = make_spill_dir(spill_dir)
+    stage = None
     try:
-        clear_levels(root, overwrite=overwrite)
-        build = _Build(cl, root, reader, plan, tmp, int(memory_limit), progress)
+        old_levels = coarse_levels(root, overwrite=overwrite)
+        stage = begin_staging(root)  # old levels stay until every new one is complete
+        build = _Build(cl, root, reader, plan, tmp, int(memory_limit), progress, stage)
         vertex_bytes = row_bytes(reader) + 16  # + object id and weight while coarsening
         max_vertices = max(1, build.memory_limit // vertex_bytes)
         partitions = plan_partitions(reader, max_vertices=max_vertices, min_count=2 * build.threads)
@@ -611,9 +616,13 @@ def build_pyramid_distributed(
         keep = build.keep_ranks(partitions, objects, rows)
         results, dirs = build.coarsen(partitions, keep, block, rows)
         levels = build.write(results, dirs, objects, reader.groups)
+        swap_levels(root, stage, list(range(1, len(levels) + 1)), old_levels)
+        stage = None
         write_multiscale_metadata(root)
         return levels
     finally:
+        if stage is not None:  # the build failed: drop its partial levels
+            drop_staging(root, stage)
         shutil.rmtree(tmp, ignore_errors=True)
         if own_client:
             cl.close()

@@ -15,6 +15,7 @@ __all__ = [
     "MetadataValidationError",
     "MissingDependencyError",
     "OutOfBoundsError",
+    "ReadOnlyStoreError",
     "StoreExistsError",
     "StoreNotFoundError",
     "UnknownGeometryTypeError",
@@ -48,6 +49,10 @@ class OutOfBoundsError(InvalidInputError):
 
 class StoreExistsError(ZarrVectorsError, FileExistsError):
     """A write would replace existing data and ``overwrite`` was not requested."""
+
+
+class ReadOnlyStoreError(ZarrVectorsError, PermissionError):
+    """A write was asked of a store opened read-only (``mode="r"`` or ``read_only=True``)."""
 
 
 class StoreNotFoundError(ZarrVectorsError, FileNotFoundError):

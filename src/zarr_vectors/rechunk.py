@@ -14,9 +14,10 @@ from typing import Any, Literal
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.parts import read_parts
 from zarr_vectors.core.reader import LevelReader
-from zarr_vectors.core.store import StoreLike, open_store
+from zarr_vectors.core.store import StoreLike, open_store, refuse_overlap
 from zarr_vectors.core.writer import StoreOptions, WriteSummary, frame_bytes_option, write_store
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.spec.metadata import parse_float_tuple
 from zarr_vectors.spec.typespec import type_spec
 
 __all__ = ["rechunk"]
@@ -76,9 +77,11 @@ def rechunk(
     """
     if out is store:
         raise InvalidInputError("rechunk writes a new store: out must differ from store")
+    refuse_overlap(store, out, "rechunk")
     root = open_store(store, mode="r", storage_options=storage_options)
     reader = LevelReader(root, 0)
     meta = reader.meta
+    chunk_shape = parse_float_tuple(chunk_shape, "chunk_shape", positive=True)
     if len(chunk_shape) != meta.spatial_dims:
         raise InvalidInputError(
             f"chunk_shape has {len(chunk_shape)} values, the store has {meta.spatial_dims} axes"
@@ -86,8 +89,10 @@ def rechunk(
     parts = read_parts(reader, sequential=type_spec(meta.geometry_type).sequential)
     out_format = zarr_format or root.metadata.zarr_format
     opts = StoreOptions(
-        chunk_shape=tuple(float(c) for c in chunk_shape),
-        bin_shape=None if bin_shape is None else tuple(float(b) for b in bin_shape),
+        chunk_shape=parse_float_tuple(chunk_shape, "chunk_shape", positive=True),
+        bin_shape=None
+        if bin_shape is None
+        else parse_float_tuple(bin_shape, "bin_shape", positive=True),
         zarr_format=out_format,
         overwrite=overwrite,
         compressor=reader.compressor_for(compressor, out_format),

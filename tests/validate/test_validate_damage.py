@@ -328,7 +328,12 @@ CASES = [
         "L2.root.version",
         severity=W,
     ),
-    Case("chunk_grid missing", lambda k: k.del_attr("", "chunk_grid"), "L2.root.chunk_grid"),
+    Case(  # recommended, not required (issue 26): readers derive the grid from level 0
+        "chunk_grid missing",
+        lambda k: k.del_attr("", "chunk_grid"),
+        "L2.root.chunk_grid",
+        severity=W,
+    ),
     Case(
         "chunk_grid malformed",
         lambda k: k.set_attr("", "chunk_grid", {"origin": [0]}),

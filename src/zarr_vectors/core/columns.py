@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.errors import CorruptPayloadError, InvalidInputError
+from zarr_vectors.spec.layout import check_name_length
 
 __all__ = ["Column", "GroupTable", "normalize_columns", "to_column"]
 
@@ -69,6 +70,11 @@ def to_column(name: str, values: Any, n: int, what: str) -> Column:
         raise InvalidInputError(f"{what} {name!r} has {got}, expected {n}")
     if arr.ndim > 2:
         raise InvalidInputError(f"{what} {name!r} must be 1-D or 2-D, got shape {arr.shape}")
+    if arr.dtype.kind == "S":  # would come back as str: refuse rather than change the type
+        raise InvalidInputError(
+            f"{what} {name!r} holds bytes (dtype {arr.dtype}); decode it to str, or store the "
+            "bytes as a uint8 array"
+        )
     if arr.dtype.kind in "USO" and cats is None:
         if arr.ndim != 1:
             raise InvalidInputError(f"{what} {name!r}: string attributes must be 1-D")
@@ -91,6 +97,7 @@ def normalize_columns(columns: Mapping[str, Any] | None, n: int, what: str) -> d
     for name, values in (columns or {}).items():
         if not isinstance(name, str) or not name.isidentifier():
             raise InvalidInputError(f"{what} name {name!r} is not an identifier")
+        check_name_length(name)
         out[name] = to_column(name, values, n, what)
     return out
 

@@ -21,6 +21,7 @@ zarr-python's own array API, with decode errors wrapped in ``CorruptPayloadError
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import struct
@@ -851,6 +852,23 @@ def _local_root(store: Store) -> Path | None:
 
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_READ_FLAGS = os.O_RDONLY | _CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+"""Chunk files are opened without following a final symbolic link (one that may lead out of
+the store); such a file fails to open with ELOOP, reported by :func:`_open_chunk`."""
+
+
+def _open_chunk(path: str) -> int:
+    """Open a chunk file for reading; a symbolic link is a corrupt store, not data."""
+    try:
+        return os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CorruptPayloadError(
+                f"{path} is a symbolic link; chunk files inside a store are never followed"
+            ) from exc
+        raise
+
+
 _OPEN_FILES = 256
 """Files a local batch read holds open at once (their sizes size its one buffer)."""
 
@@ -869,7 +887,7 @@ def _read_files(paths: Sequence[str], lease: Lease | None = None) -> list[memory
         try:
             for path in paths[at : at + _OPEN_FILES]:
                 try:
-                    fds.append(os.open(path, os.O_RDONLY | _CLOEXEC))
+                    fds.append(_open_chunk(path))
                 except FileNotFoundError:
                     fds.append(-1)
             sizes = [os.fstat(fd).st_size if fd >= 0 else 0 for fd in fds]
@@ -905,7 +923,7 @@ def _read_element(
     header gives its own length).
     """
     try:
-        fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+        fd = _open_chunk(path)
     except FileNotFoundError:
         return "missing"
     try:
@@ -1767,7 +1785,7 @@ class PayloadArray:
             path = self._paths.get(flat)
             if path is None:
                 path = self._paths[flat] = os.path.join(self.local_root, self._key(flat))
-            fd = os.open(path, os.O_RDONLY)
+            fd = _open_chunk(path)
         except FileNotFoundError:
             if len(out):
                 raise CorruptPayloadError(f"{where}: missing, expected {len(out)} bytes") from None

@@ -75,7 +75,10 @@ def parse_bbox(bbox: BBoxLike, ndim: int) -> BoundingBox:
     if isinstance(bbox, BoundingBox):
         box = bbox
     else:
-        arr = np.asarray(bbox, dtype=np.float64)
+        try:
+            arr = np.asarray(bbox, dtype=np.float64)
+        except (ValueError, TypeError) as exc:
+            raise InvalidInputError(f"bbox must be (min, max) numbers: {exc}") from exc
         if arr.shape != (2, ndim):
             raise InvalidInputError(
                 f"bbox must be (min, max) with {ndim} values each, got shape {arr.shape}"
@@ -232,7 +235,9 @@ class LevelReader:
         self.root = root
         self.meta: RootMetadata = read_root_metadata(root)
         self.group = open_level(root, level)
-        self.level_meta: LevelMetadata = LevelMetadata.from_dict(self.group.attrs.asdict())
+        attrs = self.group.attrs.asdict()
+        self.level_meta: LevelMetadata = LevelMetadata.from_dict(attrs)
+        self._declares_vertices = attrs.get("vertex_count") is not None
         grid = self.meta.chunk_grid
         if grid is None:
             raise StoreNotFoundError("root metadata has no chunk_grid; cannot locate chunks")
@@ -261,6 +266,12 @@ class LevelReader:
                 f"{self.layout.coords_of_flat(flat)[0].tolist()} has a negative count "
                 f"({counts[flat[0]]})"
             )
+        if self._declares_vertices and int(counts.sum()) != self.level_meta.vertex_count:
+            raise CorruptPayloadError(
+                f"{self.group.path}/{L.VERTEX_COUNTS} sums to {int(counts.sum())} vertices, the "
+                f"level attributes say vertex_count {self.level_meta.vertex_count} (a chunk of "
+                "vertex_counts is missing or was changed)"
+            )
         return counts
 
     @cached_property
@@ -270,7 +281,7 @@ class LevelReader:
             with quiet_vlen():
                 local = local_members(self.group)
                 return dict(self.group.members(max_depth=None)) if local is None else local
-        except (ValueError, TypeError, KeyError) as exc:  # json.JSONDecodeError, bad documents
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:  # bad or deep JSON
             bad = ", ".join(malformed_documents(self.group)) or "a Zarr metadata document"
             raise MetadataValidationError(
                 f"level {self.group.path}: {bad} is malformed ({exc}); run `zarr-vectors "
@@ -300,7 +311,13 @@ class LevelReader:
     def payload(self, path: str) -> PayloadArray:
         """Return (and cache) the payload array at ``path``."""
         if path not in self._arrays:
-            self._arrays[path] = PayloadArray(self.node(path))
+            node = self.node(path)
+            if tuple(node.shape) != tuple(self.layout.grid.shape):
+                raise CorruptPayloadError(
+                    f"{node.name}: shape {list(node.shape)} differs from the chunk grid "
+                    f"{list(self.layout.grid.shape)} (the array's metadata was changed)"
+                )
+            self._arrays[path] = PayloadArray(node)
         return self._arrays[path]
 
     # -- chunks -------------------------------------------------------------------------------

@@ -8,8 +8,11 @@ A store is any zarr ``StoreLike``: a local path, a ``.zip`` path, a URL such as 
 
 from __future__ import annotations
 
+import inspect
+import json
 import math
 import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,16 +21,28 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import zarr
 from zarr.abc.store import Store
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.group import GroupMetadata
 from zarr.core.sync import sync
 from zarr.errors import ContainsArrayError, GroupNotFoundError, NodeNotFoundError
 from zarr.storage import FsspecStore, LocalStore, MemoryStore, StorePath, ZipStore
 
 from zarr_vectors.core.chunking import MAX_GRID_CHUNKS, grid_for_bounds
 from zarr_vectors.core.io import create_dense_array, create_payload_array, local_group, quiet_vlen
+from zarr_vectors.core.placement import (
+    Occupant,
+    classify_dir,
+    commit_new,
+    leftovers,
+    overlapping,
+    remove_abandoned,
+    swap_in,
+)
 from zarr_vectors.errors import (
     InvalidInputError,
     LevelNotFoundError,
     MetadataValidationError,
+    ReadOnlyStoreError,
     StoreExistsError,
     StoreNotFoundError,
 )
@@ -50,12 +65,17 @@ __all__ = [
     "OpenMode",
     "StoreLike",
     "StoreHandle",
+    "check_replaceable_dir",
     "create_store",
+    "derive_chunk_grid",
+    "local_dir_of",
     "has_data",
     "init_root",
     "list_resolution_levels",
     "open_level",
     "open_store",
+    "place_staged",
+    "refuse_overlap",
     "read_level_metadata",
     "read_root_metadata",
     "resolve_store",
@@ -98,10 +118,16 @@ def resolve_store(
     (local directories and fsspec URLs, with ``storage_options``).
     """
     if isinstance(store, zarr.Group):
-        return StoreHandle(store.store_path, owned=False, local_path=_local_dir(store.store))
+        store = store.store_path
     if isinstance(store, Store | StorePath):
         inner = store.store if isinstance(store, StorePath) else store
-        return StoreHandle(store, owned=False, local_path=_local_dir(inner))
+        if mode != "r" and inner.read_only:
+            raise ReadOnlyStoreError(
+                f"{_describe(store)} was opened read-only; writes need a writable store"
+            )
+        sub = store.path if isinstance(store, StorePath) else ""
+        local = _local_dir(inner)
+        return StoreHandle(store, owned=False, local_path=local / sub if local and sub else local)
     text = os.fspath(store)
     if "://" in text and not text.startswith("file://"):
         remote = FsspecStore.from_url(
@@ -186,7 +212,7 @@ def open_store(
         raise StoreNotFoundError(f"no Zarr group at {_describe(path)}") from None
     except ContainsArrayError:
         raise StoreNotFoundError(f"{_describe(path)} is a Zarr array, not a ZVF store") from None
-    except (ValueError, TypeError, KeyError) as exc:  # json.JSONDecodeError, a bad document
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:  # bad JSON, deep nesting
         raise MetadataValidationError(
             f"{_describe(path)}: the root Zarr metadata document is malformed ({exc}); "
             "run `zarr-vectors validate` for details"
@@ -221,10 +247,62 @@ def read_root_metadata(root: zarr.Group) -> RootMetadata:
     if hit is not None and hit[0] is meta:
         return hit[1]
     parsed = RootMetadata.from_dict(root.attrs.asdict())
+    if parsed.chunk_grid is None:  # recommended, not required: the seed does not define it
+        parsed = replace(parsed, chunk_grid=derive_chunk_grid(root, parsed.spatial_dims))
     if len(_ROOTS) >= 256:
         _ROOTS.clear()
     _ROOTS[id(meta)] = (meta, parsed)
     return parsed
+
+
+def local_dir_of(store: StoreLike | str | os.PathLike[str]) -> Path | None:
+    """Return the local path a store or file argument names, or None (URLs, memory stores)."""
+    if isinstance(store, str | os.PathLike):
+        text = os.fspath(store)
+        if "://" in text and not text.startswith("file://"):
+            return None
+        return Path(text.removeprefix("file://")).expanduser()
+    return resolve_store(store, mode="r").local_path
+
+
+def refuse_overlap(source: StoreLike | str | os.PathLike[str], out: StoreLike, what: str) -> None:
+    """Refuse an ``out`` that is ``source``, lies inside it, or holds it (local paths).
+
+    Raises
+    ------
+    InvalidInputError
+        They overlap: writing (or replacing) ``out`` could destroy ``source`` mid-read.
+    """
+    a, b = local_dir_of(source), local_dir_of(out)
+    if a is not None and b is not None and overlapping(a, b):
+        raise InvalidInputError(
+            f"{what}: source {a} and destination {b} overlap (one is inside the other); "
+            "write to a separate location"
+        )
+
+
+def derive_chunk_grid(root: zarr.Group, spatial_dims: int) -> ChunkGrid:
+    """Derive the chunk grid of a root without ``chunk_grid``: origin 0, level 0's array shape.
+
+    Raises
+    ------
+    MetadataValidationError
+        Level 0 has no ``vertex_counts`` array of ``spatial_dims`` dimensions to take it from.
+    """
+    try:
+        node = open_level(root, 0)[VERTEX_COUNTS]
+    except (KeyError, StoreNotFoundError) as exc:
+        raise MetadataValidationError(
+            "root metadata has no chunk_grid and level 0 has no vertex_counts array to derive "
+            "it from"
+        ) from exc
+    shape = tuple(int(n) for n in node.shape) if isinstance(node, zarr.Array) else ()
+    if len(shape) != spatial_dims or min(shape) < 1:
+        raise MetadataValidationError(
+            f"root metadata has no chunk_grid and level 0's vertex_counts (shape {list(shape)}) "
+            f"does not give a {spatial_dims}-dimensional grid"
+        )
+    return ChunkGrid(origin=(0,) * spatial_dims, shape=shape)
 
 
 def create_store(
@@ -306,9 +384,119 @@ def init_root(
     """Create an empty root group (no ZVF metadata yet), refusing to clobber existing data."""
     if zarr_format not in (2, 3):
         raise InvalidInputError(f"zarr_format must be 2 or 3, got {zarr_format!r}")
-    if not overwrite and _has_data(handle):
+    occupied = _has_data(handle)
+    if occupied and not overwrite:
         raise StoreExistsError(f"{where} already holds data; pass overwrite=True to replace it")
-    return zarr.open_group(handle.store, mode="w", zarr_format=zarr_format)
+    if occupied:
+        if not _holds_zvf(handle):
+            raise StoreExistsError(
+                f"{where} holds data that is not a ZVF store; overwrite=True replaces only a "
+                "ZVF store or an empty location, so nothing was changed"
+            )
+        return zarr.open_group(handle.store, mode="w", zarr_format=zarr_format)
+    _claim_root(handle, zarr_format, where)
+    return zarr.open_group(handle.store, mode="r+", zarr_format=zarr_format)
+
+
+def _split(handle: StoreHandle) -> tuple[Store, str]:
+    if isinstance(handle.store, StorePath):
+        return handle.store.store, handle.store.path
+    return handle.store, ""
+
+
+def _holds_zvf(handle: StoreHandle) -> bool:
+    """Whether the root documents of ``handle`` carry ZVF root attributes."""
+    store, prefix = _split(handle)
+    for name, nested in (("zarr.json", True), (".zattrs", False)):
+        key = f"{prefix}/{name}" if prefix else name
+        buf = sync(store.get(key, prototype=default_buffer_prototype()))
+        if buf is None:
+            continue
+        try:
+            doc = json.loads(buf.to_bytes())
+        except (ValueError, RecursionError):
+            continue
+        attrs = doc.get("attributes") if nested and isinstance(doc, dict) else doc
+        if isinstance(attrs, dict) and "zarr_vectors_version" in attrs:
+            return True
+    return False
+
+
+def _claim_root(handle: StoreHandle, zarr_format: Literal[2, 3], where: str) -> None:
+    """Write the empty root group document only if no writer has yet (an exclusive create).
+
+    Local files are opened with ``O_EXCL``; S3 (and any fsspec filesystem whose ``pipe_file``
+    takes ``mode="create"``) uses a conditional write (``If-None-Match: *``); other stores are
+    checked and written within this one call.
+    """
+    store, prefix = _split(handle)
+    docs = GroupMetadata(zarr_format=zarr_format).to_buffer_dict(default_buffer_prototype())
+    first, *rest = docs  # zarr.json (v3) or .zgroup (v2): the claim
+    key = f"{prefix}/{first}" if prefix else first
+    if not sync(_put_exclusive(store, key, docs[first].to_bytes())):
+        raise StoreExistsError(
+            f"{where} already holds data (another writer created it first); "
+            "pass overwrite=True to replace it"
+        )
+    for name in rest:
+        sync(store.set(f"{prefix}/{name}" if prefix else name, docs[name]))
+
+
+async def _put_exclusive(store: Store, key: str, data: bytes) -> bool:
+    """Create ``key`` holding ``data`` unless it exists; return whether this call created it."""
+    if isinstance(store, LocalStore):
+        path = Path(store.root) / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with path.open("xb") as f:
+                f.write(data)
+        except FileExistsError:
+            return False
+        return True
+    if isinstance(store, FsspecStore):
+        pipe = getattr(store.fs, "_pipe_file", None)
+        if pipe is not None and "mode" in inspect.signature(pipe).parameters:
+            try:
+                await pipe(f"{store.path}/{key}", data, mode="create")
+            except FileExistsError:
+                return False
+            return True
+    if await store.exists(key):
+        return False
+    await store.set(key, default_buffer_prototype().buffer.from_bytes(data))
+    return True
+
+
+def check_replaceable_dir(path: Path, *, overwrite: bool, where: str) -> None:
+    """Refuse to write at ``path`` unless it is empty, or a ZVF store and ``overwrite``.
+
+    Leftovers of killed writers next to ``path`` are removed first.
+    """
+    remove_abandoned(leftovers(path))
+    occupant = classify_dir(path)
+    if occupant is Occupant.NOTHING:
+        return
+    if not overwrite:
+        raise StoreExistsError(f"{where} already holds data; pass overwrite=True to replace it")
+    if occupant is Occupant.OTHER:
+        raise StoreExistsError(
+            f"{where} is not a ZVF store (or is a file or symbolic link); overwrite=True "
+            "replaces only a ZVF store or an empty directory, so nothing was changed"
+        )
+
+
+def place_staged(staged: Path, final: Path, *, overwrite: bool, where: str) -> None:
+    """Put the complete store built in ``staged`` at ``final`` (exclusive or swapped in)."""
+    occupant = classify_dir(final)
+    if occupant is Occupant.ZVF and overwrite:
+        swap_in(staged, final)
+        return
+    if occupant is Occupant.OTHER and overwrite:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise StoreExistsError(
+            f"{where} is not a ZVF store (another process put data there); nothing was changed"
+        )
+    commit_new(staged, final, where)
 
 
 def has_data(handle: StoreHandle) -> bool:
@@ -345,6 +533,8 @@ def read_level_metadata(root: zarr.Group, level: int) -> LevelMetadata:
 
 def open_level(root: zarr.Group, level: int) -> zarr.Group:
     """Return the group of resolution level ``level``."""
+    if isinstance(level, bool | np.bool_) or not isinstance(level, int | np.integer) or level < 0:
+        raise InvalidInputError(f"level must be an integer >= 0, got {level!r}")
     try:
         node: zarr.Array[Any] | zarr.Group | None = local_group(
             root.store_path.store,
@@ -356,7 +546,7 @@ def open_level(root: zarr.Group, level: int) -> zarr.Group:
     except KeyError:
         levels = list_resolution_levels(root)
         raise LevelNotFoundError(f"level {level} is not in the store (levels: {levels})") from None
-    except (ValueError, TypeError) as exc:  # json.JSONDecodeError, a bad document
+    except (ValueError, TypeError, RecursionError) as exc:  # bad JSON, deep nesting
         raise MetadataValidationError(
             f"{level_path(level)}: the level group's Zarr metadata document is malformed ({exc})"
         ) from exc

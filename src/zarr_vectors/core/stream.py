@@ -10,7 +10,6 @@ not by the total number of vertices.  The distributed builder runs the same step
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -32,10 +31,12 @@ from zarr_vectors.core.assemble import (
     write_joins,
 )
 from zarr_vectors.core.chunking import ChunkLayout
+from zarr_vectors.core.placement import make_spill_dir
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.spill import BatchSummary, spill_batch
 from zarr_vectors.core.writer import LevelWriter, StoreOptions, WriteSummary, write_store_with
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.spec.jsonvalue import parse_positive_int
 from zarr_vectors.spec.typespec import type_spec
 
 __all__ = ["ProgressCallback", "StreamWriter", "write_assembled"]
@@ -68,9 +69,9 @@ class StreamWriter:
         self._progress = progress
         self.geometry_type = geometry_type
         self.opts = opts
-        self._tmp = Path(tempfile.mkdtemp(prefix="zv-spill-", dir=spill_dir))
-        self._block = int(partition_chunks)
-        self._memory_limit = int(memory_limit)
+        self._tmp = make_spill_dir(spill_dir)
+        self._block = parse_positive_int(partition_chunks, "partition_chunks")
+        self._memory_limit = parse_positive_int(memory_limit, "memory_limit")
         self._summaries: list[BatchSummary] = []
         self._closed = False
 

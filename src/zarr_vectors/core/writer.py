@@ -43,20 +43,32 @@ from zarr_vectors.core.io import (
     settle_pending_writes,
     write_dense,
 )
+from zarr_vectors.core.placement import staging_dir
 from zarr_vectors.core.plan import FragmentRows, GeometryParts, LevelPlan, LinkPlan, plan_level
 from zarr_vectors.core.ragged import RowOrder, run_starts
 from zarr_vectors.core.reader import parse_bbox
-from zarr_vectors.core.store import StoreHandle, StoreLike, has_data, init_root, resolve_store
+from zarr_vectors.core.store import (
+    StoreHandle,
+    StoreLike,
+    check_replaceable_dir,
+    has_data,
+    init_root,
+    place_staged,
+    resolve_store,
+)
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import ArrayKind, Compression, FramePolicy
+from zarr_vectors.spec.jsonvalue import parse_json_object
 from zarr_vectors.spec.metadata import (
     Axis,
     BoundingBox,
     ChunkGrid,
     LevelMetadata,
     RootMetadata,
+    parse_axis_units,
     parse_float_tuple,
+    parse_int_tuple,
 )
 from zarr_vectors.spec.typespec import type_spec
 
@@ -178,24 +190,24 @@ def store_options(
     to their values; absent names take the defaults (``frame_bytes="auto"`` the geometry
     type's).  ``None`` type keys are dropped.
     """
-    units = kw.get("axis_units")
+    units, custom = kw.get("axis_units"), kw.get("custom_metadata")
     bounds, shards, bins = kw.get("bounds"), kw.get("shards"), kw.get("bin_shape")
     return StoreOptions(
-        chunk_shape=tuple(float(c) for c in kw["chunk_shape"]),
-        bin_shape=None if bins is None else tuple(float(b) for b in bins),
+        chunk_shape=parse_float_tuple(kw["chunk_shape"], "chunk_shape", positive=True),
+        bin_shape=None if bins is None else parse_float_tuple(bins, "bin_shape", positive=True),
         bounds=None if bounds is None else parse_bbox(bounds, ndim),
         zarr_format=kw.get("zarr_format", 3),
         overwrite=bool(kw.get("overwrite", False)),
         compressor=kw.get("compressor", "default"),
         frame_bytes=frame_bytes_option(kw.get("frame_bytes", "auto"), geometry_type),
-        shards=None if shards is None else tuple(int(x) for x in shards),
+        shards=None if shards is None else parse_int_tuple(shards, "shards", minimum=1),
         storage_options=kw.get("storage_options"),
         coordinate_system=kw.get("coordinate_system", "unknown"),
-        axis_units=units if units is None or isinstance(units, str) else tuple(units),
+        axis_units=parse_axis_units(units, ndim),
         axes=make_axes(kw.get("axis_names"), units, ndim),
         source_description=kw.get("source_description"),
         notes=kw.get("notes"),
-        custom_metadata=kw.get("custom_metadata"),
+        custom_metadata=None if custom is None else parse_json_object(custom, "custom_metadata"),
         type_metadata={k: v for k, v in (type_metadata or {}).items() if v is not None},
     )
 
@@ -229,13 +241,17 @@ def check_positions(
     InvalidInputError
         Wrong shape or dtype, or a NaN/inf coordinate (the message names the row).
     """
-    arr = np.asarray(positions)
+    try:
+        arr = np.asarray(positions)
+    except (ValueError, TypeError) as exc:  # ragged nested lists
+        raise InvalidInputError(f"positions are not an (N, D) array: {exc}") from exc
     if arr.ndim != 2 or arr.shape[1] < 1:
         raise InvalidInputError(f"positions must have shape (N, D), got {arr.shape}")
     if ndim is not None and arr.shape[1] != ndim:
         raise InvalidInputError(f"positions have {arr.shape[1]} columns, expected D={ndim}")
     if arr.dtype.kind not in "iuf":
         raise InvalidInputError(f"positions must be numeric, got dtype {arr.dtype}")
+    refuse_inexact_integers(arr)
     if arr.dtype.kind == "f" and arr.dtype.itemsize == 4:  # any byte order (spec: little-endian)
         arr = arr.astype("<f4", copy=False)
     else:
@@ -244,6 +260,21 @@ def check_positions(
     if finite:
         _refuse_non_finite(arr)
     return arr
+
+
+def refuse_inexact_integers(arr: npt.NDArray[Any]) -> None:
+    """Refuse integer coordinates that float64 would round (beyond 2**53 in magnitude)."""
+    if arr.dtype.kind not in "iu" or arr.dtype.itemsize < 8 or arr.size == 0:
+        return
+    big = arr > 2**53  # compared as integers: float64 would already have rounded them
+    if arr.dtype.kind == "i":
+        big |= arr < -(2**53)
+    if big.any():
+        row, col = divmod(int(np.argmax(big)), arr.shape[1])
+        raise InvalidInputError(
+            f"positions: integer coordinate {arr[row, col]} at row {row}, column {col} is "
+            "beyond 2**53 and would be rounded (coordinates are stored as floats)"
+        )
 
 
 def _refuse_non_finite(arr: npt.NDArray[np.floating]) -> None:
@@ -849,14 +880,6 @@ def write_store_with(
     target, handle = _write_target(store, opts)
     final_dir = target.local_path
     zip_target = target.zip_path is not None or isinstance(target.store, ZipStore)
-    # a new local store is built in place: a failed write must not leave half of it behind
-    # (and must never touch a directory that already held something)
-    existed = final_dir is not None and final_dir.exists()
-    fresh = (
-        handle.local_path is not None
-        and handle.local_path == final_dir
-        and not (existed and any(final_dir.iterdir()))
-    )
     try:
         root = init_root(
             handle, zarr_format=opts.zarr_format, overwrite=opts.overwrite, where=str(store)
@@ -888,19 +911,15 @@ def write_store_with(
         group.attrs.put(level.to_dict())
         root.attrs.put(root_meta.to_dict())
     except BaseException:
-        if handle.local_path is not None and (handle.local_path != final_dir or fresh):
+        if handle.local_path is not None and handle.local_path != final_dir:
             _remove_staging(handle.local_path)
-            if fresh and existed:  # it was an empty directory before: leave it as it was
-                handle.local_path.mkdir(exist_ok=True)
         raise
     finally:
         handle.close()
     if zip_target and handle.local_path is not None:
         _pack_zip(handle.local_path, target)
-    elif (
-        handle.local_path is not None and final_dir is not None and (handle.local_path != final_dir)
-    ):
-        _swap_in(handle.local_path, final_dir)
+    elif handle.local_path is not None and final_dir is not None:
+        place_staged(handle.local_path, final_dir, overwrite=opts.overwrite, where=str(store))
     return WriteSummary(geometry_type, n_vertices, n_objects, n_chunks, grid)
 
 
@@ -922,10 +941,11 @@ def _write_target(store: StoreLike, opts: StoreOptions) -> tuple[StoreHandle, St
                 "an open ZipStore that holds data cannot be overwritten in place (zip entries "
                 "cannot be removed); pass the .zip path instead, which is replaced whole"
             )
-        staging = _staging_dir(target.zip_path or Path(tempfile.gettempdir()) / "store.zip")
+        staging = staging_dir(target.zip_path or Path(tempfile.gettempdir()) / "store.zip")
         return target, resolve_store(staging, mode="w")
-    if target.local_path is not None and opts.overwrite and target.local_path.exists():
-        return target, resolve_store(_staging_dir(target.local_path), mode="w")
+    if target.local_path is not None:  # built aside, renamed into place when complete
+        check_replaceable_dir(target.local_path, overwrite=opts.overwrite, where=str(store))
+        return target, resolve_store(staging_dir(target.local_path), mode="w")
     return target, target
 
 
@@ -966,15 +986,3 @@ def _remove_staging(staged: Path) -> None:
         shutil.rmtree(staged, ignore_errors=True)
         if not staged.exists():
             return
-
-
-def _staging_dir(final: Path) -> Path:
-    return final.parent / f".{final.name}.zv-staging-{uuid.uuid4().hex[:8]}"
-
-
-def _swap_in(staged: Path, final: Path) -> None:
-    """Replace ``final`` by the complete ``staged`` directory (old data kept until then)."""
-    trash = final.parent / f".{final.name}.zv-old-{uuid.uuid4().hex[:8]}"
-    final.rename(trash)
-    staged.rename(final)
-    shutil.rmtree(trash)

@@ -49,7 +49,7 @@ from zarr.storage import MemoryStore
 
 from zarr_vectors.core.chunking import axis_bounds
 from zarr_vectors.core.reader import LevelReader
-from zarr_vectors.core.store import StoreLike, open_store
+from zarr_vectors.core.store import StoreLike, open_store, refuse_overlap
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, MissingDependencyError
 from zarr_vectors.formats.bins import extent_bin_shape, measured_bin_shape, warn_sparse_levels
@@ -692,6 +692,7 @@ def convert(
     """
     report = progress or NullProgress()
     info = format_for(source)
+    refuse_overlap(source, store, "convert")
     with open_source(source, **options) as src:
         chosen = chunk_shape is None
         partition = 1

@@ -35,6 +35,7 @@ from zarr_vectors.multiscale.cluster import (
     remap_links,
 )
 from zarr_vectors.multiscale.sparsity import check_attribute, keep_count, rank_objects
+from zarr_vectors.multiscale.staging import begin_staging, drop_staging, swap_levels
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Aggregation, SparsityStrategy
 from zarr_vectors.spec.metadata import (
@@ -50,6 +51,7 @@ __all__ = [
     "PyramidPlan",
     "build_pyramid",
     "clear_levels",
+    "coarse_levels",
     "coarsen_level",
     "coarsen_parts",
     "plan_pyramid",
@@ -377,7 +379,7 @@ def build_pyramid(
         seed=seed,
         compressor=compressor,
     )
-    clear_levels(root, overwrite=overwrite)
+    old_levels = coarse_levels(root, overwrite=overwrite)
     parts = read_parts(reader, sequential=plan.sequential)
     ranking = (
         rank_objects(
@@ -386,6 +388,25 @@ def build_pyramid(
         if plan.needs_ranking
         else np.zeros(0, np.int64)
     )
+    stage = begin_staging(root)  # old levels stay until every new one is complete
+    try:
+        out = _build_levels(stage, parts, ranking, plan, progress)
+    except BaseException:
+        drop_staging(root, stage)
+        raise
+    swap_levels(root, stage, list(range(1, len(out) + 1)), old_levels)
+    write_multiscale_metadata(root)
+    return out
+
+
+def _build_levels(
+    stage: zarr.Group,
+    parts: GeometryParts,
+    ranking: npt.NDArray[np.int64],
+    plan: PyramidPlan,
+    progress: ProgressCallback | None,
+) -> list[PyramidLevel]:
+    """Write every coarse level of ``plan`` into the staging group ``stage``."""
     out: list[PyramidLevel] = []
     current = parts
     weights = np.ones(len(parts.positions))
@@ -396,7 +417,7 @@ def build_pyramid(
             keep[ranking[:count]] = True
         current, weights, used = coarsen_level(current, weights, plan, i, keep)
         done = write_level(
-            root.create_group(L.level_path(i)),
+            stage.create_group(L.level_path(i)),
             current,
             plan.layout(i),
             plan.level_template(i, used),
@@ -406,7 +427,6 @@ def build_pyramid(
         out.append(plan.summary(done))
         if progress is not None:
             progress("pyramid", i, len(plan.ratios))
-    write_multiscale_metadata(root)
     return out
 
 
@@ -454,6 +474,20 @@ def plan_pyramid(
         shards=reader.aligned_shards(),
         n_objects=reader.n_objects if has_objects else None,
     )
+
+
+def coarse_levels(root: zarr.Group, *, overwrite: bool) -> list[int]:
+    """Return the levels > 0 of ``root``, which a rebuild replaces (refused unless ``overwrite``).
+
+    Raises
+    ------
+    StoreExistsError
+        Levels > 0 exist and ``overwrite`` is False.
+    """
+    existing = [lv for lv in list_resolution_levels(root) if lv > 0]
+    if existing and not overwrite:
+        raise StoreExistsError(f"levels {existing} exist; pass overwrite=True to rebuild them")
+    return existing
 
 
 def clear_levels(root: zarr.Group, *, overwrite: bool) -> None:

@@ -16,6 +16,8 @@ from zarr_vectors.spec.conventions import ArrayKind
 from zarr_vectors.spec.typespec import TypeSpec, type_spec
 
 __all__ = [
+    "MAX_NAME_BYTES",
+    "check_name_length",
     "ARRAY_SPECS",
     "ATTRIBUTES",
     "CROSS_CHUNK_LINKS",
@@ -226,4 +228,20 @@ def attribute_path(prefix: str, name: str) -> str:
         raise InvalidInputError(
             f"attribute name {name!r} is not an identifier (letters, digits, underscore)"
         )
+    check_name_length(name)
     return f"{prefix}/{name}"
+
+
+MAX_NAME_BYTES = 255
+"""Longest attribute name, in UTF-8 bytes: it becomes a directory or key name, and common
+file systems cap those at 255 bytes."""
+
+
+def check_name_length(name: str) -> None:
+    """Refuse a name longer than :data:`MAX_NAME_BYTES` UTF-8 bytes."""
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > MAX_NAME_BYTES:
+        raise InvalidInputError(
+            f"attribute name {name[:20]!r}... is {size} bytes long; names are limited to "
+            f"{MAX_NAME_BYTES} UTF-8 bytes (a file name)"
+        )

@@ -22,10 +22,14 @@ import numpy as np
 
 from zarr_vectors.errors import MetadataValidationError, ZVUserWarning
 from zarr_vectors.spec.conventions import GeometryTypeName, SparsityStrategy
+from zarr_vectors.spec.jsonvalue import parse_json, parse_json_object
 from zarr_vectors.spec.typespec import parse_geometry_type, type_spec
 
 __all__ = [
+    "CONVENTION_UUID",
     "FORMAT_VERSION",
+    "SPEC_URL",
+    "ZVF_CONVENTION",
     "MULTISCALE_TYPE",
     "MULTISCALE_VERSION",
     "Axis",
@@ -39,10 +43,26 @@ __all__ = [
     "default_axis_names",
     "parse_float_tuple",
     "parse_int_tuple",
+    "parse_axis_units",
+    "parse_json",
+    "parse_type_keys",
 ]
 
 FORMAT_VERSION = "1.0"
 """The ZVF version this library writes."""
+CONVENTION_UUID = "022a2c1f-903f-4aec-b3bd-8dfefa29b68b"
+"""Permanent identifier of ZVF in the ``zarr_conventions`` list (zarr-conventions spec)."""
+SPEC_URL = "https://github.com/AllenInstitute/zarr-vectors-py/blob/main/docs/spec.md"
+"""Where the ZVF specification is published (the convention's ``spec_url``)."""
+ZVF_CONVENTION: dict[str, str] = {
+    "uuid": CONVENTION_UUID,
+    "spec_url": SPEC_URL,
+    "name": "zarr_vectors",
+    "description": f"Zarr Vectors Format {FORMAT_VERSION}: chunked, multiscale vector geometry "
+    "(points, lines, graphs, skeletons, meshes); version in zarr_vectors_version",
+}
+"""The Convention Metadata Object a ZVF root lists in ``zarr_conventions``, so generic Zarr
+tools can tell a ZVF store from other groups without knowing its keys."""
 MULTISCALE_VERSION = "0.5"
 MULTISCALE_TYPE = "zarr_vectors_multiscale"
 _DIVISIBILITY_RTOL = 1e-6
@@ -53,6 +73,25 @@ _MAX_EXACT_INT = 2**53
 
 JSON = Any
 """A JSON value as returned by ``json.loads``."""
+
+_BOOL_TYPE_KEYS = frozenset({"is_directed", "swc_compatible", "closed_surface"})
+
+
+def parse_type_keys(doc: Mapping[str, JSON]) -> dict[str, JSON]:
+    """Check the values of type-specific root keys.
+
+    They must be strict JSON, ``step_size`` a positive finite number and the flags booleans.
+    """
+    out = parse_json_object(doc, "type_metadata")
+    step = out.get("step_size")
+    if step is not None and (
+        isinstance(step, bool) or not isinstance(step, int | float) or step <= 0
+    ):
+        raise _fail("step_size", f"must be a positive finite number, got {step!r}")
+    for key in _BOOL_TYPE_KEYS & set(out):
+        if not isinstance(out[key], bool):
+            raise _fail(key, f"expected true or false, got {out[key]!r}")
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -83,11 +122,8 @@ def parse_float_tuple(
     for i, v in enumerate(value):
         if isinstance(v, bool | np.bool_):
             raise _fail(field_name, f"element {i} is a boolean, not a number: {v!r}")
-        if not isinstance(v, int | float):
-            try:
-                v = float(v)  # numpy scalars
-            except (TypeError, ValueError):
-                raise _fail(field_name, f"element {i} is not a number: {v!r}") from None
+        if not isinstance(v, int | float | np.integer | np.floating):  # strings are not numbers
+            raise _fail(field_name, f"element {i} is not a number: {v!r}")
         try:
             f = float(v)
         except OverflowError:  # an integer beyond the float range, e.g. 10**400 from JSON
@@ -133,9 +169,12 @@ def _parse_str(value: object, field_name: str) -> str:
     return value
 
 
-def _parse_int(value: object, field_name: str, *, minimum: int | None = None) -> int:
+def _parse_int(
+    value: object, field_name: str, *, minimum: int | None = None, strict: bool = False
+) -> int:
+    """Parse an integer; ``strict`` (JSON documents) refuses integral floats such as ``3.0``."""
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        if not strict and isinstance(value, float) and math.isfinite(value) and value == int(value):
             value = int(value)
         else:
             raise _fail(field_name, f"expected an integer, got {value!r}")
@@ -143,6 +182,15 @@ def _parse_int(value: object, field_name: str, *, minimum: int | None = None) ->
         raise _fail(field_name, "does not fit a 64-bit integer")
     if minimum is not None and value < minimum:
         raise _fail(field_name, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _json_ints(value: JSON, field_name: str) -> JSON:
+    """Refuse a JSON list of integers that holds anything else (``2.0``, ``"2"``)."""
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise _fail(field_name, f"element {i} must be a JSON integer, got {v!r}")
     return value
 
 
@@ -386,13 +434,15 @@ class DatasetMetadata:
         """Build from the JSON form; ``path`` must equal ``str(level)``."""
         where = "multiscales.datasets"
         doc = _parse_object(doc, where)
-        level = _parse_int(_require(doc, "level", where), f"{where}.level", minimum=0)
+        level = _parse_int(_require(doc, "level", where), f"{where}.level", minimum=0, strict=True)
         path = doc.get("path", str(level))
         if path != str(level):
             raise _fail(f"{where}.path", f"{path!r} does not match level {level}")
+        if "object_sparsity" not in doc:
+            raise MetadataValidationError(f"{where}: required key 'object_sparsity' is missing")
         return cls(
             level=level,
-            bin_ratio=_require(doc, "bin_ratio", where),
+            bin_ratio=_json_ints(_require(doc, "bin_ratio", where), f"{where}.bin_ratio"),
             bin_shape=_require(doc, "bin_shape", where),
             object_sparsity=doc.get("object_sparsity", 1.0),
         )
@@ -422,6 +472,9 @@ class MultiscaleMetadata:
     def __post_init__(self) -> None:
         if not self.datasets:
             raise _fail("multiscales.datasets", "must list at least one level")
+        names = [a.name for a in self.axes]
+        if len(set(names)) != len(names):
+            raise _fail("multiscales.axes", f"axis names must be unique, got {names}")
         levels = [d.level for d in self.datasets]
         if levels != sorted(set(levels)):
             raise _fail("multiscales.datasets", f"levels must be ascending and unique: {levels}")
@@ -554,6 +607,7 @@ class RootMetadata:
         for ds in self.multiscales.datasets:
             check_divides(chunk, ds.bin_shape, f"multiscales level {ds.level} bin_shape")
         allowed = type_spec(self.geometry_type).root_keys
+        self._parse_free_json()
         stray = sorted(set(self.type_metadata) - set(allowed))
         if stray:
             raise _fail(
@@ -580,6 +634,14 @@ class RootMetadata:
             object.__setattr__(self, "axis_units", units)
         elif self.axis_units is not None:
             _parse_str(self.axis_units, "axis_units")
+
+    def _parse_free_json(self) -> None:
+        """Make type keys, unknown keys and custom metadata strict JSON (or refuse them)."""
+        object.__setattr__(self, "type_metadata", parse_type_keys(self.type_metadata))
+        object.__setattr__(self, "extra", parse_json_object(self.extra, "root attributes"))
+        if self.custom_metadata is not None:
+            custom = parse_json_object(self.custom_metadata, "custom_metadata")
+            object.__setattr__(self, "custom_metadata", custom)
 
     @classmethod
     def create(
@@ -663,6 +725,10 @@ class RootMetadata:
         out.update({k: v for k, v in optional.items() if v is not None})
         out.update(self.type_metadata)
         out["multiscales"] = [self.multiscales.to_dict()]
+        out[CONVENTIONS_KEY] = [
+            *_other_conventions(self.extra.get(CONVENTIONS_KEY)),
+            ZVF_CONVENTION,
+        ]
         return out
 
     @classmethod
@@ -689,7 +755,9 @@ class RootMetadata:
         return cls(
             zarr_vectors_version=version,
             geometry_type=gtype,
-            spatial_dims=_parse_int(_require(doc, "spatial_dims", where), "spatial_dims"),
+            spatial_dims=_parse_int(
+                _require(doc, "spatial_dims", where), "spatial_dims", strict=True
+            ),
             base_bin_shape=_require(doc, "base_bin_shape", where),
             chunk_shape=_require(doc, "chunk_shape", where),
             multiscales=MultiscaleMetadata.from_dict(ms[0]),
@@ -705,8 +773,30 @@ class RootMetadata:
             custom_metadata=_opt_mapping(doc, "custom_metadata"),
             draco_compressed=_opt_bool(doc, "draco_compressed"),
             type_metadata={k: doc[k] for k in type_keys if k in doc},
-            extra={k: v for k, v in doc.items() if k not in known},
+            extra=_without_own_convention({k: v for k, v in doc.items() if k not in known}),
         )
+
+
+CONVENTIONS_KEY = "zarr_conventions"
+
+
+def _other_conventions(value: JSON) -> list[JSON]:
+    """Entries of a ``zarr_conventions`` list other than ZVF's own."""
+    if not isinstance(value, list):
+        return []
+    return [c for c in value if not (isinstance(c, Mapping) and c.get("uuid") == CONVENTION_UUID)]
+
+
+def _without_own_convention(extra: dict[str, JSON]) -> dict[str, JSON]:
+    """Drop ZVF's declaration from unknown keys (``to_dict`` writes it afresh)."""
+    if CONVENTIONS_KEY not in extra:
+        return extra
+    others = _other_conventions(extra[CONVENTIONS_KEY])
+    if isinstance(extra[CONVENTIONS_KEY], list) and not others:
+        return {k: v for k, v in extra.items() if k != CONVENTIONS_KEY}
+    if isinstance(extra[CONVENTIONS_KEY], list):
+        return {**extra, CONVENTIONS_KEY: others}
+    return extra
 
 
 def _parse_strategy(value: str | SparsityStrategy) -> SparsityStrategy:
@@ -717,6 +807,24 @@ def _parse_strategy(value: str | SparsityStrategy) -> SparsityStrategy:
     except ValueError:
         valid = ", ".join(repr(m.value) for m in SparsityStrategy)
         raise _fail("sparsity_strategy", f"{value!r} is not one of {valid}") from None
+
+
+def parse_axis_units(value: object, spatial_dims: int) -> str | tuple[str, ...] | None:
+    """Normalise user ``axis_units``: None, one unit for all axes, or one per axis.
+
+    Examples
+    --------
+    >>> parse_axis_units(["um", "um"], 2)
+    ('um', 'um')
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if not isinstance(value, Sequence) or isinstance(value, bytes):
+        raise _fail("axis_units", f"expected a string or a list of strings, got {value!r}")
+    units = tuple(_parse_str(u, "axis_units") for u in value)
+    if len(units) != spatial_dims:
+        raise _fail("axis_units", f"expected {spatial_dims} units (one per axis), got {len(units)}")
+    return units
 
 
 def _parse_units(value: JSON) -> str | tuple[str, ...] | None:
@@ -804,6 +912,9 @@ class LevelMetadata:
         )
         if self.sparsity_strategy is not None:
             object.__setattr__(self, "sparsity_strategy", _parse_strategy(self.sparsity_strategy))
+        object.__setattr__(self, "extra", parse_json_object(self.extra, "level attributes"))
+        if self.coarsening is not None:
+            object.__setattr__(self, "coarsening", parse_json_object(self.coarsening, "coarsening"))
 
     def to_dict(self) -> dict[str, JSON]:
         """Return the JSON form, unknown keys included."""
@@ -833,12 +944,18 @@ class LevelMetadata:
         if coarsening is not None and not isinstance(coarsening, Mapping):
             raise _fail("coarsening", f"expected an object, got {coarsening!r}")
         return cls(
-            level=_parse_int(_require(doc, "level", where), "level", minimum=0),
-            bin_ratio=_require(doc, "bin_ratio", where),
+            level=_parse_int(_require(doc, "level", where), "level", minimum=0, strict=True),
+            bin_ratio=_json_ints(_require(doc, "bin_ratio", where), "bin_ratio"),
             bin_shape=_require(doc, "bin_shape", where),
-            vertex_count=_parse_int(doc.get("vertex_count", 0), "vertex_count", minimum=0),
-            object_count=_parse_int(doc.get("object_count", 0), "object_count", minimum=0),
-            chunk_count=_parse_int(doc.get("chunk_count", 0), "chunk_count", minimum=0),
+            vertex_count=_parse_int(
+                doc.get("vertex_count", 0), "vertex_count", minimum=0, strict=True
+            ),
+            object_count=_parse_int(
+                doc.get("object_count", 0), "object_count", minimum=0, strict=True
+            ),
+            chunk_count=_parse_int(
+                doc.get("chunk_count", 0), "chunk_count", minimum=0, strict=True
+            ),
             object_sparsity=doc.get("object_sparsity", 1.0),
             sparsity_strategy=None
             if strategy is None

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from zarr.errors import BaseZarrError
 from zarr.storage import StorePath
 
 from zarr_vectors.core.store import StoreLike, resolve_store
-from zarr_vectors.errors import InvalidInputError, StoreNotFoundError
+from zarr_vectors.errors import InvalidInputError, StoreNotFoundError, ZarrVectorsError
 from zarr_vectors.spec.conventions import Severity
 from zarr_vectors.spec.upstream import upstream_message
-from zarr_vectors.validate._checks import CHECKS, MAX_LEVEL
+from zarr_vectors.validate._checks import CHECKS, MAX_LEVEL, Check
 from zarr_vectors.validate._context import ValidationContext
 from zarr_vectors.validate._report import Finding, ValidationReport
 from zarr_vectors.validate._scan import scan
@@ -79,6 +80,9 @@ def validate(
     except (StoreNotFoundError, FileNotFoundError) as exc:
         handle.close()
         return _missing(depth, str(exc))
+    except _CHECK_FAILURES as exc:
+        handle.close()
+        return _missing(depth, f"the store cannot be read ({type(exc).__name__}: {exc})")
     root = scanned.nodes.get("")
     upstream = upstream_message((root.attrs(3) if root else None) or {}, str(store))
     if upstream is not None:  # another format: one finding instead of dozens
@@ -88,11 +92,38 @@ def validate(
     try:
         for n in range(1, depth + 1):
             for check in CHECKS[n]:
-                check(ctx)
+                _run(check, ctx)
     finally:
         handle.close()
     ctx.flush_suppressed()
     return ValidationReport(findings=tuple(ctx.findings), level=depth)
+
+
+_CHECK_FAILURES = (
+    ZarrVectorsError,
+    BaseZarrError,
+    ArithmeticError,
+    LookupError,
+    OSError,
+    RecursionError,
+    MemoryError,
+    TypeError,
+    ValueError,
+)
+"""What a hostile store can make a check raise; each becomes a finding, never an exception."""
+
+
+def _run(check: Check, ctx: ValidationContext) -> None:
+    """Run one check; a failure it did not anticipate becomes an ``L1.check.incomplete`` error."""
+    try:
+        check(ctx)
+    except _CHECK_FAILURES as exc:
+        ctx.error(
+            "L1.check.incomplete",
+            "",
+            f"check {check.__name__} stopped on this store ({type(exc).__name__}: {exc}); "
+            "the store is damaged in a way the other findings may not name",
+        )
 
 
 def _parse_level(level: object) -> int:

@@ -21,7 +21,9 @@ from zarr_vectors.validate._arrays import (
 )
 from zarr_vectors.validate._consistency import check_chunks, check_level_counts
 from zarr_vectors.validate._context import ValidationContext
+from zarr_vectors.validate._dense import check_dense_chunks
 from zarr_vectors.validate._geometry import check_link_geometry, check_path_continuity
+from zarr_vectors.validate._leftovers import check_leftovers
 from zarr_vectors.validate._levels import check_attribute_names, check_datasets, check_level_attrs
 from zarr_vectors.validate._metadata import (
     check_multiscales_block,
@@ -60,6 +62,7 @@ CHECKS: Mapping[int, tuple[Check, ...]] = MappingProxyType(
             check_level_groups,
             check_level_nodes,
             check_array_properties,
+            check_leftovers,
         ),
         2: (
             check_seed_rules,
@@ -69,6 +72,7 @@ CHECKS: Mapping[int, tuple[Check, ...]] = MappingProxyType(
             check_level_attrs,
             check_array_attr_values,
             check_attribute_names,
+            check_dense_chunks,
         ),
         3: (check_object_index, check_chunks, check_level_counts),
         4: (check_link_geometry, check_path_continuity),

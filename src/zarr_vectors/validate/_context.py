@@ -18,11 +18,19 @@ from zarr.storage import StorePath
 
 from zarr_vectors.errors import UnknownGeometryTypeError, ZarrVectorsError
 from zarr_vectors.spec.conventions import Severity
-from zarr_vectors.spec.layout import ArraySpec
+from zarr_vectors.spec.layout import VERTEX_COUNTS, ArraySpec, level_path
 from zarr_vectors.spec.metadata import BoundingBox, ChunkGrid
 from zarr_vectors.spec.typespec import parse_geometry_type
 from zarr_vectors.validate._report import Finding
-from zarr_vectors.validate._scan import JSON, ZARR_JSON, RawNode, Scan, ZarrFormat, display_path
+from zarr_vectors.validate._scan import (
+    JSON,
+    ZARR_JSON,
+    RawNode,
+    Scan,
+    ZarrFormat,
+    display_path,
+    join,
+)
 
 __all__ = [
     "MAX_REPEATS",
@@ -241,6 +249,8 @@ class ValidationContext:
     def chunk_grid(self) -> ChunkGrid | None:
         """``chunk_grid`` when it parses (with ``spatial_dims`` dimensions, when that is known)."""
         value = self.root_attrs.get("chunk_grid")
+        if value is None and "chunk_grid" not in self.root_attrs:
+            return self._derived_grid()
         if not isinstance(value, Mapping):
             return None
         try:
@@ -249,6 +259,22 @@ class ValidationContext:
             return None
         d = self.spatial_dims
         return grid if d is None or len(grid.shape) == d else None
+
+    def _derived_grid(self) -> ChunkGrid | None:
+        """Derive the readers' grid without ``chunk_grid``: origin 0, level 0's counts' shape."""
+        node, d = self.node(join(level_path(0), VERTEX_COUNTS)), self.spatial_dims
+        doc = (
+            None
+            if node is None
+            else node.docs.get(ZARR_JSON if self.zarr_format == 3 else ".zarray")
+        )
+        shape = doc.get("shape") if isinstance(doc, Mapping) else None
+        if d is None or not isinstance(shape, list) or len(shape) != d:
+            return None
+        try:
+            return ChunkGrid(origin=(0,) * d, shape=tuple(shape))
+        except (ZarrVectorsError, ValueError, TypeError):
+            return None
 
     @cached_property
     def bounding_box(self) -> BoundingBox | None:

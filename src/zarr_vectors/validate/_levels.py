@@ -92,17 +92,12 @@ def _parse_dataset(ctx: ValidationContext, entry: JSON, where: str) -> DatasetMe
     if not isinstance(entry, Mapping):
         ctx.error("L2.multiscales.dataset", "", f"{where} must be an object, got {entry!r}")
         return None
-    missing = [k for k in ("level", "bin_ratio", "bin_shape") if k not in entry]
+    missing = [k for k in ("level", "bin_ratio", "bin_shape", "object_sparsity") if k not in entry]
     if missing:
         ctx.error("L2.multiscales.dataset", "", f"{where} lacks {', '.join(missing)}")
         return None
-    try:
-        parsed = DatasetMetadata(
-            level=entry["level"],
-            bin_ratio=entry["bin_ratio"],
-            bin_shape=entry["bin_shape"],
-            object_sparsity=entry.get("object_sparsity", 1.0),
-        )
+    try:  # the reader's parser (path is checked separately, as L2.multiscales.path)
+        parsed = DatasetMetadata.from_dict({k: v for k, v in entry.items() if k != "path"})
     except (ZarrVectorsError, ValueError, TypeError, KeyError) as exc:
         ctx.error("L2.multiscales.dataset", "", f"{where}: {exc}")
         return None

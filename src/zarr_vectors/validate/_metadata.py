@@ -196,11 +196,11 @@ def _units_ok(value: JSON, d: int | None) -> bool:
 def _check_grid_and_box(ctx: ValidationContext, attrs: Mapping[str, JSON]) -> None:
     d = ctx.spatial_dims
     if "chunk_grid" not in attrs:
-        ctx.error(
+        ctx.warning(
             "L2.root.chunk_grid",
             "",
-            "root key 'chunk_grid' {origin, shape} is missing; readers need it to locate "
-            "chunks in the per-chunk arrays",
+            "root key 'chunk_grid' {origin, shape} is missing (recommended): readers take "
+            "origin 0 and the shape of level 0's vertex_counts",
         )
     elif ctx.chunk_grid is None:
         ctx.error("L2.root.chunk_grid", "", _parse_problem(ChunkGrid, attrs["chunk_grid"], d))

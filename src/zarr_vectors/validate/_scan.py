@@ -122,8 +122,12 @@ class Scan:
     """False when the store cannot list keys (only the root was read)."""
 
 
+def _no_constant(name: str) -> JSON:
+    raise ValueError(f"{name} is not standard JSON (strict parsers reject it)")
+
+
 def _parse_doc(raw: bytes) -> Mapping[str, JSON]:
-    doc = json.loads(raw)
+    doc = json.loads(raw, parse_constant=_no_constant)
     if not isinstance(doc, dict):
         raise TypeError(f"expected a JSON object, got {type(doc).__name__}")
     return doc
@@ -158,7 +162,7 @@ async def _scan(store: Store, prefix: str) -> Scan:
                 continue
             try:
                 docs[name] = _parse_doc(raw)
-            except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeError are both
+            except (ValueError, TypeError, RecursionError) as exc:  # bad JSON, deep nesting
                 bad.append(BadDocument(path, name, f"is not a valid JSON object ({exc})"))
         present = frozenset(n for n, r in zip(names, raws, strict=True) if r is not None)
         if not present:
