@@ -43,7 +43,7 @@ from zarr_vectors.core.io import (
     settle_pending_writes,
     write_dense,
 )
-from zarr_vectors.core.placement import staging_dir
+from zarr_vectors.core.placement import leftovers, remove_abandoned, staging_dir
 from zarr_vectors.core.plan import FragmentRows, GeometryParts, LevelPlan, LinkPlan, plan_level
 from zarr_vectors.core.ragged import RowOrder, run_starts
 from zarr_vectors.core.reader import parse_bbox
@@ -941,7 +941,9 @@ def _write_target(store: StoreLike, opts: StoreOptions) -> tuple[StoreHandle, St
                 "an open ZipStore that holds data cannot be overwritten in place (zip entries "
                 "cannot be removed); pass the .zip path instead, which is replaced whole"
             )
-        staging = staging_dir(target.zip_path or Path(tempfile.gettempdir()) / "store.zip")
+        base = target.zip_path or Path(tempfile.gettempdir()) / "store.zip"
+        remove_abandoned(leftovers(base))  # staging of killed writes to the same zip
+        staging = staging_dir(base)
         return target, resolve_store(staging, mode="w")
     if target.local_path is not None:  # built aside, renamed into place when complete
         check_replaceable_dir(target.local_path, overwrite=opts.overwrite, where=str(store))
