@@ -39,6 +39,9 @@ with warnings.catch_warnings():
     with contextlib.suppress(ImportError):
         import hypothesis.extra._patching  # noqa: F401
 
+# test data folders hold generator scripts for other tools (run by hand, e.g. with anndata)
+collect_ignore_glob = ["data/*"]
+
 settings.register_profile("zarr_vectors", database=None, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "zarr_vectors"))
 
