@@ -48,6 +48,7 @@ from zarr_vectors.core.ragged import RowOrder, run_starts
 from zarr_vectors.core.reader import parse_bbox
 from zarr_vectors.core.store import StoreHandle, StoreLike, has_data, init_root, resolve_store
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
+from zarr_vectors.query.statistics import write_statistics
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import ArrayKind, Compression, GeometryTypeName
 from zarr_vectors.spec.metadata import (
@@ -574,6 +575,7 @@ def _write_arrays(
     _write_links(w, parts, plan)  # links first: a mesh's largest array
     if not fragments_queued:
         write_fragments(w, plan.fragments, plan.chunks, plan.fragment_offsets)
+    write_statistics(w, parts, plan)  # chunk pruning for where= (docs/spec.md "Statistics")
     has_obj = parts.has_objects
     write_dense_arrays(
         w,

@@ -33,6 +33,8 @@ __all__ = [
     "VERTEX_COUNTS",
     "VERTEX_FRAGMENTS",
     "VERTICES",
+    "STATISTICS",
+    "VALUE_SETS",
     "SPEC_BY_KIND",
     "ArraySpec",
     "array_attributes",
@@ -57,6 +59,8 @@ GROUPINGS = "groupings"
 GROUP_OFFSETS = "groupings/offsets"
 GROUP_MEMBERS = "groupings/members"
 GROUPINGS_ATTRIBUTES = "groupings_attributes"
+STATISTICS = "statistics"
+VALUE_SETS = "value_sets"
 
 FRAGMENT_WIDTH = 4
 """Columns of a ``vertex_fragments`` row: ``[bin_flat, object_id, start, count]``."""
@@ -155,6 +159,9 @@ ARRAY_SPECS: tuple[ArraySpec, ...] = (
         _ALL,
         frozenset(),
     ),
+    # per-chunk [min, max] and value sets of vertex attributes (docs/spec.md "Statistics")
+    ArraySpec(ArrayKind.STATISTICS, STATISTICS + "/{name}", False, None, "2", _ALL, frozenset()),
+    ArraySpec(ArrayKind.VALUE_SET, VALUE_SETS + "/{name}", False, "<u8", "1", _ALL, frozenset()),
 )
 """Every array a level group may contain (FORMAT.md §6)."""
 
