@@ -95,8 +95,8 @@ class Clause:
             keep &= v >= self.low
         if self.high is not None:
             keep &= v < self.high
-        if self.low is None and self.high is None:
-            keep &= v == v  # an open range still excludes NaN
+        if self.low is None and self.high is None and v.dtype.kind == "f":
+            keep &= ~np.isnan(v)  # an open range still excludes NaN
         return keep
 
 

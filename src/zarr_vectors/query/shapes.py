@@ -50,10 +50,10 @@ class Sphere:
         return d2 <= self.radius * self.radius
 
     def bbox(self) -> BoundingBox:
-        """A half-open box holding the ball (for locating candidate chunks)."""
+        """Return a half-open box holding the ball (for locating candidate chunks)."""
         c = np.asarray(self.center, dtype=np.float64)
         hi = np.nextafter(c + self.radius, np.inf)
-        return BoundingBox(tuple((c - self.radius).tolist()), tuple(hi.tolist()))
+        return BoundingBox(min=tuple((c - self.radius).tolist()), max=tuple(hi.tolist()))
 
     def may_hold(self, lo: FloatArray, hi: FloatArray) -> npt.NDArray[np.bool_]:
         """Which chunk boxes (N, D) may hold a member (nearest point within the radius)."""

@@ -44,6 +44,8 @@ from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import GeometryError, InvalidInputError
+from zarr_vectors.query.execute import SphereLike, WhereLike, no_boundary, run, selection
+from zarr_vectors.query.lod import budget_level
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Encoding, GeometryTypeName, WindingOrder
 from zarr_vectors.types._base import (
@@ -876,6 +878,10 @@ def read_mesh(
     attributes: bool | str | Sequence[str] = True,
     face_attributes: bool | str | Sequence[str] = True,
     include_boundary_faces: bool = False,
+    where: WhereLike | None = None,
+    sphere: SphereLike | None = None,
+    limit: int | None = None,
+    max_vertices: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Meshes:
     """Read triangle meshes from a ``mesh`` store.
@@ -899,6 +905,10 @@ def read_mesh(
     include_boundary_faces
         With ``bbox``: also return faces with at least one vertex in the box, together with
         their vertices outside it.
+    where, sphere, limit, max_vertices
+        Attribute conditions (``{"intensity": (0.5, None), "label": {3, 7}}``), a ball
+        ``(center, radius)``, the first N items, a vertex budget choosing the finest level
+        that fits; see :mod:`zarr_vectors.query.execute` and :mod:`zarr_vectors.query.lod`.
     storage_options
         fsspec options for URL stores.
 
@@ -927,7 +937,7 @@ def read_mesh(
     (4, [[0, 1, 2], [0, 2, 3]])
     """
     root = open_store(store, mode="r", storage_options=storage_options)
-    reader = LevelReader(root, level)
+    reader = LevelReader(root, budget_level(root, level, bbox, sphere, max_vertices))
     if reader.meta.geometry_type is not GeometryTypeName.MESH:
         raise InvalidInputError(
             f"store holds {reader.meta.geometry_type.value!r}; read_mesh needs 'mesh'"
@@ -936,4 +946,7 @@ def read_mesh(
         reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes
     )
     names = attribute_selection(reader.names(L.LINK_ATTRIBUTES), face_attributes)
+    sel = selection(reader, where, sphere, limit)
+    if sel:  # vertices and faces filtered like a box (zarr_vectors.query.execute)
+        return run(reader, MeshType, no_boundary(query, include_boundary_faces), sel, names)
     return _read(reader, query, names, include_boundary_faces)

@@ -23,6 +23,8 @@ from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, store_options, write_store
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.query.execute import SphereLike, WhereLike, run, selection
+from zarr_vectors.query.lod import budget_level
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.types._base import (
@@ -276,6 +278,10 @@ def read_points(
     attributes: bool | str | Sequence[str] = True,
     object_ids: npt.ArrayLike | None = None,
     group: str | int | None = None,
+    where: WhereLike | None = None,
+    sphere: SphereLike | None = None,
+    limit: int | None = None,
+    max_vertices: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Points:
     """Read points from a ``point_cloud`` store.
@@ -294,6 +300,10 @@ def read_points(
         Return only points of these (user) object ids.
     group
         Return only points of objects in this group (name or index).
+    where, sphere, limit, max_vertices
+        Attribute conditions (``{"intensity": (0.5, None), "label": {3, 7}}``), a ball
+        ``(center, radius)``, the first N items, a vertex budget choosing the finest level
+        that fits; see :mod:`zarr_vectors.query.execute` and :mod:`zarr_vectors.query.lod`.
     storage_options
         fsspec options for URL stores.
 
@@ -303,8 +313,9 @@ def read_points(
         Positions, attributes and object ids of the selected points, in storage order.
     """
     root = open_store(store, mode="r", storage_options=storage_options)
-    reader = LevelReader(root, level)
-    return PointCloudType.read(reader, _query(reader, bbox, attributes, object_ids, group))
+    reader = LevelReader(root, budget_level(root, level, bbox, sphere, max_vertices))
+    query = _query(reader, bbox, attributes, object_ids, group)
+    return run(reader, PointCloudType, query, selection(reader, where, sphere, limit))
 
 
 def _query(
