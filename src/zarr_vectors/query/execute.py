@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +36,7 @@ from zarr_vectors.query.shapes import Sphere, in_box, parse_sphere
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import BoundingBox
-from zarr_vectors.types._base import GeometryType, Query, resolve_user_ids
+from zarr_vectors.types._base import Query, resolve_user_ids
 
 __all__ = [
     "Selection",
@@ -47,6 +47,20 @@ __all__ = [
     "run",
     "selection",
 ]
+
+R_co = TypeVar("R_co", covariant=True)
+
+
+class ReadsLevel(Protocol[R_co]):
+    """A geometry type class: its spec name and its read of one level."""
+
+    @property
+    def name(self) -> GeometryTypeName:
+        """Spec name of the type."""
+
+    def read(self, reader: LevelReader, query: Query) -> R_co:
+        """Run a plain query on one level."""
+
 
 SphereLike = Sphere | tuple[Any, float]
 """``sphere=``: a :class:`~zarr_vectors.query.shapes.Sphere` or ``(center, radius)``."""
@@ -151,14 +165,14 @@ def matching_objects(
     return ids if sel.limit is None else ids[: sel.limit]
 
 
-def _points(reader: LevelReader, cls: type[GeometryType], query: Query, sel: Selection) -> Any:
+def _points(reader: LevelReader, cls: ReadsLevel[R_co], query: Query, sel: Selection) -> R_co:
     pruned: LevelReader = reader
     if query.object_ids is None:
         plan = plan_chunks(reader, query.bbox, sel.sphere, sel.predicate)
         pruned = _PrunedReader(reader, plan.allowed(reader.layout.n_chunks))
     wanted = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
     extra = tuple(c.name for c in sel.predicate.of(Scope.VERTEX) if c.name not in wanted)
-    got = cls.read(pruned, replace(query, attributes=wanted + tuple(dict.fromkeys(extra))))
+    got: Any = cls.read(pruned, replace(query, attributes=wanted + tuple(dict.fromkeys(extra))))
     keep = _vertex_mask(got.positions, got.attributes, None, sel)
     if sel.predicate.of(Scope.OBJECT) and got.object_ids is not None and keep.any():
         users, inverse = np.unique(got.object_ids, return_inverse=True)
@@ -167,21 +181,24 @@ def _points(reader: LevelReader, cls: type[GeometryType], query: Query, sel: Sel
     rows = np.flatnonzero(keep)
     if sel.limit is not None:
         rows = rows[: sel.limit]
-    return replace(
-        got,
-        positions=got.positions[rows],
-        attributes={k: got.attributes[k][rows] for k in wanted},
-        object_ids=None if got.object_ids is None else got.object_ids[rows],
+    return cast(
+        R_co,
+        replace(
+            got,
+            positions=got.positions[rows],
+            attributes={k: got.attributes[k][rows] for k in wanted},
+            object_ids=None if got.object_ids is None else got.object_ids[rows],
+        ),
     )
 
 
 def run(
     reader: LevelReader,
-    cls: type[GeometryType],
+    cls: ReadsLevel[R_co],
     query: Query,
     sel: Selection,
     link_attributes: Sequence[str] | None = None,
-) -> Any:
+) -> R_co:
     """Run ``query`` with ``sel`` on one level through ``cls``'s read (see module docs).
 
     ``link_attributes``: edge/face attributes to return (graphs, meshes; None = all).
@@ -210,7 +227,7 @@ def run(
         if link_attributes is None
         else tuple(link_attributes)
     )
-    return _filter_linked(reader, got, query.bbox, sel, wanted, links)
+    return cast(R_co, _filter_linked(reader, got, query.bbox, sel, wanted, links))
 
 
 def no_boundary(query: Query, include_boundary: bool) -> Query:

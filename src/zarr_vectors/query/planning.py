@@ -48,7 +48,7 @@ class ChunkPlan:
 def _as_codes(reader: LevelReader, clause: Clause) -> Clause:
     """Category labels of a set clause as the stored integer codes."""
     cats = reader.node(f"{Scope.VERTEX.value}/{clause.name}").attrs.get("categories")
-    if cats is None or clause.values is None:
+    if not isinstance(cats, list) or clause.values is None:
         return clause
     index = {c: i for i, c in enumerate(cats)}
     codes = tuple(index[v] for v in clause.values if isinstance(v, str) and v in index)
@@ -73,7 +73,8 @@ def _may_match(stats: AttributeStatistics, clause: Clause, flats: IntArray) -> B
         for i, v in enumerate(stats.values):
             if any(v == w for w in wanted):
                 bits |= np.uint64(1) << np.uint64(i)
-        return (stats.present[flats] & bits) != 0
+        hit: BoolArray = (stats.present[flats] & bits) != 0
+        return hit
     ok = np.zeros(len(flats), dtype=bool)
     for w in wanted:
         ok |= (lo <= w) & (hi >= w)

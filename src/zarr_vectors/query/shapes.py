@@ -61,7 +61,8 @@ class Sphere:
         pad = _MARGIN * np.maximum(np.abs(lo), np.abs(hi))
         near = np.clip(c, lo - pad, hi + pad)
         d2 = ((near - c) ** 2).sum(axis=1)
-        return d2 <= self.radius * self.radius * (1 + _MARGIN) + _MARGIN
+        out: npt.NDArray[np.bool_] = d2 <= self.radius * self.radius * (1 + _MARGIN) + _MARGIN
+        return out
 
     def inside(self, lo: FloatArray, hi: FloatArray) -> npt.NDArray[np.bool_]:
         """Which chunk boxes (N, D) lie entirely in the ball (farthest corner within)."""
@@ -69,7 +70,8 @@ class Sphere:
         pad = _MARGIN * np.maximum(np.abs(lo), np.abs(hi)) + _MARGIN
         far = np.maximum(np.abs(lo - pad - c), np.abs(hi + pad - c))
         d2 = (far**2).sum(axis=1)
-        return d2 * (1 + _MARGIN) < self.radius * self.radius
+        out: npt.NDArray[np.bool_] = d2 * (1 + _MARGIN) < self.radius * self.radius
+        return out
 
 
 def parse_sphere(sphere: Any, ndim: int) -> Sphere:
@@ -104,8 +106,8 @@ def in_box(pos: npt.NDArray[np.floating], box: BoundingBox) -> npt.NDArray[np.bo
 
 def chunk_boxes(layout: ChunkLayout, flats: IntArray) -> tuple[FloatArray, FloatArray]:
     """Lower and upper corners (N, D) of grid chunks ``flats``."""
-    coords = layout.coords_of_flat(flats)
-    return layout.chunk_box(coords)
+    lo, hi = layout.chunk_box(layout.coords_of_flat(flats))
+    return np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
 
 
 def box_chunks_inside(box: BoundingBox, lo: FloatArray, hi: FloatArray) -> npt.NDArray[np.bool_]:
