@@ -128,11 +128,10 @@ def linked(draw: st.DrawFn, arity: int) -> tuple[AnyArray, AnyArray, AnyArray, A
     pos = np.asarray(cells, dtype=np.float64) / 2.0
     vals = np.asarray(draw(st.lists(VALUES, min_size=n, max_size=n)))
     m = draw(st.integers(0, 10))
-    links = []
-    for _ in range(m):
-        links.append(
-            draw(st.lists(st.integers(0, n - 1), min_size=arity, max_size=arity, unique=True))
-        )
+    links = [
+        draw(st.lists(st.integers(0, n - 1), min_size=arity, max_size=arity, unique=True))
+        for _ in range(m)
+    ]
     lk = np.asarray(links, dtype=np.int64).reshape(-1, arity)
     if arity == 2:
         lk = np.unique(np.sort(lk, axis=1), axis=0)
@@ -191,7 +190,8 @@ def test_meshes(m: Any, box: Any, rng: Any, lrng: Any) -> None:
     assert rows_multiset(got.vertices, got.attributes["value"]) == verts
     assert _links_of(got.vertices, got.faces) == links
     # per-object offsets tile the result and agree with object_ids
-    assert got.offsets[-1] == len(got.vertices) and got.face_offsets[-1] == len(got.faces)
+    assert got.offsets[-1] == len(got.vertices)
+    assert got.face_offsets[-1] == len(got.faces)
     for i in range(len(got)):
         assert set(got.object_ids[got.offsets[i] : got.offsets[i + 1]].tolist()) == {got.ids[i]}
 

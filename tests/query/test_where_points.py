@@ -119,7 +119,7 @@ def test_nan_never_matches() -> None:
 def test_absent_attribute_is_a_clear_error() -> None:
     store = _write(_nan_cloud())
     with pytest.raises(
-        zv.InvalidInputError, match="no attribute 'nope'.*attributes: \\['label', 'value'\\]"
+        zv.InvalidInputError, match=r"no attribute 'nope'.*attributes: \['label', 'value'\]"
     ):
         zv.read_points(store, where={"nope": (0, 1)})
     with pytest.raises(zv.InvalidInputError, match="no attribute"):

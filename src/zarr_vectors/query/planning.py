@@ -15,6 +15,7 @@ from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.query.predicates import Clause, Predicate, Scope
 from zarr_vectors.query.shapes import Sphere, box_chunks_inside, chunk_boxes
 from zarr_vectors.query.statistics import AttributeStatistics, load_statistics
+from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.metadata import BoundingBox
 
 __all__ = ["ChunkPlan", "plan_chunks"]
@@ -89,7 +90,8 @@ def _shape_filter(
         return flats, inside
     lo, hi = chunk_boxes(reader.layout, flats)
     if box is not None:
-        inside &= box_chunks_inside(box, lo, hi)
+        dtype = np.dtype(str(reader.node(L.VERTICES).attrs.get("dtype", "<f8")))
+        inside &= box_chunks_inside(box, reader.layout, flats, dtype)
     if sphere is not None:
         keep = sphere.may_hold(lo, hi)
         flats, lo, hi, inside = flats[keep], lo[keep], hi[keep], inside[keep]

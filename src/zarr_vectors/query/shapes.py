@@ -110,10 +110,28 @@ def chunk_boxes(layout: ChunkLayout, flats: IntArray) -> tuple[FloatArray, Float
     return np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
 
 
-def box_chunks_inside(box: BoundingBox, lo: FloatArray, hi: FloatArray) -> npt.NDArray[np.bool_]:
-    """Which chunk boxes lie entirely inside the half-open ``box`` (with a rounding margin)."""
-    bmin = np.asarray(box.min, dtype=np.float64)
-    bmax = np.asarray(box.max, dtype=np.float64)
-    pad = _MARGIN * np.maximum(np.abs(lo), np.abs(hi)) + _MARGIN
-    out: npt.NDArray[np.bool_] = np.all((lo - pad >= bmin) & (hi + pad <= bmax), axis=1)
+def box_chunks_inside(
+    box: BoundingBox, layout: ChunkLayout, flats: IntArray, dtype: np.dtype[Any]
+) -> npt.NDArray[np.bool_]:
+    """Which chunks can hold only vertices inside the half-open ``box``.
+
+    Exact under the writer's rule ``c = floor(p / C)`` in float64 (division is monotonic):
+    no ``p < min`` falls in chunk ``c`` when ``prev(min) / C < c``, and no ``p >= max`` when
+    ``floor(max / C) >= c + 1``; ``prev`` is the largest value of the vertices' ``dtype``
+    below ``min``.
+    """
+    coords = layout.coords_of_flat(flats).astype(np.float64)
+    c = np.asarray(layout.chunk_shape, dtype=np.float64)
+    below = _largest_below(np.asarray(box.min, dtype=np.float64), dtype) / c
+    above = np.floor(np.asarray(box.max, dtype=np.float64) / c)
+    out: npt.NDArray[np.bool_] = np.all((below < coords) & (above >= coords + 1), axis=1)
     return out
+
+
+def _largest_below(values: FloatArray, dtype: np.dtype[Any]) -> FloatArray:
+    """Largest value of ``dtype`` strictly below each of ``values``, as float64."""
+    cast = values.astype(dtype)
+    cast = np.where(
+        cast.astype(np.float64) >= values, np.nextafter(cast, dtype.type(-np.inf)), cast
+    )
+    return np.asarray(cast, dtype=np.float64)
