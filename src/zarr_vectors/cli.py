@@ -24,7 +24,7 @@ import zarr
 from rich.console import Console
 from rich.table import Table
 
-from zarr_vectors import cli_convert, cli_viz
+from zarr_vectors import cli_convert, cli_query, cli_viz
 from zarr_vectors.core.io import quiet_vlen
 from zarr_vectors.core.store import (
     list_resolution_levels,
@@ -404,6 +404,7 @@ REGISTRARS: tuple[Callable[[typer.Typer], None], ...] = (
     _register_builtin,
     cli_convert.register,
     cli_viz.register,
+    cli_query.register,
 )
 """Functions adding commands to :data:`app`; one per command module."""
 

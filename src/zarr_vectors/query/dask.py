@@ -35,6 +35,7 @@ from zarr_vectors.query.execute import SphereLike, WhereLike, matching_objects, 
 from zarr_vectors.query.planning import plan_chunks
 from zarr_vectors.query.predicates import Scope
 from zarr_vectors.query.shapes import in_box
+from zarr_vectors.query.table import vertex_owners
 from zarr_vectors.spec import layout as L
 from zarr_vectors.types._base import attribute_selection, build_query, user_ids
 
@@ -152,26 +153,13 @@ class ObjectRecord:
     """This object's attribute values."""
 
 
-def _owners(result: Any) -> tuple[npt.NDArray[Any], npt.NDArray[Any], dict[str, Any]]:
-    """Flat positions, owner id per vertex and per-vertex attributes of any typed result."""
-    if hasattr(result, "endpoints"):  # Lines: (m, 2, D)
-        m = len(result.endpoints)
-        attrs = {k: v.reshape(2 * m, *v.shape[2:]) for k, v in result.attributes.items()}
-        return result.endpoints.reshape(2 * m, -1), np.repeat(result.object_ids, 2), attrs
-    pos = result.vertices if hasattr(result, "vertices") else result.positions
-    owner = result.object_ids
-    if hasattr(result, "offsets") and not hasattr(result, "vertices"):  # paths, skeletons
-        owner = np.repeat(result.object_ids, np.diff(result.offsets))
-    return pos, owner, dict(result.attributes)
-
-
 def _object_records(spec: _Spec, dense: IntArray) -> list[ObjectRecord]:
     reader = spec.reader()
     with Reader(spec.store, storage_options=spec.storage_options) as r:
         result = r.read(
             level=spec.level, object_ids=_user(reader, dense), attributes=spec.attributes
         )
-    pos, owner, attrs = _owners(result)
+    pos, owner, attrs = vertex_owners(result)
     obj_cols = {k: c.decoded() for k, c in reader.object_attributes(dense).items() if k != "id"}
     out = []
     for i, uid in enumerate(_user(reader, dense)):
