@@ -123,7 +123,7 @@ def test_stale_statistics_are_ignored_and_reported(tmp_path: Path) -> None:
     arr[...] = stats
     assert len(zv.read_points(path, where={"value": (0.5, 0.55)})) == 16  # not pruned
     ids = {f.check for f in zv.validate(path, level=5).findings}
-    assert ids == {"L2.statistics.stale"}
+    assert ids == {"L3.statistics.stale"}
     arr.attrs["counts_crc32"] = counts_crc32(zv.open(path).level(0).vertex_counts)
     ids = {f.check for f in zv.validate(path, level=5).findings}
     assert ids == {"L3.statistics.values"}

@@ -1,11 +1,11 @@
 """Checks of the query statistics (docs/spec.md "Statistics").
 
-* ``L2.statistics.attribute`` — ``statistics/<name>`` or ``value_sets/<name>`` has no
+* ``L3.statistics.attribute`` — ``statistics/<name>`` or ``value_sets/<name>`` has no
   single-column vertex attribute ``attributes/<name>`` of the same dtype.
-* ``L2.statistics.shape`` — not shaped ``(n_grid_chunks, 2)`` (``(n_grid_chunks,)`` for a
+* ``L3.statistics.shape`` — not shaped ``(n_grid_chunks, 2)`` (``(n_grid_chunks,)`` for a
   value set), or a value set's ``values`` attribute is not an ascending list of at most 64.
-* ``L2.statistics.counts`` — ``counts_crc32`` missing or not an integer.
-* ``L2.statistics.stale`` (warning) — ``counts_crc32`` differs from the level's
+* ``L3.statistics.counts`` — ``counts_crc32`` missing or not an integer.
+* ``L3.statistics.stale`` (warning) — ``counts_crc32`` differs from the level's
   ``vertex_counts``: readers ignore these statistics (no pruning), rewrite them.
 * ``L3.statistics.values`` / ``L3.value_sets.values`` — a chunk's stored ``[min, max]`` or value
   bits differ from its decoded attribute values (readers would skip matching chunks).
@@ -52,7 +52,7 @@ def _check_one(ctx: ValidationContext, view: LevelView, rel: str, name: str, is_
     source = view.payloads.get(f"{L.ATTRIBUTES}/{name}")
     if source is None or source.width != 1 or source.dtype is None:
         ctx.error(
-            "L2.statistics.attribute",
+            "L3.statistics.attribute",
             path,
             f"describes {L.ATTRIBUTES}/{name}, which is not a single-column vertex attribute here",
         )
@@ -61,7 +61,7 @@ def _check_one(ctx: ValidationContext, view: LevelView, rel: str, name: str, is_
     want_shape = (n,) if is_set else (n, 2)
     if tuple(arr.shape) != want_shape or (not is_set and np.dtype(arr.dtype) != source.dtype):
         ctx.error(
-            "L2.statistics.shape",
+            "L3.statistics.shape",
             path,
             f"must be {want_shape} of {'uint64' if is_set else source.dtype}, got "
             f"{tuple(arr.shape)} of {arr.dtype}",
@@ -70,15 +70,15 @@ def _check_one(ctx: ValidationContext, view: LevelView, rel: str, name: str, is_
     attrs = ctx.attrs(path) or {}
     values = attrs.get("values") if is_set else None
     if is_set and not _valid_values(values):
-        ctx.error("L2.statistics.shape", path, "'values' must be an ascending list of <= 64 values")
+        ctx.error("L3.statistics.shape", path, "'values' must be an ascending list of <= 64 values")
         return
     crc = attrs.get("counts_crc32")
     if not isinstance(crc, int) or isinstance(crc, bool):
-        ctx.error("L2.statistics.counts", path, "counts_crc32 must be an integer")
+        ctx.error("L3.statistics.counts", path, "counts_crc32 must be an integer")
         return
     if view.counts is None or crc != _crc(view.counts):
         ctx.warning(
-            "L2.statistics.stale",
+            "L3.statistics.stale",
             path,
             "counts_crc32 does not match vertex_counts: readers ignore these statistics",
         )
