@@ -389,6 +389,11 @@ class LevelWriter:
         self._pending.clear()
         self._last.clear()
 
+    def drain(self) -> None:
+        """Wait for the writes queued so far (the writer stays open); re-raise a failure."""
+        for f in list(self._pending):
+            f.result()
+
     def finish(self) -> None:
         """Wait for every queued write; re-raise the first failure (in queue order)."""
         try:

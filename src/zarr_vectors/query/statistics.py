@@ -26,8 +26,9 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
+import zarr
 
-from zarr_vectors.core.columns import Column
+from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.io import read_dense_whole
 from zarr_vectors.core.plan import GeometryParts, LevelPlan
 from zarr_vectors.core.ragged import as_index, unique_sorted
@@ -42,6 +43,7 @@ __all__ = [
     "counts_crc32",
     "level_statistics",
     "load_statistics",
+    "write_payload_statistics",
     "write_statistics",
 ]
 
@@ -63,6 +65,9 @@ class DenseSink(Protocol):
     ) -> None:
         """Create the dense array ``path`` holding ``data``."""
 
+    def drain(self) -> None:
+        """Wait for the writes queued so far."""
+
 
 def counts_crc32(vertex_counts: npt.NDArray[Any]) -> int:
     """CRC-32 of ``vertex_counts`` as little-endian int64, C order."""
@@ -82,22 +87,20 @@ class StatArray:
 
 def _statistics_of(
     name: str,
-    col: Column,
-    order: IntArray,
+    sorted_vals: npt.NDArray[Any],
     chunks: IntArray,
     starts: IntArray,
     n_grid: int,
     crc: int,
 ) -> list[StatArray]:
-    values = col.values
-    if values.ndim != 1 or values.dtype.kind not in "biuf":
+    """Statistics arrays of one attribute from its values in storage (chunk) order."""
+    if sorted_vals.ndim != 1 or sorted_vals.dtype.kind not in "biuf":
         return []
-    sorted_vals = values[order]
-    out = np.zeros((n_grid, 2), dtype=values.dtype)
+    out = np.zeros((n_grid, 2), dtype=sorted_vals.dtype)
     out[chunks, 0] = np.fmin.reduceat(sorted_vals, starts)
     out[chunks, 1] = np.fmax.reduceat(sorted_vals, starts)
     arrays = [StatArray(f"{L.STATISTICS}/{name}", ArrayKind.STATISTICS, out, {"counts_crc32": crc})]
-    if values.dtype.kind in "biu":
+    if sorted_vals.dtype.kind in "biu":
         distinct = unique_sorted(sorted_vals)
         if len(distinct) <= MAX_VALUES:
             codes = np.searchsorted(distinct, sorted_vals).astype(np.uint64)
@@ -119,7 +122,9 @@ def level_statistics(parts: GeometryParts, plan: LevelPlan) -> list[StatArray]:
     crc = counts_crc32(plan.vertex_counts)
     out: list[StatArray] = []
     for name, col in parts.vertex_attributes.items():
-        out.extend(_statistics_of(name, col, order, plan.chunks, starts, n_grid, crc))
+        if col.values.ndim == 1 and col.values.dtype.kind in "biuf":
+            vals = col.values[order]
+            out.extend(_statistics_of(name, vals, plan.chunks, starts, n_grid, crc))
     return out
 
 
@@ -127,6 +132,31 @@ def write_statistics(sink: DenseSink, parts: GeometryParts, plan: LevelPlan) -> 
     """Queue the statistics arrays of a level on ``sink`` (the level's writer)."""
     for arr in level_statistics(parts, plan):
         sink.dense(arr.path, arr.kind, arr.data, arr.extra)
+
+
+def write_payload_statistics(
+    sink: DenseSink, group: zarr.Group, layout: ChunkLayout, vertex_counts: npt.NDArray[Any]
+) -> None:
+    """Queue the statistics of a level whose payloads are written (streamed, partitioned).
+
+    Decodes every single-column vertex attribute of the level once; the arrays equal those
+    :func:`write_statistics` derives from the same rows in memory.
+    """
+    counts = np.asarray(vertex_counts, dtype=np.int64).ravel()
+    chunks = np.flatnonzero(counts).astype(np.int64)
+    if len(chunks) == 0:
+        return
+    sink.drain()  # rows queued on this writer must be stored before they are read back
+    reader = LevelReader.for_payloads(group, layout, counts)
+    starts = np.concatenate([[0], np.cumsum(counts[chunks])[:-1]]).astype(np.int64)
+    crc = counts_crc32(vertex_counts)
+    for name in reader.names(L.ATTRIBUTES):
+        path = f"{L.ATTRIBUTES}/{name}"
+        if reader.payload(path).attrs.get("width", 1) != 1:
+            continue
+        vals = reader.rows(path, chunks).values[:, 0]
+        for arr in _statistics_of(name, vals, chunks, starts, len(counts), crc):
+            sink.dense(arr.path, arr.kind, arr.data, arr.extra)
 
 
 @dataclass(frozen=True)
