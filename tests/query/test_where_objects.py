@@ -208,3 +208,24 @@ def test_boundary_flag_with_where_is_refused() -> None:
     zv.write_graph(store, np.array([[0.0, 0.0], [5.0, 5.0]]), [[0, 1]], chunk_shape=(4, 4))
     with pytest.raises(zv.InvalidInputError, match="include_boundary"):
         zv.read_graph(store, bbox=([0, 0], [4, 4]), include_boundary_edges=True, limit=3)
+
+
+@settings(max_examples=15)
+@given(data=path_sets(min_len=2, max_len=6), box=boxes(), rng=ranges())
+def test_paths_combined_with_levels(data: Any, box: Any, rng: Any) -> None:
+    paths, values = data
+    store = MemoryStore()
+    zv.write_polylines(
+        store, paths, chunk_shape=(4, 4), bin_shape=(1, 1), attributes={"value": values}
+    )
+    zv.build_pyramid(store, [(2, 2)])
+    got = zv.read_polylines(store, level=1, bbox=box, where={"value": rng})
+    plain = zv.read_polylines(store, level=1)  # whole level 1, filtered here
+    want = []
+    for i, oid in enumerate(plain.object_ids.tolist()):
+        a, b = plain.offsets[i], plain.offsets[i + 1]
+        hit = box_mask(plain.positions[a:b], box) & range_mask(plain.attributes["value"][a:b], rng)
+        if hit.any():
+            want.append(oid)
+    assert got.object_ids.tolist() == want
+    assert zv.count(store, level=1, bbox=box, where={"value": rng}) == len(want)
