@@ -8,6 +8,7 @@ the package must not pull in the geometry types (which import the writer).
 
 Modules, one job each: ``predicates`` (``where=``), ``shapes`` (box, sphere), ``statistics``
 (per-chunk min/max and value sets: written with every level, read for pruning), ``planning``
-(which chunks a query touches; ``explain``), ``execute`` (reads with predicates), ``count``,
-``lod`` (level-of-detail budgets), ``dask`` and ``cli``.
+(which chunks a query touches), ``execute`` (reads with predicates), ``count``, ``explain``,
+``lod`` (level-of-detail budgets), ``table`` (results as vertex tables), ``dask`` (optional
+extra) and ``api`` (the public verbs).  The command is :mod:`zarr_vectors.cli_query`.
 """
