@@ -164,3 +164,20 @@ def test_value_sets_only_for_small_cardinality(many: int) -> None:
     has = "value_sets" in set(level.group_keys()) and "k" in set(level["value_sets"].array_keys())
     assert has == (many <= 64)
     assert zv.count(store, where={"k": {5, 70}}) == 1
+
+
+def test_value_sets_of_negative_and_huge_integers(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.zarrvectors")
+    pos = np.array([[0.5, 0.5], [5.0, 0.5], [9.0, 0.5], [9.5, 0.5]])
+    huge = np.array([2**63 + 9, 2**63 + 7, 2**63 + 7, 5], dtype=np.uint64)
+    neg = np.array([-3, 5, -3, 0], dtype=np.int32)
+    zv.write_points(path, pos, chunk_shape=(4, 4), attributes={"huge": huge, "neg": neg})
+    root = zarr.open_group(path, mode="r")
+    assert root["0/value_sets/huge"].attrs["values"] == [5, 2**63 + 7, 2**63 + 9]
+    assert root["0/value_sets/neg"].attrs["values"] == [-3, 0, 5]
+    got = zv.read_points(path, where={"huge": {2**63 + 7}})
+    assert sorted(got.positions.tolist()) == [[5.0, 0.5], [9.0, 0.5]]
+    assert zv.explain(path, where={"huge": {2**63 + 8}}).chunks_read == 0
+    assert zv.count(path, where={"neg": {-3}}) == 2
+    assert zv.explain(path, where={"neg": {5}}).chunks_read == 1
+    assert not zv.validate(path, level=5).findings

@@ -82,9 +82,9 @@ class Clause:
             if v.dtype.kind in "OUS":
                 wanted = [x for x in self.values if isinstance(x, str)]
                 return np.isin(v.astype(object), np.asarray(wanted, dtype=object))
-            numbers = [x for x in self.values if not isinstance(x, str)]
+            wanted_numbers = _as_dtype([x for x in self.values if not isinstance(x, str)], v.dtype)
             # NaN is in no set: isin compares with ==, and NaN == NaN is False
-            return np.isin(v, np.asarray(numbers)) if numbers else np.zeros(len(v), dtype=bool)
+            return np.isin(v, wanted_numbers)
         if v.dtype.kind in "OUS":
             raise InvalidInputError(
                 f"where: {self.name!r} is categorical; use a set of labels, not a range"
@@ -98,6 +98,21 @@ class Clause:
         if self.low is None and self.high is None and v.dtype.kind == "f":
             keep &= ~np.isnan(v)  # an open range still excludes NaN
         return keep
+
+
+def _as_dtype(values: list[Any], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """Set members as an array of ``dtype``, dropping those no value of it can equal.
+
+    Converting a mix of small and > int64 integers through numpy's default would give
+    float64 and lose digits; integer columns compare with exact integers instead.
+    """
+    if dtype.kind not in "biu":
+        return np.asarray([float(x) for x in values], dtype=np.float64)
+    low, high = (
+        (0, 1) if dtype.kind == "b" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+    )
+    exact = [int(x) for x in values if float(x).is_integer() or isinstance(x, int | np.integer)]
+    return np.asarray([x for x in exact if low <= x <= high], dtype=dtype)
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,7 @@ def _statistics_of(
     out[chunks, 1] = np.fmax.reduceat(sorted_vals, starts)
     arrays = [StatArray(f"{L.STATISTICS}/{name}", ArrayKind.STATISTICS, out, {"counts_crc32": crc})]
     if sorted_vals.dtype.kind in "biu":
-        distinct = unique_sorted(sorted_vals)
+        distinct = _distinct(sorted_vals, out[chunks, 0].min(), out[chunks, 1].max())
         if len(distinct) <= MAX_VALUES:
             codes = np.searchsorted(distinct, sorted_vals).astype(np.uint64)
             bits = np.left_shift(np.uint64(1), codes)
@@ -110,6 +110,20 @@ def _statistics_of(
             extra = {"counts_crc32": crc, "values": [v.item() for v in distinct]}
             arrays.append(StatArray(f"{L.VALUE_SETS}/{name}", ArrayKind.VALUE_SET, present, extra))
     return arrays
+
+
+def _distinct(values: npt.NDArray[Any], low: Any, high: Any) -> npt.NDArray[Any]:
+    """Sorted distinct values; a histogram (linear time) when the range is small."""
+    if values.dtype.kind == "b":
+        return np.flatnonzero(np.bincount(values.view(np.uint8), minlength=2)).astype(bool)
+    span = int(high) - int(low)
+    if span < 1 << 16:
+        offsets = (values - values.dtype.type(low)).astype(np.int64)  # no overflow: >= low
+        seen = np.bincount(offsets, minlength=span + 1) > 0
+        found: npt.NDArray[Any] = np.flatnonzero(seen).astype(values.dtype)
+        found += values.dtype.type(low)
+        return found
+    return unique_sorted(values)
 
 
 def level_statistics(parts: GeometryParts, plan: LevelPlan) -> list[StatArray]:
@@ -199,7 +213,8 @@ def load_statistics(reader: LevelReader, name: str) -> AttributeStatistics | Non
         stats = AttributeStatistics(mm[:, 0], mm[:, 1])
         vs = _usable(reader, f"{L.VALUE_SETS}/{name}", n)
         if vs is not None and isinstance(vs.attrs.get("values"), list):
-            values = np.asarray(vs.attrs["values"])
+            # the attribute's dtype: a mix of small and > int64 integers must not go float
+            values = np.asarray(vs.attrs["values"], dtype=mm.dtype)
             if len(values) <= MAX_VALUES:
                 present = read_dense_whole(vs).astype(np.uint64)
                 stats = AttributeStatistics(stats.minimum, stats.maximum, values, present)

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from typing import Any
 
@@ -69,7 +70,7 @@ def _check_one(ctx: ValidationContext, view: LevelView, rel: str, name: str, is_
         return
     attrs = ctx.attrs(path) or {}
     values = attrs.get("values") if is_set else None
-    if is_set and not _valid_values(values):
+    if is_set and not _valid_values(values, source.dtype):
         ctx.error("L3.statistics.shape", path, "'values' must be an ascending list of <= 64 values")
         return
     crc = attrs.get("counts_crc32")
@@ -88,16 +89,19 @@ def _check_one(ctx: ValidationContext, view: LevelView, rel: str, name: str, is_
         _compare(ctx, view, rel, name, stored, values)
 
 
-def _valid_values(values: object) -> bool:
-    if not isinstance(values, list) or len(values) > _MAX_VALUES:
+def _valid_values(values: object, dtype: np.dtype[Any]) -> bool:
+    if not isinstance(values, list) or len(values) > _MAX_VALUES or dtype.kind not in "biu":
         return False
-    arr = np.asarray(values)
-    return arr.dtype.kind in "biu" and bool(np.all(arr[1:] > arr[:-1]))
+    if not all(isinstance(v, int) for v in values):  # JSON integers (bool is an int)
+        return False
+    info = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    in_range = all(info[0] <= v <= info[1] for v in values)
+    return in_range and all(a < b for a, b in itertools.pairwise(values))
 
 
 def _value_bits(vals: npt.NDArray[Any], values: list[Any]) -> np.uint64 | None:
     """Bits of the values present in ``vals`` (None when one is not in ``values``)."""
-    table = np.asarray(values)
+    table = np.asarray(values, dtype=vals.dtype)
     present = np.unique(vals)
     idx = np.searchsorted(table, present)
     if np.any(idx >= len(table)) or np.any(table[np.minimum(idx, len(table) - 1)] != present):
