@@ -28,6 +28,17 @@ from zarr_vectors.errors import (
 )
 from zarr_vectors.migrate.run import MigrationReport, migrate
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid, choose_level
+from zarr_vectors.query.api import (
+    LevelResult,
+    count,
+    explain,
+    iter_levels,
+    to_dask,
+    to_dask_objects,
+)
+from zarr_vectors.query.count import CountUnit
+from zarr_vectors.query.explain import QueryPlan
+from zarr_vectors.query.shapes import Sphere
 from zarr_vectors.rechunk import rechunk
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import BoundingBox, RootMetadata
@@ -54,12 +65,14 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 __all__ = [
     "BoundingBox",
     "Column",
+    "CountUnit",
     "CorruptPayloadError",
     "Finding",
     "GeometryError",
     "GeometryTypeName",
     "Graph",
     "InvalidInputError",
+    "LevelResult",
     "Lines",
     "Mesh",
     "Meshes",
@@ -70,10 +83,12 @@ __all__ = [
     "Points",
     "Polylines",
     "PyramidLevel",
+    "QueryPlan",
     "Reader",
     "RootMetadata",
     "Skeleton",
     "Skeletons",
+    "Sphere",
     "StoreExistsError",
     "StoreNotFoundError",
     "UpstreamStoreError",
@@ -85,7 +100,10 @@ __all__ = [
     "add_resolution_level",
     "build_pyramid",
     "choose_level",
+    "count",
     "create_store",
+    "explain",
+    "iter_levels",
     "list_resolution_levels",
     "migrate",
     "open",
@@ -101,6 +119,8 @@ __all__ = [
     "read_polylines",
     "read_streamlines",
     "rechunk",
+    "to_dask",
+    "to_dask_objects",
     "remove_resolution_level",
     "validate",
     "write_lines",

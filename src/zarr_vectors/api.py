@@ -16,6 +16,8 @@ import zarr
 
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, list_resolution_levels, open_store
+from zarr_vectors.query.execute import SphereLike, WhereLike, run, selection
+from zarr_vectors.query.lod import budget_level
 from zarr_vectors.spec.metadata import RootMetadata
 from zarr_vectors.types._base import build_query, get_geometry_type
 
@@ -68,17 +70,22 @@ class Reader:
         group: str | int | None = None,
         attributes: bool | str | Sequence[str] = True,
         clip: bool = False,
+        where: WhereLike | None = None,
+        sphere: SphereLike | None = None,
+        limit: int | None = None,
+        max_vertices: int | None = None,
     ) -> Any:
         """Query one level; the result type depends on the geometry type (``Points``...).
 
         Arguments mean what they mean in :func:`~zarr_vectors.read_points` and
         :func:`~zarr_vectors.read_polylines`.
         """
-        reader = self.level(level)
+        reader = self.level(budget_level(self.root, level, bbox, sphere, max_vertices))
         query = build_query(
             reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes, clip=clip
         )
-        return get_geometry_type(self.geometry_type).read(reader, query)
+        cls = get_geometry_type(self.geometry_type)
+        return run(reader, cls, query, selection(reader, where, sphere, limit))
 
     def close(self) -> None:
         """Drop cached readers."""

@@ -33,6 +33,7 @@ from zarr_vectors.core.writer import (
     write_rows,
 )
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.query.statistics import write_payload_statistics
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import ArrayKind
 from zarr_vectors.spec.metadata import BoundingBox, ChunkGrid
@@ -598,6 +599,7 @@ def finish_dense(
             raise InvalidInputError(f"ids: duplicate id {uniq[np.argmax(counts > 1)]!r}")
         if not np.array_equal(allids, np.arange(len(allids))):
             obj_attrs["id"] = Column(np.ascontiguousarray(allids))
+    write_payload_statistics(w, w.group, asm.layout, vertex_counts)  # as write_store does
     write_dense_arrays(
         w,
         vertex_counts.reshape(asm.layout.grid.shape),

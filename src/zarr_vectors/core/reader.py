@@ -247,6 +247,27 @@ class LevelReader:
         self._stored_cache: dict[tuple[str, int], Blob | None] | None = None
         self._dense_cache: dict[tuple[str, int], Any] = {}
 
+    @classmethod
+    def for_payloads(
+        cls, group: zarr.Group, layout: ChunkLayout, vertex_counts: IntArray
+    ) -> LevelReader:
+        """Return a reader of a level's payloads before its metadata is written.
+
+        For the finishing step of writers (statistics from the written rows): only payload
+        reads (:meth:`rows`, :meth:`column`, :meth:`names`) work; ``meta`` and ``level_meta``
+        are unset.
+        """
+        self = cls.__new__(cls)
+        self.root = group
+        self.group = group
+        self.layout = layout
+        self._arrays = {}
+        self._cache = None
+        self._stored_cache = None
+        self._dense_cache = {}
+        self.__dict__["vertex_counts"] = np.asarray(vertex_counts, dtype=np.int64).ravel()
+        return self
+
     # -- metadata -----------------------------------------------------------------------------
 
     @cached_property

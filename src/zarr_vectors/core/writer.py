@@ -57,6 +57,7 @@ from zarr_vectors.core.store import (
     resolve_store,
 )
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
+from zarr_vectors.query.statistics import write_statistics
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import ArrayKind, Compression, FramePolicy
 from zarr_vectors.spec.jsonvalue import parse_json_object
@@ -419,6 +420,11 @@ class LevelWriter:
         self._pending.clear()
         self._last.clear()
 
+    def drain(self) -> None:
+        """Wait for the writes queued so far (the writer stays open); re-raise a failure."""
+        for f in list(self._pending):
+            f.result()
+
     def finish(self) -> None:
         """Wait for every queued write; re-raise the first failure (in queue order)."""
         try:
@@ -605,6 +611,7 @@ def _write_arrays(
     _write_links(w, parts, plan)  # links first: a mesh's largest array
     if not fragments_queued:
         write_fragments(w, plan.fragments, plan.chunks, plan.fragment_offsets)
+    write_statistics(w, parts, plan)  # chunk pruning for where= (docs/spec.md "Statistics")
     has_obj = parts.has_objects
     write_dense_arrays(
         w,

@@ -33,6 +33,7 @@ from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.spill import BatchSummary
 from zarr_vectors.core.writer import LevelWriter, StoreOptions, write_dense_arrays
 from zarr_vectors.multiscale.pyramid import PyramidPlan
+from zarr_vectors.query.statistics import write_payload_statistics
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.metadata import LevelMetadata
 
@@ -112,6 +113,7 @@ def finish_level(
     try:
         if asm.has_objects and plan.sequential:
             write_joins(w, layout, manifest, ref_obj)
+        write_payload_statistics(w, w.group, layout, vertex_counts)  # as the serial build
         write_dense_arrays(
             w,
             vertex_counts.reshape(layout.grid.shape),

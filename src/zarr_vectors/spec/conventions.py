@@ -100,6 +100,8 @@ class ArrayKind(StrEnum):
     GROUP_OFFSETS = "group_offsets"
     GROUP_MEMBERS = "group_members"
     GROUP_ATTRIBUTE = "group_attribute"
+    STATISTICS = "statistics"
+    VALUE_SET = "value_set"
 
 
 class Compression(ParamEnum):

@@ -36,6 +36,8 @@ __all__ = [
     "VERTEX_COUNTS",
     "VERTEX_FRAGMENTS",
     "VERTICES",
+    "STATISTICS",
+    "VALUE_SETS",
     "SPEC_BY_KIND",
     "ArraySpec",
     "Holders",
@@ -61,6 +63,8 @@ GROUPINGS = "groupings"
 GROUP_OFFSETS = "groupings/offsets"
 GROUP_MEMBERS = "groupings/members"
 GROUPINGS_ATTRIBUTES = "groupings_attributes"
+STATISTICS = "statistics"
+VALUE_SETS = "value_sets"
 
 FRAGMENT_WIDTH = 4
 """Columns of a ``vertex_fragments`` row: ``[bin_flat, object_id, start, count]``."""
@@ -179,6 +183,9 @@ ARRAY_SPECS: tuple[ArraySpec, ...] = (
         _ALL,
         Holders.NONE,
     ),
+    # per-chunk [min, max] and value sets of vertex attributes (docs/spec.md "Statistics")
+    ArraySpec(ArrayKind.STATISTICS, STATISTICS + "/{name}", False, None, "2", _ALL, Holders.NONE),
+    ArraySpec(ArrayKind.VALUE_SET, VALUE_SETS + "/{name}", False, "<u8", "1", _ALL, Holders.NONE),
 )
 """Every array a level group may contain (FORMAT.md §6)."""
 

@@ -52,6 +52,8 @@ from zarr_vectors.core.scratch import SCRATCH, Lease
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
+from zarr_vectors.query.execute import SphereLike, WhereLike, no_boundary, run, selection
+from zarr_vectors.query.lod import budget_level
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import BoundingBox
@@ -1275,6 +1277,10 @@ def read_graph(
     attributes: bool | str | Sequence[str] = True,
     edge_attributes: bool | str | Sequence[str] = True,
     include_boundary_edges: bool = False,
+    where: WhereLike | None = None,
+    sphere: SphereLike | None = None,
+    limit: int | None = None,
+    max_vertices: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Graph:
     """Read vertices and edges from a ``graph`` (or ``skeleton``) store.
@@ -1297,6 +1303,10 @@ def read_graph(
         True for all per-vertex (per-edge) attributes, False for none, or names.
     include_boundary_edges
         With ``bbox``: also return edges with one end in the box, and their outside vertices.
+    where, sphere, limit, max_vertices
+        Attribute conditions (``{"intensity": (0.5, None), "label": {3, 7}}``), a ball
+        ``(center, radius)``, the first N items, a vertex budget choosing the finest level
+        that fits; see :mod:`zarr_vectors.query.execute` and :mod:`zarr_vectors.query.lod`.
     storage_options
         fsspec options for URL stores.
 
@@ -1325,8 +1335,11 @@ def read_graph(
     [[30.0, 30.0]]
     """
     root = open_store(store, mode="r", storage_options=storage_options)
-    reader = LevelReader(root, level)
+    reader = LevelReader(root, budget_level(root, level, bbox, sphere, max_vertices))
     query = object_query(reader, _GRAPH_TYPES, bbox, object_ids, group, attributes)
     edge_names = attribute_selection(reader.names(L.LINK_ATTRIBUTES), edge_attributes)
+    sel = selection(reader, where, sphere, limit)
+    if sel:  # vertices and edges filtered like a box (zarr_vectors.query.execute)
+        return run(reader, GraphType, no_boundary(query, include_boundary_edges), sel, edge_names)
     rows = gather_graph(reader, query, edge_names, include_boundary_edges)
     return graph_result(reader, rows, _is_directed(reader))

@@ -18,6 +18,8 @@ from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, write_store
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.query.execute import SphereLike, WhereLike, run, selection
+from zarr_vectors.query.lod import budget_level
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.types._base import (
@@ -199,9 +201,20 @@ def read_lines(
     object_ids: npt.ArrayLike | None = None,
     group: str | int | None = None,
     attributes: bool | str | Sequence[str] = True,
+    where: WhereLike | None = None,
+    sphere: SphereLike | None = None,
+    limit: int | None = None,
+    max_vertices: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Lines:
     """Read segments from a ``line`` store (a segment with an endpoint in ``bbox`` comes whole).
+
+    Parameters
+    ----------
+    where, sphere, limit, max_vertices
+        Attribute conditions (``{"intensity": (0.5, None), "label": {3, 7}}``), a ball
+        ``(center, radius)``, the first N items, a vertex budget choosing the finest level
+        that fits; see :mod:`zarr_vectors.query.execute` and :mod:`zarr_vectors.query.lod`.
 
     Returns
     -------
@@ -209,6 +222,6 @@ def read_lines(
         Endpoints, ids and attributes of the selected segments.
     """
     root = open_store(store, mode="r", storage_options=storage_options)
-    reader = LevelReader(root, level)
+    reader = LevelReader(root, budget_level(root, level, bbox, sphere, max_vertices))
     query = path_query(reader, (GeometryTypeName.LINE,), bbox, object_ids, group, attributes)
-    return LineType.read(reader, query)
+    return run(reader, LineType, query, selection(reader, where, sphere, limit))

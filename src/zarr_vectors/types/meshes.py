@@ -46,6 +46,8 @@ from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import GeometryError, InvalidInputError
+from zarr_vectors.query.execute import SphereLike, WhereLike, no_boundary, run, selection
+from zarr_vectors.query.lod import budget_level
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Encoding, GeometryTypeName, WindingOrder
 from zarr_vectors.spec.typespec import type_spec
@@ -962,6 +964,10 @@ def read_mesh(
     face_attributes: bool | str | Sequence[str] = True,
     include_boundary_faces: bool = False,
     order: str | ElementOrder = ElementOrder.STORAGE,
+    where: WhereLike | None = None,
+    sphere: SphereLike | None = None,
+    limit: int | None = None,
+    max_vertices: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Meshes:
     """Read triangle meshes from a ``mesh`` store.
@@ -989,6 +995,10 @@ def read_mesh(
         ``"storage"`` (default): vertices grouped by object, faces as a set per object;
         ``"input"``: vertices and faces in the writer's input order (needs a store written
         with ``keep_order=True``; the result has ``input_order=True``).
+    where, sphere, limit, max_vertices
+        Attribute conditions (``{"intensity": (0.5, None), "label": {3, 7}}``), a ball
+        ``(center, radius)``, the first N items, a vertex budget choosing the finest level
+        that fits; see :mod:`zarr_vectors.query.execute` and :mod:`zarr_vectors.query.lod`.
     storage_options
         fsspec options for URL stores.
 
@@ -1019,7 +1029,7 @@ def read_mesh(
     (4, [[0, 1, 2], [0, 2, 3]])
     """
     root = open_store(store, mode="r", storage_options=storage_options)
-    reader = LevelReader(root, level)
+    reader = LevelReader(root, budget_level(root, level, bbox, sphere, max_vertices))
     if reader.meta.geometry_type is not GeometryTypeName.MESH:
         raise InvalidInputError(
             f"store holds {str(reader.meta.geometry_type)!r}; read_mesh needs 'mesh'"
@@ -1028,14 +1038,20 @@ def read_mesh(
         reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes
     )
     names = attribute_selection(visible(reader.names(L.LINK_ATTRIBUTES)), face_attributes)
-    if ElementOrder.parse(order) is ElementOrder.STORAGE:
-        return _read(reader, query, names, include_boundary_faces)
-    if INPUT_INDEX not in reader.names(L.ATTRIBUTES) or INPUT_INDEX not in reader.names(
-        L.LINK_ATTRIBUTES
-    ):
-        raise missing_order("this mesh store")
-    query = replace(query, attributes=(*(query.attributes or ()), INPUT_INDEX))
-    return _in_input_order(_read(reader, query, (*names, INPUT_INDEX), include_boundary_faces))
+    sel = selection(reader, where, sphere, limit)
+    how = ElementOrder.parse(order)
+    if how is ElementOrder.INPUT:
+        if INPUT_INDEX not in reader.names(L.ATTRIBUTES) or INPUT_INDEX not in reader.names(
+            L.LINK_ATTRIBUTES
+        ):
+            raise missing_order("this mesh store")
+        query = replace(query, attributes=(*(query.attributes or ()), INPUT_INDEX))
+        names = (*names, INPUT_INDEX)
+    if sel:  # vertices and faces filtered like a box (zarr_vectors.query.execute)
+        got = run(reader, MeshType, no_boundary(query, include_boundary_faces), sel, names)
+    else:
+        got = _read(reader, query, names, include_boundary_faces)
+    return got if how is ElementOrder.STORAGE else _in_input_order(got)
 
 
 def _in_input_order(m: Meshes) -> Meshes:

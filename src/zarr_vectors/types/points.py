@@ -25,6 +25,8 @@ from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, store_options, write_store
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.query.execute import SphereLike, WhereLike, run, selection
+from zarr_vectors.query.lod import budget_level
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.typespec import type_spec
@@ -343,6 +345,10 @@ def read_points(
     object_ids: npt.ArrayLike | None = None,
     group: str | int | None = None,
     order: str | ElementOrder = ElementOrder.STORAGE,
+    where: WhereLike | None = None,
+    sphere: SphereLike | None = None,
+    limit: int | None = None,
+    max_vertices: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Points:
     """Read points from a ``point_cloud`` store.
@@ -364,7 +370,11 @@ def read_points(
     order
         ``"storage"`` (default: chunk by chunk) or ``"input"``: the writer's input order
         (needs a store written with ``keep_order=True``; at coarser levels, the order of the
-        aggregated input positions).
+        aggregated input positions).  ``limit`` counts in storage order.
+    where, sphere, limit, max_vertices
+        Attribute conditions (``{"intensity": (0.5, None), "label": {3, 7}}``), a ball
+        ``(center, radius)``, the first N items, a vertex budget choosing the finest level
+        that fits; see :mod:`zarr_vectors.query.execute` and :mod:`zarr_vectors.query.lod`.
     storage_options
         fsspec options for URL stores.
 
@@ -382,14 +392,15 @@ def read_points(
     """
     how = ElementOrder.parse(order)
     root = open_store(store, mode="r", storage_options=storage_options)
-    reader = LevelReader(root, level)
+    reader = LevelReader(root, budget_level(root, level, bbox, sphere, max_vertices))
     query = _query(reader, bbox, attributes, object_ids, group)
+    sel = selection(reader, where, sphere, limit)
     if how is ElementOrder.STORAGE:
-        return PointCloudType.read(reader, query)
+        return run(reader, PointCloudType, query, sel)
     if INPUT_INDEX not in reader.names(L.ATTRIBUTES):
         raise missing_order("this point cloud")
     names = (*(query.attributes or ()), INPUT_INDEX)
-    points = PointCloudType.read(reader, replace(query, attributes=names))
+    points = run(reader, PointCloudType, replace(query, attributes=names), sel)
     attrs = dict(points.attributes)
     perm = input_permutation(attrs.pop(INPUT_INDEX), "point_cloud")
     return replace(

@@ -22,6 +22,8 @@ from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, write_store
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.query.execute import SphereLike, WhereLike, run, selection
+from zarr_vectors.query.lod import budget_level
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.typespec import parse_geometry_type, type_spec
@@ -384,6 +386,10 @@ def read_polylines(
     group: str | int | None = None,
     attributes: bool | str | Sequence[str] = True,
     clip: bool = False,
+    where: WhereLike | None = None,
+    sphere: SphereLike | None = None,
+    limit: int | None = None,
+    max_vertices: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Polylines:
     """Read paths from a ``polyline`` or ``streamline`` store.
@@ -405,6 +411,10 @@ def read_polylines(
         True for all per-vertex attributes, False for none, or names.
     clip
         Cut paths to the box.
+    where, sphere, limit, max_vertices
+        Attribute conditions (``{"intensity": (0.5, None), "label": {3, 7}}``), a ball
+        ``(center, radius)``, the first N items, a vertex budget choosing the finest level
+        that fits; see :mod:`zarr_vectors.query.execute` and :mod:`zarr_vectors.query.lod`.
     storage_options
         fsspec options for URL stores.
 
@@ -414,9 +424,9 @@ def read_polylines(
         The selected paths, in id order (or in ``object_ids`` order).
     """
     root = open_store(store, mode="r", storage_options=storage_options)
-    reader = LevelReader(root, level)
+    reader = LevelReader(root, budget_level(root, level, bbox, sphere, max_vertices))
     query = path_query(reader, _PATH_TYPES, bbox, object_ids, group, attributes, clip)
-    return read_paths(reader, query)
+    return run(reader, PolylineType, query, selection(reader, where, sphere, limit))
 
 
 def read_streamlines(store: StoreLike, **kwargs: Any) -> Polylines:

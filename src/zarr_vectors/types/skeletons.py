@@ -33,6 +33,8 @@ from zarr_vectors.core.recycle import RESULTS
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
+from zarr_vectors.query.execute import SphereLike, WhereLike, run, selection
+from zarr_vectors.query.lod import budget_level
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.typespec import type_spec
@@ -567,6 +569,10 @@ def read_skeleton(
     object_ids: npt.ArrayLike | None = None,
     group: str | int | None = None,
     attributes: bool | str | Sequence[str] = True,
+    where: WhereLike | None = None,
+    sphere: SphereLike | None = None,
+    limit: int | None = None,
+    max_vertices: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Skeletons:
     """Read whole skeletons from a ``skeleton`` store.
@@ -586,6 +592,10 @@ def read_skeleton(
         Read the skeletons of one group (name or index).
     attributes
         True for all per-node attributes, False for none, or names.
+    where, sphere, limit, max_vertices
+        Attribute conditions (``{"intensity": (0.5, None), "label": {3, 7}}``), a ball
+        ``(center, radius)``, the first N items, a vertex budget choosing the finest level
+        that fits; see :mod:`zarr_vectors.query.execute` and :mod:`zarr_vectors.query.lod`.
     storage_options
         fsspec options for URL stores.
 
@@ -610,6 +620,6 @@ def read_skeleton(
     (2, [-1, 0, -1], [0, 2, 3])
     """
     root = open_store(store, mode="r", storage_options=storage_options)
-    reader = LevelReader(root, level)
+    reader = LevelReader(root, budget_level(root, level, bbox, sphere, max_vertices))
     query = object_query(reader, (GeometryTypeName.SKELETON,), bbox, object_ids, group, attributes)
-    return _read_skeletons(reader, query)
+    return run(reader, SkeletonType, query, selection(reader, where, sphere, limit))

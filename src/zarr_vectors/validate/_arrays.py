@@ -51,6 +51,8 @@ _CONTAINERS = frozenset(
         L.OBJECT_ATTRIBUTES,
         L.GROUPINGS,
         L.GROUPINGS_ATTRIBUTES,
+        L.STATISTICS,
+        L.VALUE_SETS,
     }
 )
 _NAMED = "/{name}"

@@ -32,6 +32,7 @@ from zarr_vectors.validate._metadata import (
 )
 from zarr_vectors.validate._objectindex import check_object_index
 from zarr_vectors.validate._pyramid import check_pyramid
+from zarr_vectors.validate._statistics import check_statistics
 from zarr_vectors.validate._structure import (
     check_documents,
     check_format_mixing,
@@ -74,7 +75,7 @@ CHECKS: Mapping[int, tuple[Check, ...]] = MappingProxyType(
             check_attribute_names,
             check_dense_chunks,
         ),
-        3: (check_object_index, check_chunks, check_level_counts),
+        3: (check_object_index, check_chunks, check_level_counts, check_statistics),
         4: (check_link_geometry, check_path_continuity),
         5: (check_pyramid,),
     }

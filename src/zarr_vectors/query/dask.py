@@ -1,0 +1,214 @@
+"""Lazy Dask collections over a store: a dataframe of vertices, a bag of whole objects.
+
+Needs the ``dask`` extra (``dask[dataframe]``, which brings pandas).  Partitions read the store
+themselves (each opens it by path/URL, so a store given as a path or ``s3://`` URL works on a
+multi-process cluster; an in-memory store works with threads only).
+
+* :func:`to_dask`: one row per vertex that satisfies ``bbox`` ∧ ``sphere`` ∧ ``where`` (vertex
+  and object conditions), columns = axis names, attributes (``name_i`` per column of a
+  multi-column attribute; categories as strings) and ``object_id`` (user ids) when the store
+  has objects.  One partition per block of ``chunks_per_partition`` chunks, in flat chunk
+  order; the index is the chunk's flat index, so divisions are known.  For point clouds the
+  computed frame equals :func:`~zarr_vectors.read_points` row for row.
+* :func:`to_dask_objects`: a ``dask.bag`` of :class:`ObjectRecord`, one per object the
+  type's ``read_*`` with the same arguments returns, in the same order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dask.bag as db
+import dask.dataframe as dd
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from dask.delayed import delayed
+
+from zarr_vectors.api import Reader
+from zarr_vectors.core.reader import BBoxLike, LevelReader, parse_bbox
+from zarr_vectors.core.store import StoreLike, open_store
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.query.execute import SphereLike, WhereLike, matching_objects, selection
+from zarr_vectors.query.planning import plan_chunks
+from zarr_vectors.query.predicates import Scope
+from zarr_vectors.query.shapes import in_box
+from zarr_vectors.query.table import vertex_owners
+from zarr_vectors.spec import layout as L
+from zarr_vectors.types._base import attribute_selection, build_query, user_ids
+
+__all__ = ["ObjectRecord", "to_dask", "to_dask_objects"]
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """What a partition needs to reopen the store and run its part (picklable)."""
+
+    store: Any
+    storage_options: Mapping[str, Any] | None
+    level: int
+    bbox: BBoxLike | None
+    sphere: SphereLike | None
+    where: WhereLike | None
+    attributes: bool | str | Sequence[str]
+
+    def reader(self) -> LevelReader:
+        root = open_store(self.store, mode="r", storage_options=self.storage_options)
+        return LevelReader(root, self.level)
+
+
+def _columns(reader: LevelReader, names: Sequence[str], flats: IntArray) -> dict[str, Any]:
+    cols: dict[str, Any] = {}
+    for name in names:
+        values = reader.column(f"{L.ATTRIBUTES}/{name}", flats).decoded()
+        if values.ndim == 1:
+            cols[name] = values
+        else:
+            flat = values.reshape(len(values), -1)
+            for i in range(flat.shape[1]):
+                cols[f"{name}_{i}"] = flat[:, i]
+    return cols
+
+
+def _vertex_frame(spec: _Spec, flats: IntArray) -> pd.DataFrame:
+    """Rows of the chunks ``flats`` that satisfy the query."""
+    reader = spec.reader()
+    sel = selection(reader, spec.where, spec.sphere, None)
+    box = None if spec.bbox is None else parse_bbox(spec.bbox, reader.layout.ndim)
+    names = attribute_selection(reader.names(L.ATTRIBUTES), spec.attributes)
+    pos = reader.rows(L.VERTICES, flats).values
+    keep = np.ones(len(pos), dtype=bool) if box is None else in_box(pos, box)
+    if sel.sphere is not None:
+        keep &= sel.sphere.contains(pos)
+    for clause in sel.predicate.of(Scope.VERTEX):
+        keep &= clause.mask(reader.column(f"{L.ATTRIBUTES}/{clause.name}", flats).decoded())
+    obj = reader.vertex_object_ids(flats) if reader.has(L.OBJECT_OFFSETS) else None
+    if obj is not None and sel.predicate.of(Scope.OBJECT):
+        ids, inverse = np.unique(obj, return_inverse=True)
+        ok = np.ones(len(ids), dtype=bool)
+        cols = reader.object_attributes(ids.astype(np.int64))
+        for clause in sel.predicate.of(Scope.OBJECT):
+            ok &= clause.mask(cols[clause.name].decoded())
+        keep &= ok[inverse.ravel()]
+    rows = np.flatnonzero(keep)
+    chunk = np.repeat(flats, reader.vertex_counts[flats])[rows]
+    axes = reader.meta.multiscales.axes
+    data: dict[str, Any] = {a.name: pos[rows, d] for d, a in enumerate(axes)}
+    data.update({k: v[rows] for k, v in _columns(reader, names, flats).items()})
+    if obj is not None:
+        stored = user_ids(reader)
+        data["object_id"] = (obj if stored is None else stored[obj])[rows]
+    return pd.DataFrame(data, index=pd.Index(chunk, name="chunk"))
+
+
+def to_dask(
+    store: StoreLike,
+    *,
+    level: int = 0,
+    bbox: BBoxLike | None = None,
+    sphere: SphereLike | None = None,
+    where: WhereLike | None = None,
+    attributes: bool | str | Sequence[str] = True,
+    chunks_per_partition: int = 64,
+    storage_options: Mapping[str, Any] | None = None,
+) -> dd.DataFrame:
+    """Return a lazy dataframe of the vertices matching the query (see module docs).
+
+    Planning (which chunks, statistics pruning) happens here, eagerly, from dense arrays only;
+    payloads are read when partitions compute.
+    """
+    spec = _Spec(store, storage_options, level, bbox, sphere, where, attributes)
+    reader = spec.reader()
+    sel = selection(reader, where, sphere, None)
+    box = None if bbox is None else parse_bbox(bbox, reader.layout.ndim)
+    flats = plan_chunks(reader, box, sel.sphere, sel.predicate).candidates
+    step = max(1, int(chunks_per_partition))
+    blocks = [flats[i : i + step] for i in range(0, len(flats), step)]
+    meta = _vertex_frame(spec, np.zeros(0, dtype=np.int64))
+    if not blocks:
+        empty: dd.DataFrame = dd.from_pandas(meta, npartitions=1)
+        return empty
+    divisions = [int(b[0]) for b in blocks] + [int(blocks[-1][-1])]
+    frame: dd.DataFrame = dd.from_map(
+        _vertex_frame, [spec] * len(blocks), blocks, meta=meta, divisions=divisions
+    )
+    return frame
+
+
+@dataclass(frozen=True)
+class ObjectRecord:
+    """One whole object of :func:`to_dask_objects`."""
+
+    object_id: Any
+    """User id of the object (dense id when the store keeps none)."""
+    positions: npt.NDArray[np.floating]
+    """(n, D) vertices in traversal order (those the read returns)."""
+    attributes: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-vertex attributes aligned with ``positions``."""
+    object_attributes: dict[str, Any] = field(default_factory=dict)
+    """This object's attribute values."""
+
+
+def _object_records(spec: _Spec, dense: IntArray) -> list[ObjectRecord]:
+    reader = spec.reader()
+    with Reader(spec.store, storage_options=spec.storage_options) as r:
+        result = r.read(
+            level=spec.level, object_ids=_user(reader, dense), attributes=spec.attributes
+        )
+    pos, owner, attrs = vertex_owners(result)
+    obj_cols = {k: c.decoded() for k, c in reader.object_attributes(dense).items() if k != "id"}
+    out = []
+    for i, uid in enumerate(_user(reader, dense)):
+        rows = np.flatnonzero(owner == uid)
+        out.append(
+            ObjectRecord(
+                uid.item() if isinstance(uid, np.generic) else uid,
+                pos[rows],
+                {k: v[rows] for k, v in attrs.items()},
+                {k: v[i] for k, v in obj_cols.items()},
+            )
+        )
+    return out
+
+
+def _user(reader: LevelReader, dense: IntArray) -> npt.NDArray[Any]:
+    stored = user_ids(reader)
+    return dense if stored is None else stored[dense]
+
+
+def to_dask_objects(
+    store: StoreLike,
+    *,
+    level: int = 0,
+    bbox: BBoxLike | None = None,
+    sphere: SphereLike | None = None,
+    where: WhereLike | None = None,
+    attributes: bool | str | Sequence[str] = True,
+    objects_per_partition: int = 256,
+    storage_options: Mapping[str, Any] | None = None,
+) -> db.Bag:
+    """Return a lazy bag of :class:`ObjectRecord`: the objects a read would select, whole.
+
+    Objects with a vertex matching shape and vertex conditions, and matching object
+    conditions, in id order; each record holds all the object's vertices (also for graphs
+    and meshes, whose reads keep only matching vertices).  The object selection is computed here (it reads the chunks statistics leave); the
+    objects' payloads are read when partitions compute.
+    """
+    spec = _Spec(store, storage_options, level, bbox, sphere, where, attributes)
+    reader = spec.reader()
+    if not reader.has(L.OBJECT_OFFSETS):
+        raise InvalidInputError("this store has no objects; use to_dask for its vertices")
+    query = build_query(reader, bbox=bbox)
+    dense = matching_objects(reader, query, selection(reader, where, sphere, None))
+    step = max(1, int(objects_per_partition))
+    blocks = [dense[i : i + step] for i in range(0, len(dense), step)]
+    bag: db.Bag = (
+        db.from_delayed([delayed(_object_records)(spec, b) for b in blocks])
+        if blocks
+        else db.from_sequence([], npartitions=1)
+    )
+    return bag

@@ -1,0 +1,222 @@
+"""Per-chunk statistics of vertex attributes: written with every level, read to prune chunks.
+
+For each single-column numeric or bool vertex attribute ``<name>`` a level holds
+
+* ``statistics/<name>``: dense, shape ``(n_grid_chunks, 2)``, the attribute's dtype: row ``f``
+  (flat C-order index over ``chunk_grid.shape``) is ``[min, max]`` of the chunk's values,
+  NaN values ignored (NaN in both when every value is NaN), zeros for empty chunks;
+* ``value_sets/<name>`` (integer and bool attributes with at most :data:`MAX_VALUES` distinct
+  values in the level): dense uint64, shape ``(n_grid_chunks,)``, bit ``i`` set when the chunk
+  holds ``values[i]`` (array attribute ``values``, ascending).
+
+Both carry the array attribute ``counts_crc32``: CRC-32 of the level's ``vertex_counts`` as
+little-endian int64 in C order when the statistics were computed.  A reader uses statistics
+only when it matches the current ``vertex_counts`` (a level changed in place by a tool that
+does not rewrite statistics is then read without pruning, never wrongly pruned).  Levels
+without statistics (older stores, streamed writes) are read without pruning.
+"""
+
+from __future__ import annotations
+
+import weakref
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import zarr
+
+from zarr_vectors.core.chunking import ChunkLayout
+from zarr_vectors.core.io import read_dense_whole
+from zarr_vectors.core.plan import GeometryParts, LevelPlan
+from zarr_vectors.core.ragged import as_index, unique_sorted
+from zarr_vectors.core.reader import LevelReader
+from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.conventions import ArrayKind
+
+__all__ = [
+    "MAX_VALUES",
+    "AttributeStatistics",
+    "DenseSink",
+    "counts_crc32",
+    "level_statistics",
+    "load_statistics",
+    "write_payload_statistics",
+    "write_statistics",
+]
+
+IntArray = npt.NDArray[np.int64]
+
+MAX_VALUES = 64
+"""Most distinct values an integer attribute may have for a value set (bits of a uint64)."""
+
+
+class DenseSink(Protocol):
+    """What :func:`write_statistics` writes through (:class:`~zarr_vectors.core.writer.LevelWriter`)."""
+
+    def dense(
+        self,
+        path: str,
+        kind: ArrayKind,
+        data: npt.NDArray[Any],
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Create the dense array ``path`` holding ``data``."""
+
+    def drain(self) -> None:
+        """Wait for the writes queued so far."""
+
+
+def counts_crc32(vertex_counts: npt.NDArray[Any]) -> int:
+    """CRC-32 of ``vertex_counts`` as little-endian int64, C order."""
+    data = np.ascontiguousarray(np.asarray(vertex_counts, dtype="<i8").ravel())
+    return zlib.crc32(data.tobytes())
+
+
+@dataclass(frozen=True)
+class StatArray:
+    """One statistics array to write."""
+
+    path: str
+    kind: ArrayKind
+    data: npt.NDArray[Any]
+    extra: dict[str, Any]
+
+
+def _statistics_of(
+    name: str,
+    sorted_vals: npt.NDArray[Any],
+    chunks: IntArray,
+    starts: IntArray,
+    n_grid: int,
+    crc: int,
+) -> list[StatArray]:
+    """Statistics arrays of one attribute from its values in storage (chunk) order."""
+    if sorted_vals.ndim != 1 or sorted_vals.dtype.kind not in "biuf":
+        return []
+    out = np.zeros((n_grid, 2), dtype=sorted_vals.dtype)
+    out[chunks, 0] = np.fmin.reduceat(sorted_vals, starts)
+    out[chunks, 1] = np.fmax.reduceat(sorted_vals, starts)
+    arrays = [StatArray(f"{L.STATISTICS}/{name}", ArrayKind.STATISTICS, out, {"counts_crc32": crc})]
+    if sorted_vals.dtype.kind in "biu":
+        distinct = _distinct(sorted_vals, out[chunks, 0].min(), out[chunks, 1].max())
+        if len(distinct) <= MAX_VALUES:
+            codes = np.searchsorted(distinct, sorted_vals).astype(np.uint64)
+            bits = np.left_shift(np.uint64(1), codes)
+            present = np.zeros(n_grid, dtype=np.uint64)
+            present[chunks] = np.bitwise_or.reduceat(bits, starts)
+            extra = {"counts_crc32": crc, "values": [v.item() for v in distinct]}
+            arrays.append(StatArray(f"{L.VALUE_SETS}/{name}", ArrayKind.VALUE_SET, present, extra))
+    return arrays
+
+
+def _distinct(values: npt.NDArray[Any], low: Any, high: Any) -> npt.NDArray[Any]:
+    """Sorted distinct values; a histogram (linear time) when the range is small."""
+    if values.dtype.kind == "b":
+        return np.flatnonzero(np.bincount(values.view(np.uint8), minlength=2)).astype(bool)
+    span = int(high) - int(low)
+    if span < 1 << 16:
+        offsets = (values - values.dtype.type(low)).astype(np.int64)  # no overflow: >= low
+        seen = np.bincount(offsets, minlength=span + 1) > 0
+        found: npt.NDArray[Any] = np.flatnonzero(seen).astype(values.dtype)
+        found += values.dtype.type(low)
+        return found
+    return unique_sorted(values)
+
+
+def level_statistics(parts: GeometryParts, plan: LevelPlan) -> list[StatArray]:
+    """Compute the statistics arrays of a level from its parts and plan."""
+    if not parts.vertex_attributes or len(plan.chunks) == 0:
+        return []
+    order = as_index(plan.order)
+    starts = plan.chunk_offsets[:-1]
+    n_grid = int(np.prod(plan.vertex_counts.shape))
+    crc = counts_crc32(plan.vertex_counts)
+    out: list[StatArray] = []
+    for name, col in parts.vertex_attributes.items():
+        if col.values.ndim == 1 and col.values.dtype.kind in "biuf":
+            vals = col.values[order]
+            out.extend(_statistics_of(name, vals, plan.chunks, starts, n_grid, crc))
+    return out
+
+
+def write_statistics(sink: DenseSink, parts: GeometryParts, plan: LevelPlan) -> None:
+    """Queue the statistics arrays of a level on ``sink`` (the level's writer)."""
+    for arr in level_statistics(parts, plan):
+        sink.dense(arr.path, arr.kind, arr.data, arr.extra)
+
+
+def write_payload_statistics(
+    sink: DenseSink, group: zarr.Group, layout: ChunkLayout, vertex_counts: npt.NDArray[Any]
+) -> None:
+    """Queue the statistics of a level whose payloads are written (streamed, partitioned).
+
+    Decodes every single-column vertex attribute of the level once; the arrays equal those
+    :func:`write_statistics` derives from the same rows in memory.
+    """
+    counts = np.asarray(vertex_counts, dtype=np.int64).ravel()
+    chunks = np.flatnonzero(counts).astype(np.int64)
+    if len(chunks) == 0:
+        return
+    sink.drain()  # rows queued on this writer must be stored before they are read back
+    reader = LevelReader.for_payloads(group, layout, counts)
+    starts = np.concatenate([[0], np.cumsum(counts[chunks])[:-1]]).astype(np.int64)
+    crc = counts_crc32(vertex_counts)
+    for name in reader.names(L.ATTRIBUTES):
+        path = f"{L.ATTRIBUTES}/{name}"
+        if reader.payload(path).attrs.get("width", 1) != 1:
+            continue
+        vals = reader.rows(path, chunks).values[:, 0]
+        for arr in _statistics_of(name, vals, chunks, starts, len(counts), crc):
+            sink.dense(arr.path, arr.kind, arr.data, arr.extra)
+
+
+@dataclass(frozen=True)
+class AttributeStatistics:
+    """Statistics of one vertex attribute over the flat chunk grid."""
+
+    minimum: npt.NDArray[Any]
+    maximum: npt.NDArray[Any]
+    values: npt.NDArray[Any] | None = None
+    """Distinct values of the level (value set), or None."""
+    present: npt.NDArray[np.uint64] | None = None
+    """Per chunk: bit i set when it holds ``values[i]``."""
+
+
+_CACHE: weakref.WeakKeyDictionary[LevelReader, dict[str, AttributeStatistics | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _usable(reader: LevelReader, path: str, rows: int) -> Any:
+    if not reader.has(path):
+        return None
+    node = reader.node(path)
+    crc = node.attrs.get("counts_crc32")
+    if crc != counts_crc32(reader.vertex_counts) or node.shape[0] != rows:
+        return None
+    return node
+
+
+def load_statistics(reader: LevelReader, name: str) -> AttributeStatistics | None:
+    """Return the usable statistics of vertex attribute ``name`` (None: none or stale)."""
+    cache = _CACHE.setdefault(reader, {})
+    if name in cache:
+        return cache[name]
+    n = reader.layout.n_chunks
+    stats = None
+    node = _usable(reader, f"{L.STATISTICS}/{name}", n)
+    if node is not None and node.shape == (n, 2):
+        mm = read_dense_whole(node)
+        stats = AttributeStatistics(mm[:, 0], mm[:, 1])
+        vs = _usable(reader, f"{L.VALUE_SETS}/{name}", n)
+        if vs is not None and isinstance(vs.attrs.get("values"), list):
+            # the attribute's dtype: a mix of small and > int64 integers must not go float
+            values = np.asarray(vs.attrs["values"], dtype=mm.dtype)
+            if len(values) <= MAX_VALUES:
+                present = read_dense_whole(vs).astype(np.uint64)
+                stats = AttributeStatistics(stats.minimum, stats.maximum, values, present)
+    cache[name] = stats
+    return stats

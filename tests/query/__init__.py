@@ -1,0 +1,1 @@
+"""Tests of the query package (zarr_vectors.query)."""

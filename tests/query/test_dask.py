@@ -1,0 +1,163 @@
+"""``to_dask`` / ``to_dask_objects``: lazy, equal to the eager reads, on a 2-worker LocalCluster
+and against an S3 (moto) store."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import numpy as np
+import pytest
+from moto.server import ThreadedMotoServer
+
+import zarr_vectors as zv
+from distributed import Client, LocalCluster
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Client]:
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            host="127.0.0.1",
+        ) as cluster,
+        Client(cluster) as c,
+    ):
+        yield c
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[dict[str, Any]]:
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        region_name="us-east-1",
+    ).create_bucket(Bucket="zv-query")
+    try:
+        yield {
+            "endpoint_url": endpoint,
+            "key": "test",
+            "secret": "test",
+            "client_kwargs": {"region_name": "us-east-1"},
+            "use_listings_cache": False,
+        }
+    finally:
+        server.stop()
+
+
+def _points(store: Any, storage_options: Any = None) -> dict[str, Any]:
+    rng = np.random.default_rng(7)
+    n = 20_000
+    data = {
+        "pos": (rng.random((n, 3)) * 100).astype(np.float32),
+        "v": rng.random(n).astype(np.float32),
+        "cell": rng.integers(0, 300, n),
+        "kind": np.array(["a", "b", "c"])[rng.integers(0, 3, n)],
+    }
+    zv.write_points(
+        store,
+        data["pos"],
+        chunk_shape=(20, 20, 20),
+        attributes={"v": data["v"], "kind": data["kind"]},
+        object_ids=data["cell"],
+        storage_options=storage_options,
+    )
+    return data
+
+
+def test_frame_equals_eager_read_on_a_cluster(tmp_path: Path, client: Client) -> None:
+    path = str(tmp_path / "p.zarrvectors")
+    data = _points(path)
+    box = ([10, 10, 10], [70, 80, 90])
+    where = {"v": (0.25, 0.75), "kind": {"a", "c"}}
+    df = zv.to_dask(path, bbox=box, where=where, chunks_per_partition=10)
+    assert df.npartitions > 1
+    assert df.known_divisions
+    got = df.compute()
+    eager = zv.read_points(path, bbox=box, where=where)
+    np.testing.assert_array_equal(got[["x", "y", "z"]].to_numpy(), eager.positions)
+    np.testing.assert_array_equal(got["v"].to_numpy(), eager.attributes["v"])
+    np.testing.assert_array_equal(got["kind"].to_numpy().astype(str), eager.attributes["kind"])
+    np.testing.assert_array_equal(got["object_id"].to_numpy(), eager.object_ids)
+    # brute force from the input
+    p = data["pos"]
+    mask = np.all((p >= box[0]) & (p < np.asarray(box[1])), axis=1)
+    mask &= (data["v"] >= 0.25) & (data["v"] < 0.75) & np.isin(data["kind"], ["a", "c"])
+    assert len(got) == int(mask.sum())
+
+
+def test_per_object_mean_matches_numpy(tmp_path: Path, client: Client) -> None:
+    # the docs/guides/dask.md example, at a test's size
+    path = str(tmp_path / "p.zarrvectors")
+    data = _points(path)
+    df = zv.to_dask(path, attributes=["v"])
+    means = df.groupby("object_id")["v"].mean().compute().sort_index()
+    cells, inverse = np.unique(data["cell"], return_inverse=True)
+    want = np.bincount(inverse, weights=data["v"].astype(np.float64)) / np.bincount(inverse)
+    np.testing.assert_array_equal(means.index.to_numpy(), cells)
+    np.testing.assert_allclose(means.to_numpy(), want, rtol=1e-6)
+
+
+def test_objects_bag_equals_eager_read(tmp_path: Path, client: Client) -> None:
+    rng = np.random.default_rng(2)
+    paths = [rng.random((int(rng.integers(2, 9)), 3)) * 60 for _ in range(200)]
+    fa = [rng.random(len(p)) for p in paths]
+    path = str(tmp_path / "s.zarrvectors")
+    zv.write_streamlines(
+        path,
+        paths,
+        chunk_shape=(20, 20, 20),
+        attributes={"fa": fa},
+        object_attributes={"length": np.array([len(p) for p in paths], dtype=np.float64)},
+    )
+    where = {"fa": (0.9, None), "length": (4, None)}
+    bag = zv.to_dask_objects(
+        path, bbox=([0, 0, 0], [30, 30, 30]), where=where, objects_per_partition=7
+    )
+    records = bag.compute()
+    eager = zv.read_streamlines(path, bbox=([0, 0, 0], [30, 30, 30]), where=where)
+    assert [r.object_id for r in records] == eager.object_ids.tolist()
+    for i, r in enumerate(records):
+        np.testing.assert_array_equal(r.positions, eager[i])
+        assert r.object_attributes["length"] == len(r.positions)
+
+
+@pytest.mark.s3
+def test_s3_store_on_a_cluster(s3: dict[str, Any], client: Client) -> None:
+    url = "s3://zv-query/points.zarrvectors"
+    _points(url, storage_options=s3)
+    where = {"v": (0.9, None)}
+    got = zv.to_dask(url, where=where, storage_options=s3, chunks_per_partition=16).compute()
+    eager = zv.read_points(url, where=where, storage_options=s3)
+    np.testing.assert_array_equal(got[["x", "y", "z"]].to_numpy(), eager.positions)
+    recs = zv.to_dask_objects(url, where=where, storage_options=s3).compute()
+    assert sorted(r.object_id for r in recs) == sorted(np.unique(eager.object_ids).tolist())
+
+
+def test_empty_and_errors(tmp_path: Path) -> None:
+    path = str(tmp_path / "p.zarrvectors")
+    zv.write_points(path, np.zeros((3, 2)), chunk_shape=(4, 4), attributes={"v": np.zeros(3)})
+    df = zv.to_dask(path, where={"v": (1, None)})
+    assert len(df.compute(scheduler="sync")) == 0
+    with pytest.raises(zv.InvalidInputError, match="no objects"):
+        zv.to_dask_objects(path)
+    with pytest.raises(zv.InvalidInputError, match="no attribute"):
+        zv.to_dask(path, where={"w": 1})
