@@ -181,3 +181,17 @@ def test_value_sets_of_negative_and_huge_integers(tmp_path: Path) -> None:
     assert zv.count(path, where={"neg": {-3}}) == 2
     assert zv.explain(path, where={"neg": {5}}).chunks_read == 1
     assert not zv.validate(path, level=5).findings
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8])
+def test_value_sets_of_narrow_integers_spanning_their_range(dtype: Any) -> None:
+    info = np.iinfo(dtype)
+    values = np.array([info.min, info.max, info.min, 0], dtype=dtype)
+    pos = np.array([[0.5, 0.5], [5.0, 0.5], [9.0, 0.5], [9.5, 0.5]])
+    store = MemoryStore()
+    zv.write_points(store, pos, chunk_shape=(4, 4), attributes={"v": values})
+    root = zarr.open_group(store, mode="r")
+    assert root["0/value_sets/v"].attrs["values"] == sorted({int(v) for v in values})
+    got = zv.read_points(store, where={"v": {int(info.max)}})
+    assert got.positions.tolist() == [[5.0, 0.5]]
+    assert zv.count(store, where={"v": (int(info.min), 1)}) == 3

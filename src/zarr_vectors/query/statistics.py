@@ -118,7 +118,10 @@ def _distinct(values: npt.NDArray[Any], low: Any, high: Any) -> npt.NDArray[Any]
         return np.flatnonzero(np.bincount(values.view(np.uint8), minlength=2)).astype(bool)
     span = int(high) - int(low)
     if span < 1 << 16:
-        offsets = (values - values.dtype.type(low)).astype(np.int64)  # no overflow: >= low
+        if values.dtype.kind == "u":  # values >= low: no wrap in the unsigned type
+            offsets = (values - values.dtype.type(low)).astype(np.int64)
+        else:  # a narrow signed type would wrap (int8: 100 - -100): widen first
+            offsets = values.astype(np.int64) - int(low)
         seen = np.bincount(offsets, minlength=span + 1) > 0
         found: npt.NDArray[Any] = np.flatnonzero(seen).astype(values.dtype)
         found += values.dtype.type(low)
