@@ -141,7 +141,8 @@ def append_polylines(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> WriteSummary:
     """Append polylines to a polyline store (arguments as :func:`append_points`,
-    input as :func:`~zarr_vectors.write_polylines`)."""
+    input as :func:`~zarr_vectors.write_polylines`).
+    """
     kw = {k: v for k, v in locals().items() if k not in ("store", "polylines", "offsets")}
     return _paths(store, GeometryTypeName.POLYLINE, polylines, offsets, kw)
 

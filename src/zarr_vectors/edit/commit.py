@@ -37,9 +37,10 @@ import zarr
 from zarr.abc.store import Store
 from zarr.storage import LocalStore, MemoryStore, StorePath, ZipStore
 
-from zarr_vectors.core.store import StoreLike, resolve_store
+from zarr_vectors.core.store import StoreLike
 from zarr_vectors.edit.errors import ReadOnlyStoreError, UnsupportedEditError
 from zarr_vectors.edit.lock import DEFAULT_TIMEOUT, store_lock
+from zarr_vectors.errors import StoreNotFoundError
 
 __all__ = ["EditTarget", "TargetKind", "commit", "editing", "resolve_target"]
 
@@ -104,15 +105,15 @@ def resolve_target(store: StoreLike) -> EditTarget:
             "files and memory stores can)"
         )
     else:
-        handle = resolve_store(store, mode="r")
-        if handle.local_path is None and handle.zip_path is None:
+        text = os.fspath(store)  # type: ignore[arg-type]
+        if "://" in text and not text.startswith("file://"):
             raise UnsupportedEditError(
-                f"{store}: remote stores cannot be edited yet (local directories, .zip files "
+                f"{text}: remote stores cannot be edited yet (local directories, .zip files "
                 "and memory stores can)"
             )
-        handle.close()
-        location = handle.zip_path or handle.local_path
-        assert location is not None
+        location = Path(text.removeprefix("file://")).expanduser()
+    if not location.exists():
+        raise StoreNotFoundError(f"no store at {location}")
     location = location.absolute()
     writable = os.access(location.parent, os.W_OK) and (
         location.is_file() or os.access(location, os.W_OK)

@@ -115,7 +115,9 @@ def _memory_lock(store: Any, timeout: float) -> Iterator[None]:
 
 
 @contextmanager
-def store_lock(location: Path | None, store: Any, timeout: float = DEFAULT_TIMEOUT) -> Iterator[None]:
+def store_lock(
+    location: Path | None, store: Any, timeout: float = DEFAULT_TIMEOUT
+) -> Iterator[None]:
     """Hold the edit lock of a store for the duration of the block.
 
     Parameters

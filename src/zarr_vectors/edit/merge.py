@@ -32,7 +32,11 @@ def _kind(col: Column) -> str:
 
 
 def check_schema(
-    stored: Mapping[str, Column], new: Mapping[str, Column], what: str, *, skip: tuple[str, ...] = ()
+    stored: Mapping[str, Column],
+    new: Mapping[str, Column],
+    what: str,
+    *,
+    skip: tuple[str, ...] = (),
 ) -> None:
     """Refuse new columns whose names or dtypes differ from the stored ones (naming them)."""
     old_names = set(stored) - set(skip)
@@ -82,7 +86,8 @@ def _merged_ids(
         b = np.arange(n_new, dtype=np.int64) if given is None else given
         if b.dtype != a.dtype:
             if not np.can_cast(b, a.dtype) and not (
-                b.size == 0 or (b.min() >= np.iinfo(a.dtype).min and b.max() <= np.iinfo(a.dtype).max)
+                b.size == 0
+                or (b.min() >= np.iinfo(a.dtype).min and b.max() <= np.iinfo(a.dtype).max)
             ):
                 raise InvalidInputError(f"ids of dtype {b.dtype} do not fit the stored {a.dtype}")
             b = b.astype(a.dtype)
