@@ -140,8 +140,9 @@ def append_polylines(
     group_attributes: Attrs = None,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> WriteSummary:
-    """Append polylines to a polyline store (arguments as :func:`append_points`,
-    input as :func:`~zarr_vectors.write_polylines`).
+    """Append polylines to a polyline store.
+
+    Input as :func:`~zarr_vectors.write_polylines`, other arguments as :func:`append_points`.
     """
     kw = {k: v for k, v in locals().items() if k not in ("store", "polylines", "offsets")}
     return _paths(store, GeometryTypeName.POLYLINE, polylines, offsets, kw)

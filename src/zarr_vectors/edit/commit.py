@@ -70,7 +70,7 @@ class EditTarget:
     """The memory store object (None for local stores)."""
 
     def source(self) -> StoreLike:
-        """What to open to read the committed state."""
+        """Return what to open to read the committed state."""
         return self.store if self.location is None else str(self.location)
 
 

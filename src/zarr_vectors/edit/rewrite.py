@@ -63,10 +63,11 @@ class PyramidPlan:
 
     @classmethod
     def of(cls, levels: list[LevelMetadata]) -> PyramidPlan:
+        """Return the plan that built ``levels`` (levels 1..n, in order)."""
         agg: dict[str, str] = {}
         coarsening = levels[0].coarsening if levels else None
         if coarsening and isinstance(coarsening.get("aggregation"), dict):
-            agg = {str(k): str(v) for k, v in coarsening["aggregation"].items()}  # type: ignore[union-attr]
+            agg = {str(k): str(v) for k, v in coarsening["aggregation"].items()}
         strategy = levels[0].sparsity_strategy if levels else None
         return cls(
             tuple(lv.bin_ratio for lv in levels),
@@ -103,7 +104,7 @@ def _options(reader: LevelReader, meta: RootMetadata) -> StoreOptions:
     return StoreOptions(
         chunk_shape=tuple(meta.chunk_shape),
         bin_shape=tuple(meta.base_bin_shape),
-        zarr_format=fmt,  # type: ignore[arg-type]
+        zarr_format=fmt,
         compressor=reader.compressor_for("source", fmt),
         shards=shards,
         frame_bytes=frame_bytes_option("auto", meta.geometry_type),
