@@ -11,12 +11,21 @@ from zarr_vectors.edit.append import (
     append_skeleton,
     append_streamlines,
 )
+from zarr_vectors.edit.attributes import (
+    AttributeKind,
+    add_attribute,
+    drop_attribute,
+    update_object_attributes,
+)
 from zarr_vectors.edit.errors import ReadOnlyStoreError, StoreLockedError, UnsupportedEditError
+from zarr_vectors.edit.objects import compact, delete_objects
 
 __all__ = [
+    "AttributeKind",
     "ReadOnlyStoreError",
     "StoreLockedError",
     "UnsupportedEditError",
+    "add_attribute",
     "append_graph",
     "append_lines",
     "append_mesh",
@@ -24,4 +33,8 @@ __all__ = [
     "append_polylines",
     "append_skeleton",
     "append_streamlines",
+    "compact",
+    "delete_objects",
+    "drop_attribute",
+    "update_object_attributes",
 ]

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import zarr
+
 from zarr_vectors.core.parts import read_parts
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import LevelReader
@@ -46,6 +48,8 @@ class StoredLevel:
     meta: RootMetadata
     parts: GeometryParts
     reader: LevelReader
+    root: zarr.Group
+    """The committed store's root group (read-only)."""
 
 
 Edit = Callable[[StoredLevel], GeometryParts]
@@ -155,7 +159,7 @@ def rewrite(
         levels = [LevelReader(root, i).level_meta for i in list_resolution_levels(root) if i > 0]
         plan = PyramidPlan.of(levels)
         old = read_parts(reader, sequential=type_spec(meta.geometry_type).sequential)
-        parts = edit(StoredLevel(meta, old, reader))
+        parts = edit(StoredLevel(meta, old, reader, root))
         summary: list[WriteSummary] = []
 
         def build(staging: StoreLike) -> None:
