@@ -112,11 +112,11 @@ def resolve_target(store: StoreLike) -> EditTarget:
                 "and memory stores can)"
             )
         location = Path(text.removeprefix("file://")).expanduser()
-    if not location.exists():
+    if not location.exists() and not _siblings(location.absolute(), _OLD):
         raise StoreNotFoundError(f"no store at {location}")
     location = location.absolute()
     writable = os.access(location.parent, os.W_OK) and (
-        location.is_file() or os.access(location, os.W_OK)
+        location.is_file() or not location.exists() or os.access(location, os.W_OK)
     )
     if not writable:
         raise ReadOnlyStoreError(f"{location} is read-only for this process; nothing changed")
