@@ -24,7 +24,7 @@ import zarr
 from rich.console import Console
 from rich.table import Table
 
-from zarr_vectors import cli_convert, cli_viz
+from zarr_vectors import cli_convert, cli_edit, cli_viz
 from zarr_vectors.core.io import quiet_vlen
 from zarr_vectors.core.store import (
     list_resolution_levels,
@@ -403,6 +403,7 @@ def _register_builtin(target: typer.Typer) -> None:
 REGISTRARS: tuple[Callable[[typer.Typer], None], ...] = (
     _register_builtin,
     cli_convert.register,
+    cli_edit.register,
     cli_viz.register,
 )
 """Functions adding commands to :data:`app`; one per command module."""

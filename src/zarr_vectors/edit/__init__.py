@@ -9,6 +9,7 @@ from zarr_vectors.edit.append import (
     append_points,
     append_polylines,
     append_skeleton,
+    append_store,
     append_streamlines,
 )
 from zarr_vectors.edit.attributes import (
@@ -32,6 +33,7 @@ __all__ = [
     "append_points",
     "append_polylines",
     "append_skeleton",
+    "append_store",
     "append_streamlines",
     "compact",
     "delete_objects",

@@ -15,14 +15,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.core.parts import read_parts
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.store import StoreLike
+from zarr_vectors.core.reader import LevelReader
+from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.edit.lock import DEFAULT_TIMEOUT
 from zarr_vectors.edit.merge import ID, merge_parts
 from zarr_vectors.edit.rewrite import StoredLevel, rewrite
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.types.graphs import _graph_parts
 from zarr_vectors.types.meshes import MeshInput, _mesh_parts
 from zarr_vectors.types.points import _points_parts
@@ -36,6 +39,7 @@ __all__ = [
     "append_points",
     "append_polylines",
     "append_skeleton",
+    "append_store",
     "append_streamlines",
 ]
 
@@ -290,3 +294,18 @@ def append_mesh(
         group_attributes=group_attributes,
     )
     return _append(store, GeometryTypeName.MESH, parts, object_ids is not None, timeout)
+
+
+def append_store(
+    store: StoreLike, source: StoreLike, *, timeout: float = DEFAULT_TIMEOUT
+) -> WriteSummary:
+    """Append every object of another store's level 0 (same geometry type and schema).
+
+    ``source`` keeps its user ids when it stores them (they must be new to ``store``);
+    otherwise its objects get ids after the stored ones.  Used by ``zarr-vectors append``
+    (a foreign file is converted to a temporary store first).
+    """
+    reader = LevelReader(open_store(source, mode="r"), 0)
+    gtype = reader.meta.geometry_type
+    parts = read_parts(reader, sequential=type_spec(gtype).sequential)
+    return _append(store, gtype, parts, ID in parts.object_attributes, timeout)
