@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from zarr_vectors.core.store import open_store
+from zarr_vectors.core.store import open_store, read_root_metadata
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.edit import append_store, compact
 from zarr_vectors.errors import ZarrVectorsError
@@ -47,9 +47,9 @@ def append_command(
     """
     scratch = Path(tempfile.mkdtemp(prefix="zv-append-"))
     try:
-        meta = open_store(os.fspath(store)).attrs.asdict()
+        meta = read_root_metadata(open_store(os.fspath(store)))
         staged = scratch / "new.zarrvectors"
-        convert(source, os.fspath(staged), chunk_shape=meta["chunk_shape"])
+        convert(source, os.fspath(staged), chunk_shape=meta.chunk_shape)
         summary = append_store(os.fspath(store), os.fspath(staged))
     except (ZarrVectorsError, OSError, ValueError) as exc:
         raise _fail(f"cannot append {source} to {store}: {exc}") from None
