@@ -63,8 +63,11 @@ def big(tmp_path: Path) -> tuple[Path, Path]:
     return store, extra
 
 
-def test_sigkill_during_append_leaves_old_or_new(big: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize("inside", [False, True], ids=["grid-grows", "chunks-only"])
+def test_sigkill_during_append_leaves_old_or_new(big: tuple[Path, Path], inside: bool) -> None:
     store, extra = big
+    if inside:  # lands in existing chunks: the copy-on-write chunk path
+        np.save(extra, np.random.default_rng(5).uniform(-49, 49, (5_000, 3)))
     b = np.load(extra).tolist()
     t0 = time.monotonic()
     done = _child("append", str(store), str(extra), "60")

@@ -19,7 +19,9 @@ from zarr_vectors.core.parts import read_parts
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
-from zarr_vectors.core.writer import WriteSummary
+from zarr_vectors.core.writer import StoreOptions, WriteSummary
+from zarr_vectors.edit.commit import EditTarget
+from zarr_vectors.edit.incremental import append_chunks
 from zarr_vectors.edit.lock import DEFAULT_TIMEOUT
 from zarr_vectors.edit.merge import ID, merge_parts
 from zarr_vectors.edit.rewrite import StoredLevel, rewrite
@@ -59,7 +61,10 @@ def _append(
             sort_ids=stored.meta.geometry_type == GeometryTypeName.POINT_CLOUD,
         )
 
-    return rewrite(store, edit, geometry_type=gtype, timeout=timeout)
+    def fast(target: EditTarget, reader: LevelReader, opts: StoreOptions) -> WriteSummary | None:
+        return append_chunks(target, reader, opts, new)
+
+    return rewrite(store, edit, geometry_type=gtype, timeout=timeout, fast=fast)
 
 
 def append_points(

@@ -42,11 +42,19 @@ from zarr_vectors.edit.errors import ReadOnlyStoreError, UnsupportedEditError
 from zarr_vectors.edit.lock import DEFAULT_TIMEOUT, store_lock
 from zarr_vectors.errors import StoreNotFoundError
 
-__all__ = ["EditTarget", "TargetKind", "commit", "editing", "resolve_target"]
+__all__ = [
+    "STAGING_TAG",
+    "EditTarget",
+    "TargetKind",
+    "commit",
+    "commit_directory",
+    "editing",
+    "resolve_target",
+]
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
-_STAGING = ".zv-staging-"
+STAGING_TAG = ".zv-staging-"
 _OLD = ".zv-old-"
 _TMPZIP = ".zv-tmpzip-"
 
@@ -138,7 +146,7 @@ def recover(target: EditTarget) -> None:
         # killed between the two renames of the fallback swap: the old store is complete
         os.rename(olds[-1], loc)
         olds = olds[:-1]
-    for left in [*olds, *_siblings(loc, _STAGING), *_siblings(loc, _TMPZIP)]:
+    for left in [*olds, *_siblings(loc, STAGING_TAG), *_siblings(loc, _TMPZIP)]:
         if left.is_dir():
             shutil.rmtree(left, ignore_errors=True)
         else:
@@ -166,7 +174,8 @@ def _exchange(a: Path, b: Path) -> bool:
     return bool(rc == 0)
 
 
-def _commit_directory(staged: Path, final: Path) -> None:
+def commit_directory(staged: Path, final: Path) -> None:
+    """Make the complete directory ``staged`` the store at ``final`` (old one removed)."""
     if _exchange(staged, final):
         shutil.rmtree(staged)  # now the old store
         return
@@ -201,7 +210,7 @@ def commit(target: EditTarget, build: Callable[[StoreLike], None]) -> None:
         return
     final = target.location
     assert final is not None
-    staged = final.with_name(f".{final.name}{_STAGING}{uuid.uuid4().hex[:8]}")
+    staged = final.with_name(f".{final.name}{STAGING_TAG}{uuid.uuid4().hex[:8]}")
     try:
         build(str(staged))
     except BaseException:
@@ -210,4 +219,4 @@ def commit(target: EditTarget, build: Callable[[StoreLike], None]) -> None:
     if target.kind is TargetKind.ZIP:
         _commit_zip(staged, final)
     else:
-        _commit_directory(staged, final)
+        commit_directory(staged, final)

@@ -30,7 +30,7 @@ from zarr_vectors.core.writer import (
     frame_bytes_option,
     write_store,
 )
-from zarr_vectors.edit.commit import commit, editing, resolve_target
+from zarr_vectors.edit.commit import EditTarget, commit, editing, resolve_target
 from zarr_vectors.edit.errors import UnsupportedEditError
 from zarr_vectors.edit.lock import DEFAULT_TIMEOUT
 from zarr_vectors.errors import InvalidInputError
@@ -38,7 +38,7 @@ from zarr_vectors.multiscale import build_pyramid
 from zarr_vectors.spec.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.spec.typespec import type_spec
 
-__all__ = ["Edit", "PyramidPlan", "StoredLevel", "rewrite"]
+__all__ = ["Edit", "FastPath", "PyramidPlan", "StoredLevel", "rewrite"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,9 @@ class StoredLevel:
 
 Edit = Callable[[StoredLevel], GeometryParts]
 """Turns the stored level 0 into the new level 0 (raises to refuse; nothing is written)."""
+
+FastPath = Callable[[EditTarget, LevelReader, StoreOptions], WriteSummary | None]
+"""An edit of only some chunks of a single-level store, or None when it does not apply."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,7 @@ def rewrite(
     *,
     geometry_type: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    fast: FastPath | None = None,
 ) -> WriteSummary:
     """Apply ``edit`` to the store's level 0 and commit the rebuilt store at one point.
 
@@ -158,6 +162,10 @@ def rewrite(
         opts = _options(reader, meta)
         levels = [LevelReader(root, i).level_meta for i in list_resolution_levels(root) if i > 0]
         plan = PyramidPlan.of(levels)
+        if fast is not None and not plan.ratios:
+            done = fast(target, reader, opts)
+            if done is not None:
+                return done
         old = read_parts(reader, sequential=type_spec(meta.geometry_type).sequential)
         parts = edit(StoredLevel(meta, old, reader, root))
         summary: list[WriteSummary] = []
