@@ -15,6 +15,7 @@ from zarr_vectors.core.multiscale import (
 from zarr_vectors.core.store import create_store, list_resolution_levels, open_store
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.edit import (
+    Collection,
     ReadOnlyStoreError,
     StoreLockedError,
     UnsupportedEditError,
@@ -29,6 +30,7 @@ from zarr_vectors.edit import (
     compact,
     delete_objects,
     drop_attribute,
+    open_collection,
     update_object_attributes,
 )
 from zarr_vectors.errors import (
@@ -136,4 +138,6 @@ __all__ = [
     "delete_objects",
     "drop_attribute",
     "update_object_attributes",
+    "open_collection",
+    "Collection",
 ]

@@ -18,10 +18,12 @@ from zarr_vectors.edit.attributes import (
     drop_attribute,
     update_object_attributes,
 )
+from zarr_vectors.edit.collection import Collection, open_collection
 from zarr_vectors.edit.errors import ReadOnlyStoreError, StoreLockedError, UnsupportedEditError
 from zarr_vectors.edit.objects import compact, delete_objects
 
 __all__ = [
+    "Collection",
     "AttributeKind",
     "ReadOnlyStoreError",
     "StoreLockedError",
@@ -38,5 +40,6 @@ __all__ = [
     "compact",
     "delete_objects",
     "drop_attribute",
+    "open_collection",
     "update_object_attributes",
 ]
