@@ -24,6 +24,8 @@ elif op == "delete":
     zv.delete_objects(sys.argv[2], np.load(sys.argv[3]))
 elif op == "compact":
     zv.compact(sys.argv[2])
+elif op == "add_attribute":
+    zv.add_attribute(sys.argv[2], "extra", np.ones(60_000, np.float32))
 print("done", flush=True)
 """
 
@@ -95,7 +97,7 @@ def test_sigkill_during_append_leaves_old_or_new(big: tuple[Path, Path], inside:
     assert seen_kill_mid >= 1  # at least one kill landed before the commit
 
 
-def test_sigkill_during_delete_and_compact(tmp_path: Path) -> None:
+def test_sigkill_during_edit_delete_and_compact(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     store = tmp_path / "p.zarr"
     paths = [rng.uniform(0, 100, (20, 3)) for _ in range(3000)]
@@ -103,15 +105,17 @@ def test_sigkill_during_delete_and_compact(tmp_path: Path) -> None:
     ids = tmp_path / "ids.npy"
     np.save(ids, np.arange(0, 3000, 3))
     keep = sorted(set(range(3000)) - set(range(0, 3000, 3)))
-    for op in ("delete", "compact"):
+    for op in ("add_attribute", "delete", "compact"):
         for delay in (0.8, 1.5, 2.5):
             proc = _child(op, str(store), str(ids))
             time.sleep(delay)
             proc.send_signal(signal.SIGKILL)
             _finish(proc)
             assert zv.validate(str(store)).ok
-            got = zv.read_polylines(str(store)).object_ids.tolist()
-            assert got in (list(range(3000)), keep), (op, delay)
+            got = zv.read_polylines(str(store))
+            assert got.object_ids.tolist() in (list(range(3000)), keep), (op, delay)
+            extra = got.attributes.get("extra")
+            assert extra is None or extra.tolist() == [1.0] * len(extra), (op, delay)
 
 
 def test_two_appenders_both_land(big: tuple[Path, Path], tmp_path: Path) -> None:
