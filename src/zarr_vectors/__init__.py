@@ -14,6 +14,25 @@ from zarr_vectors.core.multiscale import (
 )
 from zarr_vectors.core.store import create_store, list_resolution_levels, open_store
 from zarr_vectors.core.writer import WriteSummary
+from zarr_vectors.edit import (
+    Collection,
+    ReadOnlyStoreError,
+    StoreLockedError,
+    UnsupportedEditError,
+    add_attribute,
+    append_graph,
+    append_lines,
+    append_mesh,
+    append_points,
+    append_polylines,
+    append_skeleton,
+    append_streamlines,
+    compact,
+    delete_objects,
+    drop_attribute,
+    open_collection,
+    update_object_attributes,
+)
 from zarr_vectors.errors import (
     CorruptPayloadError,
     GeometryError,
@@ -129,4 +148,21 @@ __all__ = [
     "write_points",
     "write_polylines",
     "write_streamlines",
+    "ReadOnlyStoreError",
+    "StoreLockedError",
+    "UnsupportedEditError",
+    "add_attribute",
+    "append_graph",
+    "append_lines",
+    "append_mesh",
+    "append_points",
+    "append_polylines",
+    "append_skeleton",
+    "append_streamlines",
+    "compact",
+    "delete_objects",
+    "drop_attribute",
+    "update_object_attributes",
+    "open_collection",
+    "Collection",
 ]

@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from zarr_vectors import __version__, cli_convert, cli_query, cli_viz
+from zarr_vectors import __version__, cli_convert, cli_edit, cli_query, cli_viz
 from zarr_vectors.cli_style import FlagCommand, FlagGroup
 from zarr_vectors.core.io import quiet_vlen
 from zarr_vectors.core.store import (
@@ -432,6 +432,7 @@ def _root(
 REGISTRARS: tuple[Callable[[typer.Typer], None], ...] = (
     _register_builtin,
     cli_convert.register,
+    cli_edit.register,
     cli_viz.register,
     cli_query.register,
 )

@@ -24,9 +24,12 @@ from typing import Any, Literal, Self
 
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.reader import BBoxLike
-from zarr_vectors.core.store import StoreLike
+from zarr_vectors.core.store import StoreLike, open_store, read_root_metadata
 from zarr_vectors.core.stream import ProgressCallback, StreamWriter
 from zarr_vectors.core.writer import WriteSummary, store_options
+from zarr_vectors.edit.rewrite import check_type
+from zarr_vectors.edit.stream import AppendingWriter, scratch_for
+from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.typespec import parse_geometry_type, type_spec
 from zarr_vectors.types._base import Batch, get_geometry_type
 
@@ -111,7 +114,7 @@ def open_writer(
     store: StoreLike,
     geometry_type: str,
     *,
-    chunk_shape: Sequence[float],
+    chunk_shape: Sequence[float] | None = None,
     bin_shape: Sequence[float] | None = None,
     bounds: BBoxLike | None = None,
     zarr_format: Literal[2, 3] = 3,
@@ -132,7 +135,8 @@ def open_writer(
     notes: str | None = None,
     custom_metadata: Mapping[str, Any] | None = None,
     type_metadata: Mapping[str, Any] | None = None,
-) -> Writer:
+    mode: Literal["w", "a"] = "w",
+) -> Writer | AppendingWriter:
     """Open a streaming writer; the store appears when the writer closes.
 
     Parameters
@@ -159,12 +163,21 @@ def open_writer(
         Root metadata.
     type_metadata
         Type-specific root keys (e.g. streamline ``step_size``).
+    mode
+        ``"w"``: write a new store (``chunk_shape`` required).  ``"a"``: append the batches
+        to the existing store ``store`` when the writer closes, at one commit point (chunk
+        and bin shape, root metadata and codecs are the store's; see
+        :mod:`zarr_vectors.edit.stream`).
 
     Returns
     -------
-    Writer
+    Writer or AppendingWriter
         Call ``append`` per batch and ``close`` (or use ``with``).
     """
+    if mode == "a":
+        return _appending(store, geometry_type, spill_dir, partition_chunks, memory_limit)
+    if chunk_shape is None:
+        raise InvalidInputError("open_writer needs chunk_shape to write a new store")
     gtype = parse_geometry_type(geometry_type)
     d = len(chunk_shape)
     opts = store_options(
@@ -180,3 +193,28 @@ def open_writer(
         progress=progress,
     )
     return Writer(stream, gtype)
+
+
+def _appending(
+    store: StoreLike,
+    geometry_type: str,
+    spill_dir: str | Path | None,
+    partition_chunks: int,
+    memory_limit: int,
+) -> AppendingWriter:
+    """Return a writer streaming batches beside ``store`` that appends them at close."""
+    meta = read_root_metadata(open_store(store))
+    check_type(meta, parse_geometry_type(geometry_type))
+    scratch = scratch_for(store)
+    inner = open_writer(
+        str(scratch),
+        meta.geometry_type,
+        chunk_shape=meta.chunk_shape,
+        bin_shape=meta.base_bin_shape,
+        directed=bool(meta.type_metadata.get("is_directed", False)),
+        spill_dir=spill_dir,
+        partition_chunks=partition_chunks,
+        memory_limit=memory_limit,
+    )
+    assert isinstance(inner, Writer)
+    return AppendingWriter(inner, store, scratch, meta.geometry_type)

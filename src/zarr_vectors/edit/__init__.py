@@ -1,0 +1,45 @@
+"""Living stores: append to, edit and compact existing stores, committed at one point."""
+
+from __future__ import annotations
+
+from zarr_vectors.edit.append import (
+    append_graph,
+    append_lines,
+    append_mesh,
+    append_points,
+    append_polylines,
+    append_skeleton,
+    append_store,
+    append_streamlines,
+)
+from zarr_vectors.edit.attributes import (
+    AttributeKind,
+    add_attribute,
+    drop_attribute,
+    update_object_attributes,
+)
+from zarr_vectors.edit.collection import Collection, open_collection
+from zarr_vectors.edit.errors import ReadOnlyStoreError, StoreLockedError, UnsupportedEditError
+from zarr_vectors.edit.objects import compact, delete_objects
+
+__all__ = [
+    "Collection",
+    "AttributeKind",
+    "ReadOnlyStoreError",
+    "StoreLockedError",
+    "UnsupportedEditError",
+    "add_attribute",
+    "append_graph",
+    "append_lines",
+    "append_mesh",
+    "append_points",
+    "append_polylines",
+    "append_skeleton",
+    "append_store",
+    "append_streamlines",
+    "compact",
+    "delete_objects",
+    "drop_attribute",
+    "open_collection",
+    "update_object_attributes",
+]

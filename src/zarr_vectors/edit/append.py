@@ -1,0 +1,316 @@
+"""Append new objects to an existing store, one function per geometry type.
+
+Each function converts its input with the geometry type's own input conversion (the function
+its ``write_*`` uses), then merges it into the stored level 0 through
+:func:`zarr_vectors.edit.rewrite.rewrite`: new objects get ids after the stored ones (or the
+ids given, which must be new), attributes must match the stored schema, and the result equals a
+fresh write of the old and the new data together, committed at one point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.core.parts import read_parts
+from zarr_vectors.core.plan import GeometryParts
+from zarr_vectors.core.reader import LevelReader
+from zarr_vectors.core.store import StoreLike, open_store
+from zarr_vectors.core.writer import StoreOptions, WriteSummary
+from zarr_vectors.edit.commit import EditTarget
+from zarr_vectors.edit.incremental import append_chunks
+from zarr_vectors.edit.lock import DEFAULT_TIMEOUT
+from zarr_vectors.edit.merge import ID, merge_parts
+from zarr_vectors.edit.rewrite import StoredLevel, rewrite
+from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.typespec import type_spec
+from zarr_vectors.types.graphs import _graph_parts
+from zarr_vectors.types.meshes import MeshInput, _mesh_parts
+from zarr_vectors.types.points import _points_parts
+from zarr_vectors.types.polylines import _path_parts
+from zarr_vectors.types.skeletons import _skeleton_parts
+
+__all__ = [
+    "append_graph",
+    "append_lines",
+    "append_mesh",
+    "append_points",
+    "append_polylines",
+    "append_skeleton",
+    "append_store",
+    "append_streamlines",
+]
+
+Attrs = Mapping[str, npt.ArrayLike] | None
+
+
+def _append(
+    store: StoreLike, gtype: str, new: GeometryParts, ids_given: bool, timeout: float
+) -> WriteSummary:
+    given = ids_given or ID in new.object_attributes
+
+    def edit(stored: StoredLevel) -> GeometryParts:
+        return merge_parts(
+            stored.parts,
+            new,
+            ids_given=given,
+            sort_ids=stored.meta.geometry_type == GeometryTypeName.POINT_CLOUD,
+        )
+
+    def fast(target: EditTarget, reader: LevelReader, opts: StoreOptions) -> WriteSummary | None:
+        return append_chunks(target, reader, opts, new)
+
+    return rewrite(store, edit, geometry_type=gtype, timeout=timeout, fast=fast)
+
+
+def append_points(
+    store: StoreLike,
+    positions: npt.ArrayLike,
+    *,
+    attributes: Attrs = None,
+    object_ids: npt.ArrayLike | None = None,
+    object_attributes: Attrs = None,
+    groups: Attrs = None,
+    group_attributes: Attrs = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> WriteSummary:
+    """Append points to a point-cloud store.
+
+    Parameters
+    ----------
+    store
+        An existing point-cloud store (local directory, ``.zip`` path or memory store).
+    positions, attributes, object_ids, object_attributes, groups, group_attributes
+        As in :func:`~zarr_vectors.write_points`; attribute names and dtypes must be the
+        stored ones.  ``object_ids`` must not name objects already in the store.
+    timeout
+        Seconds to wait for another writer's lock.
+
+    Returns
+    -------
+    WriteSummary
+        Counts of the whole store after the append.
+
+    Raises
+    ------
+    InvalidInputError
+        Another geometry type, other spatial dimensions, unknown or missing attribute, dtype
+        change, an id already stored.  The store is untouched.
+    StoreLockedError
+        Another writer holds the store.
+
+    Examples
+    --------
+    >>> import numpy as np, zarr_vectors as zv
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> _ = zv.write_points(store, np.zeros((2, 2)), chunk_shape=(4, 4))
+    >>> zv.append_points(store, np.full((1, 2), -5.0)).vertex_count
+    3
+    """
+    parts = _points_parts(
+        positions, attributes, object_ids, object_attributes, groups, group_attributes
+    )
+    return _append(store, GeometryTypeName.POINT_CLOUD, parts, object_ids is not None, timeout)
+
+
+def _paths(
+    store: StoreLike,
+    gtype: str,
+    paths: Any,
+    offsets: Any,
+    kw: Mapping[str, Any],
+) -> WriteSummary:
+    parts = _path_parts(
+        paths,
+        offsets,
+        kw["attributes"],
+        kw["object_attributes"],
+        kw["ids"],
+        kw["groups"],
+        kw["group_attributes"],
+    )
+    return _append(store, gtype, parts, kw["ids"] is not None, kw["timeout"])
+
+
+def append_polylines(
+    store: StoreLike,
+    polylines: Sequence[npt.ArrayLike] | npt.ArrayLike,
+    *,
+    offsets: npt.ArrayLike | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    object_attributes: Attrs = None,
+    ids: npt.ArrayLike | None = None,
+    groups: Attrs = None,
+    group_attributes: Attrs = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> WriteSummary:
+    """Append polylines to a polyline store.
+
+    Input as :func:`~zarr_vectors.write_polylines`, other arguments as :func:`append_points`.
+    """
+    kw = {k: v for k, v in locals().items() if k not in ("store", "polylines", "offsets")}
+    return _paths(store, GeometryTypeName.POLYLINE, polylines, offsets, kw)
+
+
+def append_streamlines(
+    store: StoreLike,
+    streamlines: Sequence[npt.ArrayLike] | npt.ArrayLike,
+    *,
+    offsets: npt.ArrayLike | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    object_attributes: Attrs = None,
+    ids: npt.ArrayLike | None = None,
+    groups: Attrs = None,
+    group_attributes: Attrs = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> WriteSummary:
+    """Append streamlines to a streamline store (arguments as :func:`append_polylines`)."""
+    kw = {k: v for k, v in locals().items() if k not in ("store", "streamlines", "offsets")}
+    return _paths(store, GeometryTypeName.STREAMLINE, streamlines, offsets, kw)
+
+
+def append_lines(
+    store: StoreLike,
+    endpoints: npt.ArrayLike,
+    *,
+    attributes: Attrs = None,
+    object_attributes: Attrs = None,
+    ids: npt.ArrayLike | None = None,
+    groups: Attrs = None,
+    group_attributes: Attrs = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> WriteSummary:
+    """Append (M, 2, D) segments to a line store (arguments as :func:`append_points`)."""
+    ends = np.asarray(endpoints)
+    if ends.ndim != 3 or ends.shape[1] != 2:
+        raise InvalidInputError(f"endpoints must have shape (M, 2, D), got {ends.shape}")
+    m, _, d = ends.shape
+    flat: dict[str, Any] = {}
+    for name, values in (attributes or {}).items():
+        arr = np.asarray(values)
+        if arr.ndim < 2 or arr.shape[:2] != (m, 2):
+            raise InvalidInputError(
+                f"attribute {name!r} must have shape (M, 2, ...) with M={m}, got {arr.shape}"
+            )
+        flat[name] = arr.reshape(2 * m, *arr.shape[2:])
+    kw = {
+        "attributes": flat,
+        "object_attributes": object_attributes,
+        "ids": ids,
+        "groups": groups,
+        "group_attributes": group_attributes,
+        "timeout": timeout,
+    }
+    offsets = np.arange(0, 2 * m + 1, 2, dtype=np.int64)
+    return _paths(store, GeometryTypeName.LINE, ends.reshape(2 * m, d), offsets, kw)
+
+
+def append_graph(
+    store: StoreLike,
+    positions: npt.ArrayLike,
+    edges: npt.ArrayLike,
+    *,
+    object_ids: npt.ArrayLike | None = None,
+    attributes: Attrs = None,
+    edge_attributes: Attrs = None,
+    object_attributes: Attrs = None,
+    groups: Attrs = None,
+    group_attributes: Attrs = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> WriteSummary:
+    """Append nodes and edges to a graph store.
+
+    ``edges`` index the new ``positions`` (0..N-1); new objects are the new nodes' connected
+    components unless ``object_ids`` are given.  Other arguments as :func:`append_points`
+    and :func:`~zarr_vectors.write_graph`.
+    """
+    parts = _graph_parts(
+        positions,
+        edges,
+        False,
+        object_ids,
+        attributes,
+        edge_attributes,
+        object_attributes,
+        groups,
+        group_attributes,
+    )
+    return _append(store, GeometryTypeName.GRAPH, parts, object_ids is not None, timeout)
+
+
+def append_skeleton(
+    store: StoreLike,
+    positions: npt.ArrayLike | Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
+    parents: npt.ArrayLike | None = None,
+    *,
+    offsets: npt.ArrayLike | None = None,
+    ids: npt.ArrayLike | None = None,
+    radius: npt.ArrayLike | Sequence[npt.ArrayLike] | None = None,
+    swc_type: npt.ArrayLike | Sequence[npt.ArrayLike] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    object_attributes: Attrs = None,
+    groups: Attrs = None,
+    group_attributes: Attrs = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> WriteSummary:
+    """Append trees to a skeleton store (input as :func:`~zarr_vectors.write_skeleton`)."""
+    parts = _skeleton_parts(
+        positions,
+        parents,
+        offsets,
+        ids,
+        radius,
+        swc_type,
+        attributes,
+        object_attributes,
+        groups,
+        group_attributes,
+    )
+    return _append(store, GeometryTypeName.SKELETON, parts, ids is not None, timeout)
+
+
+def append_mesh(
+    store: StoreLike,
+    vertices: MeshInput,
+    faces: npt.ArrayLike | None = None,
+    *,
+    object_ids: npt.ArrayLike | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    face_attributes: Mapping[str, Any] | None = None,
+    object_attributes: Attrs = None,
+    groups: Attrs = None,
+    group_attributes: Attrs = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> WriteSummary:
+    """Append meshes to a mesh store (input as :func:`~zarr_vectors.write_mesh`)."""
+    parts = _mesh_parts(
+        vertices,
+        faces,
+        object_ids=object_ids,
+        attributes=attributes,
+        face_attributes=face_attributes,
+        object_attributes=object_attributes,
+        groups=groups,
+        group_attributes=group_attributes,
+    )
+    return _append(store, GeometryTypeName.MESH, parts, object_ids is not None, timeout)
+
+
+def append_store(
+    store: StoreLike, source: StoreLike, *, timeout: float = DEFAULT_TIMEOUT
+) -> WriteSummary:
+    """Append every object of another store's level 0 (same geometry type and schema).
+
+    ``source`` keeps its user ids when it stores them (they must be new to ``store``);
+    otherwise its objects get ids after the stored ones.  Used by ``zarr-vectors append``
+    (a foreign file is converted to a temporary store first).
+    """
+    reader = LevelReader(open_store(source, mode="r"), 0)
+    gtype = reader.meta.geometry_type
+    parts = read_parts(reader, sequential=type_spec(gtype).sequential)
+    return _append(store, gtype, parts, ID in parts.object_attributes, timeout)

@@ -1,0 +1,222 @@
+"""Where an edited store is rebuilt and how the new state becomes visible at one point.
+
+Every edit builds the complete new state of the store aside (a staging directory next to a
+local store, a fresh memory store for a memory store) and then makes it visible at once:
+
+- a local directory store is swapped with its staging directory by one
+  ``renameat2(RENAME_EXCHANGE)`` (Linux): a reader opening the path sees the old or the new
+  store, never a mix.  Where the exchange is not available the swap is two renames (old store
+  moved to ``.<name>.zv-old-*``, staging moved in); a crash between them leaves no store at the
+  path, and the next editor (under the lock) moves the old store back;
+- a ``.zip`` store is repacked into a temporary file and ``os.replace``-d over the old file;
+- a memory store's contents are replaced in one step under the process's lock.
+
+Leftovers of a killed edit (staging directories, the old tree after an exchange, temporary
+zips) are removed by the next editor while it holds the lock; the store at the path is always
+a complete committed state.  A reader that opened the store before the commit and keeps
+reading chunks afterwards reads them by path, so it may see the new chunks: long-lived readers
+reopen after an edit (the level metadata it holds is then stale).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import enum
+import os
+import shutil
+import uuid
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import zarr
+from zarr.abc.store import Store
+from zarr.storage import LocalStore, MemoryStore, StorePath, ZipStore
+
+from zarr_vectors.core.store import StoreLike
+from zarr_vectors.edit.errors import ReadOnlyStoreError, UnsupportedEditError
+from zarr_vectors.edit.lock import DEFAULT_TIMEOUT, store_lock
+from zarr_vectors.errors import StoreNotFoundError
+
+__all__ = [
+    "STAGING_TAG",
+    "EditTarget",
+    "TargetKind",
+    "commit",
+    "commit_directory",
+    "editing",
+    "resolve_target",
+]
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+STAGING_TAG = ".zv-staging-"
+_OLD = ".zv-old-"
+_TMPZIP = ".zv-tmpzip-"
+
+
+class TargetKind(enum.Enum):
+    """How an edited store is rebuilt and committed."""
+
+    DIRECTORY = "directory"
+    ZIP = "zip"
+    MEMORY = "memory"
+
+
+@dataclass(frozen=True)
+class EditTarget:
+    """A store about to be edited."""
+
+    kind: TargetKind
+    location: Path | None
+    """The directory or ``.zip`` file (None for memory stores)."""
+    store: Any
+    """The memory store object (None for local stores)."""
+
+    def source(self) -> StoreLike:
+        """Return what to open to read the committed state."""
+        return self.store if self.location is None else str(self.location)
+
+
+def _inner(store: Any) -> Any:
+    if isinstance(store, zarr.Group):
+        store = store.store_path
+    return store.store if isinstance(store, StorePath) else store
+
+
+def resolve_target(store: StoreLike) -> EditTarget:
+    """Classify ``store`` for editing; refuse read-only and unsupported stores.
+
+    Raises
+    ------
+    ReadOnlyStoreError
+        A read-only store object, or a location this process cannot write.
+    UnsupportedEditError
+        Remote (fsspec) stores and open zip store objects.
+    """
+    inner = _inner(store)
+    if isinstance(inner, Store) and inner.read_only:
+        raise ReadOnlyStoreError(f"{inner!r} was opened read-only; reopen it writable to edit")
+    if isinstance(inner, MemoryStore):
+        return EditTarget(TargetKind.MEMORY, None, inner)
+    if isinstance(inner, ZipStore):
+        raise UnsupportedEditError("open ZipStore objects cannot be edited; pass the .zip path")
+    if isinstance(inner, LocalStore):
+        location = Path(inner.root)
+    elif isinstance(inner, Store):
+        raise UnsupportedEditError(
+            f"{type(inner).__name__} stores cannot be edited yet (local directories, .zip "
+            "files and memory stores can)"
+        )
+    else:
+        text = os.fspath(store)  # type: ignore[arg-type]
+        if "://" in text and not text.startswith("file://"):
+            raise UnsupportedEditError(
+                f"{text}: remote stores cannot be edited yet (local directories, .zip files "
+                "and memory stores can)"
+            )
+        location = Path(text.removeprefix("file://")).expanduser()
+    if not location.exists() and not _siblings(location.absolute(), _OLD):
+        raise StoreNotFoundError(f"no store at {location}")
+    location = location.absolute()
+    writable = os.access(location.parent, os.W_OK) and (
+        location.is_file() or not location.exists() or os.access(location, os.W_OK)
+    )
+    if not writable:
+        raise ReadOnlyStoreError(f"{location} is read-only for this process; nothing changed")
+    kind = TargetKind.ZIP if location.suffix == ".zip" else TargetKind.DIRECTORY
+    return EditTarget(kind, location, None)
+
+
+def _siblings(location: Path, tag: str) -> list[Path]:
+    return sorted(location.parent.glob(f".{location.name}{tag}*"))
+
+
+def recover(target: EditTarget) -> None:
+    """Bring a store back to its last committed state after a killed edit (lock held)."""
+    loc = target.location
+    if loc is None:
+        return
+    olds = _siblings(loc, _OLD)
+    if not loc.exists() and olds:
+        # killed between the two renames of the fallback swap: the old store is complete
+        os.rename(olds[-1], loc)
+        olds = olds[:-1]
+    for left in [*olds, *_siblings(loc, STAGING_TAG), *_siblings(loc, _TMPZIP)]:
+        if left.is_dir():
+            shutil.rmtree(left, ignore_errors=True)
+        else:
+            left.unlink(missing_ok=True)
+
+
+@contextmanager
+def editing(target: EditTarget, timeout: float = DEFAULT_TIMEOUT) -> Iterator[None]:
+    """Hold the store's edit lock, after cleaning up any killed edit."""
+    with store_lock(target.location, target.store, timeout):
+        recover(target)
+        yield
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two directories (Linux ``renameat2``); False where unsupported."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    libc = ctypes.CDLL(name, use_errno=True)
+    fn = getattr(libc, "renameat2", None)
+    if fn is None:
+        return False
+    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    return bool(rc == 0)
+
+
+def commit_directory(staged: Path, final: Path) -> None:
+    """Make the complete directory ``staged`` the store at ``final`` (old one removed)."""
+    if _exchange(staged, final):
+        shutil.rmtree(staged)  # now the old store
+        return
+    old = final.with_name(f".{final.name}{_OLD}{uuid.uuid4().hex[:8]}")
+    os.rename(final, old)
+    os.rename(staged, final)
+    shutil.rmtree(old)
+
+
+def _commit_zip(staged: Path, final: Path) -> None:
+    tmp = final.with_name(f".{final.name}{_TMPZIP}{uuid.uuid4().hex[:8]}")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as packed:
+        for path in sorted(p for p in staged.rglob("*") if p.is_file()):
+            packed.writestr(path.relative_to(staged).as_posix(), path.read_bytes())
+    os.replace(tmp, final)
+    shutil.rmtree(staged)
+
+
+def commit(target: EditTarget, build: Callable[[StoreLike], None]) -> None:
+    """Build the new state with ``build(staging)`` and make it the store's state at once.
+
+    ``build`` receives an empty place (a directory path or a memory store) and writes the
+    complete new store there.  If it raises, the store is untouched and the staging removed.
+    """
+    if target.kind is TargetKind.MEMORY:
+        staging = MemoryStore()
+        build(staging)
+        live = target.store._store_dict
+        fresh = dict(staging._store_dict)
+        live.clear()
+        live.update(fresh)
+        return
+    final = target.location
+    assert final is not None
+    staged = final.with_name(f".{final.name}{STAGING_TAG}{uuid.uuid4().hex[:8]}")
+    try:
+        build(str(staged))
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    if target.kind is TargetKind.ZIP:
+        _commit_zip(staged, final)
+    else:
+        commit_directory(staged, final)
