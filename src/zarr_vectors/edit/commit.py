@@ -146,7 +146,10 @@ def recover(target: EditTarget) -> None:
         # killed between the two renames of the fallback swap: the old store is complete
         os.rename(olds[-1], loc)
         olds = olds[:-1]
-    for left in [*olds, *_siblings(loc, STAGING_TAG), *_siblings(loc, _TMPZIP)]:
+    # the writer that builds an edit's staging directory stages that one in turn
+    # (``..NAME.zv-staging-*``, core/placement.py): its leftovers are this edit's too
+    nested = sorted(loc.parent.glob(f"..{loc.name}{STAGING_TAG}*"))
+    for left in [*olds, *_siblings(loc, STAGING_TAG), *nested, *_siblings(loc, _TMPZIP)]:
         if left.is_dir():
             shutil.rmtree(left, ignore_errors=True)
         else:
