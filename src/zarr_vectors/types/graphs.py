@@ -78,6 +78,15 @@ from zarr_vectors.types._objects import (
     output_ids,
     select_objects,
 )
+from zarr_vectors.types._order import (
+    INPUT_INDEX,
+    ElementOrder,
+    input_permutation,
+    inverse_permutation,
+    missing_order,
+    visible,
+    with_input_index,
+)
 
 __all__ = ["Graph", "check_edges", "connected_components", "read_graph", "write_graph"]
 
@@ -329,6 +338,7 @@ def write_graph(
     source_description: str | None = None,
     notes: str | None = None,
     custom_metadata: Mapping[str, Any] | None = None,
+    keep_order: bool = False,
 ) -> WriteSummary:
     """Write a graph to a new ZVF store.
 
@@ -361,6 +371,10 @@ def write_graph(
         As in :func:`~zarr_vectors.write_points`.
     coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
         Root metadata (FORMAT.md §3).
+    keep_order
+        Also store the input position of every vertex and edge (reserved attribute
+        ``_input_index``, smallest unsigned dtype) so that ``read_graph(order="input")`` gives
+        back the input order.
 
     Returns
     -------
@@ -370,7 +384,8 @@ def write_graph(
     Raises
     ------
     InvalidInputError
-        Bad shapes or dtypes, NaN/inf positions (naming the row), bad attribute lengths.
+        Bad shapes or dtypes, NaN/inf positions (naming the row), bad attribute lengths,
+        ``keep_order`` with an attribute named ``_input_index``.
     GeometryError
         An edge index out of range, a self-loop or a duplicate edge (naming the rows).
 
@@ -400,6 +415,8 @@ def write_graph(
         groups,
         group_attributes,
     )
+    if keep_order:
+        parts = with_input_index(parts)
     opts = write_options(GeometryTypeName.GRAPH, parts, locals(), {"is_directed": bool(directed)})
     return write_store(store, GeometryTypeName.GRAPH, parts, opts)
 
@@ -1203,7 +1220,7 @@ class GraphType(GeometryType):
     @classmethod
     def read(cls, reader: LevelReader, query: Query) -> Graph:
         """Return the vertices and edges selected by ``query`` (all edge attributes)."""
-        edge_names = reader.names(L.LINK_ATTRIBUTES)
+        edge_names = visible(reader.names(L.LINK_ATTRIBUTES))
         return graph_result(reader, gather_graph(reader, query, edge_names), _is_directed(reader))
 
     @classmethod
@@ -1261,7 +1278,7 @@ def object_query(
     return Query(
         bbox=None if bbox is None else parse_bbox(bbox, reader.layout.ndim),
         object_ids=ids,
-        attributes=attribute_selection(reader.names(L.ATTRIBUTES), attributes),
+        attributes=attribute_selection(visible(reader.names(L.ATTRIBUTES)), attributes),
     )
 
 
@@ -1275,6 +1292,7 @@ def read_graph(
     attributes: bool | str | Sequence[str] = True,
     edge_attributes: bool | str | Sequence[str] = True,
     include_boundary_edges: bool = False,
+    order: str | ElementOrder = ElementOrder.STORAGE,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Graph:
     """Read vertices and edges from a ``graph`` (or ``skeleton``) store.
@@ -1297,6 +1315,10 @@ def read_graph(
         True for all per-vertex (per-edge) attributes, False for none, or names.
     include_boundary_edges
         With ``bbox``: also return edges with one end in the box, and their outside vertices.
+    order
+        ``"storage"`` (default: as below) or ``"input"``: the selected vertices and edges in
+        the writer's input order (needs a store written with ``keep_order=True``; undirected
+        edges still ``[min, max]`` in the returned vertex order).
     storage_options
         fsspec options for URL stores.
 
@@ -1309,7 +1331,8 @@ def read_graph(
     Raises
     ------
     InvalidInputError
-        The store is not a graph or skeleton, or an unknown id, group or attribute.
+        The store is not a graph or skeleton, an unknown id, group or attribute, or
+        ``order="input"`` on a store written without input order.
 
     Examples
     --------
@@ -1327,6 +1350,40 @@ def read_graph(
     root = open_store(store, mode="r", storage_options=storage_options)
     reader = LevelReader(root, level)
     query = object_query(reader, _GRAPH_TYPES, bbox, object_ids, group, attributes)
-    edge_names = attribute_selection(reader.names(L.LINK_ATTRIBUTES), edge_attributes)
-    rows = gather_graph(reader, query, edge_names, include_boundary_edges)
-    return graph_result(reader, rows, _is_directed(reader))
+    edge_names = attribute_selection(visible(reader.names(L.LINK_ATTRIBUTES)), edge_attributes)
+    if ElementOrder.parse(order) is ElementOrder.STORAGE:
+        rows = gather_graph(reader, query, edge_names, include_boundary_edges)
+        return graph_result(reader, rows, _is_directed(reader))
+    if INPUT_INDEX not in reader.names(L.ATTRIBUTES) or INPUT_INDEX not in reader.names(
+        L.LINK_ATTRIBUTES
+    ):
+        raise missing_order("this graph store")
+    query = replace(query, attributes=(*(query.attributes or ()), INPUT_INDEX))
+    rows = gather_graph(reader, query, (*edge_names, INPUT_INDEX), include_boundary_edges)
+    return _in_input_order(graph_result(reader, rows, _is_directed(reader)))
+
+
+def _in_input_order(g: Graph) -> Graph:
+    """Reorder a result read with the input indexes to input order, dropping the indexes.
+
+    Undirected edges are put back to ``[min, max]`` in the new vertex order; per-object
+    attributes follow :attr:`Graph.objects`, whose order changes with the vertices'.
+    """
+    attrs, edge_attrs = dict(g.attributes), dict(g.edge_attributes)
+    vperm = input_permutation(attrs.pop(INPUT_INDEX), "graph vertices")
+    eperm = input_permutation(edge_attrs.pop(INPUT_INDEX), "graph edges")
+    edges = inverse_permutation(vperm)[g.edges[eperm]].reshape(-1, 2)
+    if not g.directed:
+        edges = np.sort(edges, axis=1)
+    out = replace(
+        g,
+        positions=g.positions[vperm],
+        edges=edges,
+        object_ids=g.object_ids[vperm],
+        attributes={k: v[vperm] for k, v in attrs.items()},
+        edge_attributes={k: v[eperm] for k, v in edge_attrs.items()},
+    )
+    before = g.objects
+    ranked = np.argsort(before, kind="stable")
+    moved = ranked[np.searchsorted(before[ranked], out.objects)]
+    return replace(out, object_attributes={k: v[moved] for k, v in g.object_attributes.items()})
