@@ -83,6 +83,7 @@ __all__ = [
     "format_for",
     "format_for_store",
     "is_edge_list_csv",
+    "export_order",
     "identifier",
     "is_store_path",
     "iter_point_batches",
@@ -566,6 +567,17 @@ def iter_point_batches(
         cols = {n: reader.column(f"{L.ATTRIBUTES}/{n}", part) for n in names}
         yield PointBatch(pos, decode_columns(cols))
         start = stop
+
+
+def export_order(store: StoreLike, level: int = 0) -> ElementOrder:
+    """Return the order an exporter writes a level in.
+
+    The input order when the level keeps it (``_input_index``, docs/spec.md §8.8), else
+    storage order.
+    """
+    reader = LevelReader(open_store(store, mode="r"), level)
+    kept = INPUT_INDEX in reader.names(L.ATTRIBUTES)
+    return ElementOrder.INPUT if kept else ElementOrder.STORAGE
 
 
 def _input_order_batches(store: StoreLike, level: int, batch_size: int) -> Iterator[PointBatch]:
