@@ -684,7 +684,8 @@ def convert(
         docs/performance.md).
     keep_order
         Store each element's input position so that :func:`export` writes the file's element
-        order back (points of a cloud, faces of a mesh; docs/spec.md §8.8).
+        order back (points, mesh vertices and faces, graph nodes and edges; docs/spec.md
+        §8.8); False stores no index and export writes storage order.
     **options
         Format options (``columns=("x", "y", "z")`` for CSV and Parquet).
 
