@@ -55,6 +55,7 @@ def test_parquet_round_trip(tmp_path: Path) -> None:
     export(store, out)
     back = pq.read_table(out)
     assert back.schema == table.schema
+    assert back["name"].to_pylist() == table["name"].to_pylist()  # rows in file order
     a, b = rows_sorted(table), rows_sorted(back)
     for name in table.column_names:  # dictionaries may list their values in another order
         assert a[name].to_pylist() == b[name].to_pylist(), name
