@@ -731,6 +731,10 @@ def test_graph_input_order_keeps_object_attributes_aligned() -> None:
     assert g.objects.tolist() == [9, 4]
     assert g.object_attributes["label"].tolist() == [90, 40]
     assert g.edges.tolist() == [[0, 4], [1, 3], [0, 2]]
+    one = read_graph(store, object_ids=[9], order="input")  # rows 0, 2, 4 of the input
+    assert np.array_equal(one.positions, pos[[0, 2, 4]])
+    assert one.edges.tolist() == [[0, 2], [0, 1]]
+    assert one.object_attributes["label"].tolist() == [90]
 
 
 def test_graph_input_order_needs_the_index_and_reserves_the_name() -> None:
