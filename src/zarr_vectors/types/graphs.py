@@ -1351,16 +1351,24 @@ def read_graph(
     reader = LevelReader(root, level)
     query = object_query(reader, _GRAPH_TYPES, bbox, object_ids, group, attributes)
     edge_names = attribute_selection(visible(reader.names(L.LINK_ATTRIBUTES)), edge_attributes)
-    if ElementOrder.parse(order) is ElementOrder.STORAGE:
-        rows = gather_graph(reader, query, edge_names, include_boundary_edges)
-        return graph_result(reader, rows, _is_directed(reader))
+    in_input = ElementOrder.parse(order) is ElementOrder.INPUT
+    if in_input:  # read the input indexes too; _in_input_order sorts by them and drops them
+        query, edge_names = _with_input_indexes(reader, query, edge_names)
+    rows = gather_graph(reader, query, edge_names, include_boundary_edges)
+    g = graph_result(reader, rows, _is_directed(reader))
+    return _in_input_order(g) if in_input else g
+
+
+def _with_input_indexes(
+    reader: LevelReader, query: Query, edge_names: tuple[str, ...]
+) -> tuple[Query, tuple[str, ...]]:
+    """``query`` and ``edge_names`` plus the input index, which the level must hold."""
     if INPUT_INDEX not in reader.names(L.ATTRIBUTES) or INPUT_INDEX not in reader.names(
         L.LINK_ATTRIBUTES
     ):
         raise missing_order("this graph store")
     query = replace(query, attributes=(*(query.attributes or ()), INPUT_INDEX))
-    rows = gather_graph(reader, query, (*edge_names, INPUT_INDEX), include_boundary_edges)
-    return _in_input_order(graph_result(reader, rows, _is_directed(reader)))
+    return query, (*edge_names, INPUT_INDEX)
 
 
 def _in_input_order(g: Graph) -> Graph:
