@@ -62,6 +62,7 @@ from zarr_vectors.rechunk import rechunk
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import BoundingBox, RootMetadata
 from zarr_vectors.streaming import Writer, open_writer
+from zarr_vectors.types._order import ElementOrder
 from zarr_vectors.types.graphs import Graph, read_graph, write_graph
 from zarr_vectors.types.lines import Lines, read_lines, write_lines
 from zarr_vectors.types.meshes import Mesh, Meshes, read_mesh, write_mesh
@@ -86,6 +87,7 @@ __all__ = [
     "Column",
     "CountUnit",
     "CorruptPayloadError",
+    "ElementOrder",
     "Finding",
     "GeometryError",
     "GeometryTypeName",

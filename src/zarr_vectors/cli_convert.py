@@ -333,8 +333,9 @@ def convert_command(
         bool,
         typer.Option(
             "--keep-order/--no-keep-order",
-            help="Store each point's and face's position in IN, so that export writes IN's "
-            "element order back (a small unsigned attribute); --no-keep-order drops it.",
+            help="Store each element's position in IN (points, vertices, faces, nodes, edges), so "
+            "that export writes IN's element order back (a small unsigned attribute); "
+            "--no-keep-order drops it.",
         ),
     ] = True,
 ) -> None:

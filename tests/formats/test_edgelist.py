@@ -9,6 +9,7 @@ import pytest
 
 pa_csv = pytest.importorskip("pyarrow.csv")
 
+import zarr
 from typer.testing import CliRunner
 
 import zarr_vectors as zv
@@ -163,3 +164,20 @@ def test_self_loop_is_refused_by_name(tmp_path: Path) -> None:
     _files(tmp_path, g_csv=EDGES + "n0,n0,0.0,loop,2,false\n", g_nodes_csv=NODES)
     with pytest.raises(InvalidInputError, match="self-loop"):
         convert(tmp_path / "g.csv", str(tmp_path / "g.zarrvectors"))
+
+
+def test_no_keep_order_exports_edges_in_storage_order(tmp_path: Path) -> None:
+    _files(tmp_path, g_csv=EDGES, g_nodes_csv=NODES)
+    store = str(tmp_path / "g.zarrvectors")
+    convert(tmp_path / "g.csv", store, keep_order=False)
+    assert "_input_index" not in zarr.open_group(store, mode="r")["0/attributes"]
+    out = tmp_path / "out"
+    out.mkdir()
+    export(store, out / "g.csv")
+    lines = EDGES.splitlines()
+    header, rows = lines[0], lines[1:]
+    # storage order: edges sorted by (source, target) node position
+    expect = [rows[1], rows[3], rows[0], rows[2]]
+    assert (out / "g.csv").read_text().splitlines() == [header, *expect]
+    # the nodes' components are contiguous in the file: storage order is file order there
+    assert (out / "g.nodes.csv").read_text() == NODES

@@ -14,6 +14,7 @@ import pytest
 nib = pytest.importorskip("nibabel")
 trimesh = pytest.importorskip("trimesh")
 
+import zarr
 from nibabel.freesurfer import io as fsio
 from typer.testing import CliRunner
 
@@ -140,3 +141,26 @@ def test_annotation_round_trips_byte_for_byte(tmp_path: Path) -> None:
     out.mkdir()
     export(store, out / "lh.white")
     assert (out / "lh.aparc.annot").read_bytes() == (d / "lh.aparc.annot").read_bytes()
+
+
+def test_no_keep_order_stores_no_index_and_exports_storage_order(tmp_path: Path) -> None:
+    d = _subject(tmp_path)
+    store = str(tmp_path / "s.zarrvectors")
+    convert(d / "lh.white", store, vertex_data=[d / "lh.thickness"], keep_order=False)
+    level = zarr.open_group(store, mode="r")["0"]
+    assert "_input_index" not in level["attributes"]
+    assert "link_attributes" not in level
+    out = tmp_path / "out"
+    out.mkdir()
+    export(store, out / "lh.white")
+    coords, faces = fsio.read_geometry(str(out / "lh.white"))
+    mesh = zv.read_mesh(store)  # storage order, faces as a set
+    np.testing.assert_array_equal(coords, mesh.vertices)
+    np.testing.assert_array_equal(faces, mesh.faces)
+    np.testing.assert_array_equal(
+        fsio.read_morph_data(str(out / "lh.thickness")), mesh.attributes["thickness"]
+    )
+    # one connected surface keeps its vertex order; faces come back as a sorted set
+    original = fsio.read_geometry(str(d / "lh.white"))[1]
+    assert not np.array_equal(faces, original)
+    assert sorted(map(tuple, faces)) == sorted(map(tuple, original))

@@ -87,3 +87,30 @@ def test_nodes_without_positions_are_rejected(tmp_path: Path) -> None:
     nx.write_graphml(nx.path_graph(3), tmp_path / "p.graphml")
     with pytest.raises(InvalidInputError, match="x and y"):
         open_graphml(tmp_path / "p.graphml")
+
+
+@pytest.mark.parametrize("keep_order", [True, False])
+def test_node_and_edge_order_round_trip(tmp_path: Path, keep_order: bool) -> None:
+    """Interleaved components come back in file order (keep_order), else in global order."""
+    rng = np.random.default_rng(4)
+    G = nx.DiGraph()
+    for i in rng.permutation(40).tolist():  # components (i % 4) interleave in the file
+        x, y = (float(v) for v in rng.uniform(0, 40, 2))
+        G.add_node(f"n{i}", x=x, y=y)
+    pairs = [(a, b) for a in range(40) for b in range(40) if a != b and a % 4 == b % 4]
+    for k in rng.choice(len(pairs), 60, replace=False).tolist():
+        a, b = pairs[k]
+        G.add_edge(f"n{a}", f"n{b}", w=float(k))
+    src, out = tmp_path / "g.graphml", tmp_path / "back.graphml"
+    nx.write_graphml(G, src)
+    store = str(tmp_path / "g.zarrvectors")
+    convert(src, store, chunk_shape=(10, 10), keep_order=keep_order)
+    export(store, out)
+    a, b = nx.read_graphml(src), nx.read_graphml(out)
+    assert_same(a, b)
+    if keep_order:
+        assert list(b.nodes) == list(a.nodes)
+        assert list(b.edges) == list(a.edges)
+        assert out.read_bytes() == src.read_bytes()
+    else:
+        assert list(b.nodes) != list(a.nodes)  # objects one after the other

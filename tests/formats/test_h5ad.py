@@ -16,6 +16,7 @@ import pytest
 
 h5py = pytest.importorskip("h5py")
 
+import zarr
 from typer.testing import CliRunner
 
 import zarr_vectors as zv
@@ -69,17 +70,16 @@ def test_obs_and_spatial_round_trip(tmp_path: Path) -> None:
 def test_categories_missing_values_and_order_kept(tmp_path: Path) -> None:
     store = str(tmp_path / "s.zarrvectors")
     _convert(store)
-    pts = zv.read_points(store)
+    pts = zv.read_points(store, order="input")
     with h5py.File(SPOTS) as f:
         codes = f["obs/region/codes"][()]
         cats = f["obs/region/categories"].asstr()[()].tolist()
         names = f["obs/_index"].asstr()[()].tolist()
-    order = np.argsort(pts.attributes["input_index"])
-    region = pts.attributes["region"][order]
+    region = pts.attributes["region"]
     assert (codes < 0).any()
     want = np.array([cats[c] if c >= 0 else "<NA>" for c in codes], dtype=object)
     np.testing.assert_array_equal(region, want)
-    assert pts.attributes["obs_names"][order].tolist() == names
+    assert pts.attributes["obs_names"].tolist() == names
 
 
 def test_other_spatial_key(tmp_path: Path) -> None:
@@ -131,3 +131,18 @@ def test_cli(tmp_path: Path) -> None:
     assert "not converted" in run.output
     run = CliRunner().invoke(app, ["export", str(store), str(tmp_path / "o.h5ad")])
     assert run.exit_code == 0, run.output
+
+
+def test_no_keep_order_exports_storage_order(tmp_path: Path) -> None:
+    store = str(tmp_path / "s.zarrvectors")
+    _convert(store, keep_order=False)
+    assert "_input_index" not in zarr.open_group(store, mode="r")["0/attributes"]
+    export(store, tmp_path / "o.h5ad")
+    stored = zv.read_points(store)
+    with h5py.File(tmp_path / "o.h5ad") as f, h5py.File(SPOTS) as g:
+        names = f["obs/_index"].asstr()[()].tolist()
+        assert names == stored.attributes["obs_names"].tolist()
+        original = g["obs/_index"].asstr()[()].tolist()
+        assert names != original  # storage order, not file order
+        assert sorted(names) == sorted(original)
+        np.testing.assert_array_equal(f["obsm/spatial"][()], stored.positions)

@@ -9,6 +9,7 @@ import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 import pyarrow.csv as pa_csv  # type: ignore[import-untyped, unused-ignore]
 import pyarrow.parquet as pq  # type: ignore[import-untyped, unused-ignore]
 import pytest
+import zarr
 
 import zarr_vectors as zv
 from zarr_vectors.errors import InvalidInputError
@@ -54,6 +55,7 @@ def test_parquet_round_trip(tmp_path: Path) -> None:
     export(store, out)
     back = pq.read_table(out)
     assert back.schema == table.schema
+    assert back["name"].to_pylist() == table["name"].to_pylist()  # rows in file order
     a, b = rows_sorted(table), rows_sorted(back)
     for name in table.column_names:  # dictionaries may list their values in another order
         assert a[name].to_pylist() == b[name].to_pylist(), name
@@ -118,3 +120,37 @@ def test_empty_csv_round_trip(tmp_path: Path) -> None:
     src.write_text("x,y,z\n")
     with open_csv(src) as source:
         assert len(source.points) == 0
+
+
+@pytest.mark.parametrize("keep_order", [True, False])
+def test_shuffled_csv_round_trips_in_row_order(keep_order: bool, tmp_path: Path) -> None:
+    """Rows come back in file order (keep_order, the default), else in storage order."""
+    rng = np.random.default_rng(3)
+    n = 500
+    src = tmp_path / "shuffled.csv"
+    table = pa.table(
+        {
+            "x": rng.permutation(n).astype(np.float64) * 0.25,  # rows in no spatial order
+            "y": rng.uniform(0, 100, n),
+            "z": rng.uniform(0, 100, n),
+            "row": np.arange(n, dtype=np.int64),
+            "name": pa.array([f"p{i}" for i in range(n)]),
+        }
+    )
+    pa_csv.write_csv(table, src)
+    store = str(tmp_path / "s.zarrvectors")
+    convert(src, store, chunk_shape=(25, 25, 25), keep_order=keep_order)
+    assert ("_input_index" in zarr.open_group(store, mode="r")["0/attributes"]) is keep_order
+    out = tmp_path / "back.csv"
+    export(store, out)
+    back = pa_csv.read_csv(out)
+    original = pa_csv.read_csv(src)
+    assert back.column_names == original.column_names
+    if keep_order:
+        assert back.equals(original)
+        assert out.read_bytes() == src.read_bytes()
+    else:
+        assert back["row"].to_pylist() != list(range(n))  # storage order differs here
+        assert rows_sorted(back.rename_columns(["X", "Y", "z", "row", "name"])).equals(
+            rows_sorted(original.rename_columns(["X", "Y", "z", "row", "name"]))
+        )

@@ -659,3 +659,98 @@ def test_row_index_equals_a_scatter(lengths: list[int], seed: int, keep: float) 
     rows = np.concatenate([np.arange(s, s + c) for s, c in zip(starts, counts, strict=True)])
     expected[rows] = np.arange(len(rows))
     np.testing.assert_array_equal(_row_index(where, size), expected)
+
+
+# -- input order (docs/spec.md §8.8) --------------------------------------------------------
+
+
+def _interleaved_graph(seed: int, n: int = 300) -> tuple[AnyArray, AnyArray]:
+    """Random positions and a simple edge list whose components interleave in the input."""
+    rng = np.random.default_rng(seed)
+    pos = rng.uniform(0, 40, (n, 3))
+    pairs = rng.integers(0, n, (3 * n, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    _, first = np.unique(np.sort(pairs, axis=1), axis=0, return_index=True)
+    return pos, pairs[np.sort(first)][: n // 2]
+
+
+@pytest.mark.parametrize("directed", [True, False])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_graph_in_input_order(directed: bool, seed: int) -> None:
+    pos, edges = _interleaved_graph(seed)
+    weight = np.arange(len(edges), dtype=np.float32) * 0.5
+    store = MemoryStore()
+    write_graph(
+        store,
+        pos,
+        edges,
+        directed=directed,
+        attributes={"vid": np.arange(len(pos))},
+        edge_attributes={"w": weight},
+        chunk_shape=(10, 10, 10),
+        keep_order=True,
+    )
+    stored = read_graph(store)
+    assert not np.array_equal(stored.positions, pos)  # storage order differs here
+    assert set(stored.attributes) == {"vid"}
+    assert set(stored.edge_attributes) == {"w"}
+    back = read_graph(store, order="input")
+    assert np.array_equal(back.positions, pos)
+    assert np.array_equal(back.attributes["vid"], np.arange(len(pos)))
+    assert np.array_equal(back.edges, edges if directed else np.sort(edges, axis=1))
+    assert np.array_equal(back.edge_attributes["w"], weight)
+    assert set(back.attributes) == {"vid"}
+    assert set(back.edge_attributes) == {"w"}
+    # box read: the selected vertices in input order, edges between them in input order
+    lo, hi = np.array([0, 0, 0]), np.array([20, 40, 40])
+    inside = np.flatnonzero(np.all((pos >= lo) & (pos < hi), axis=1))
+    boxed = read_graph(store, bbox=(lo, hi), order="input")
+    assert np.array_equal(boxed.positions, pos[inside])
+    rank = np.full(len(pos), -1)
+    rank[inside] = np.arange(len(inside))
+    kept = edges[(rank[edges] >= 0).all(axis=1)]
+    expect = rank[kept] if directed else np.sort(rank[kept], axis=1)
+    assert np.array_equal(boxed.edges, expect)
+
+
+def test_graph_input_order_keeps_object_attributes_aligned() -> None:
+    pos = np.array([[0.0, 0], [50, 50], [1, 1], [51, 51], [2, 2]])
+    ids = np.array([9, 4, 9, 4, 9])
+    store = MemoryStore()
+    write_graph(
+        store,
+        pos,
+        [[4, 0], [1, 3], [2, 0]],
+        object_ids=ids,
+        object_attributes={"label": np.array([40, 90])},  # ascending id order: 4, 9
+        chunk_shape=(10, 10),
+        keep_order=True,
+    )
+    g = read_graph(store, order="input")
+    assert np.array_equal(g.object_ids, ids)
+    assert g.objects.tolist() == [9, 4]
+    assert g.object_attributes["label"].tolist() == [90, 40]
+    assert g.edges.tolist() == [[0, 4], [1, 3], [0, 2]]
+    one = read_graph(store, object_ids=[9], order="input")  # rows 0, 2, 4 of the input
+    assert np.array_equal(one.positions, pos[[0, 2, 4]])
+    assert one.edges.tolist() == [[0, 2], [0, 1]]
+    assert one.object_attributes["label"].tolist() == [90]
+
+
+def test_graph_input_order_needs_the_index_and_reserves_the_name() -> None:
+    pos, edges = _interleaved_graph(3, 20)
+    store = MemoryStore()
+    write_graph(store, pos, edges, chunk_shape=(10, 10, 10))
+    level = zarr.open_group(store, mode="r")["0"]
+    assert "attributes" not in level
+    assert "link_attributes" not in level
+    with pytest.raises(InvalidInputError, match="no input order"):
+        read_graph(store, order="input")
+    with pytest.raises(InvalidInputError, match="order must be one of"):
+        read_graph(store, order="file")
+    for kw in (
+        {"attributes": {"_input_index": np.arange(20)}},
+        {"edge_attributes": {"_input_index": np.arange(len(edges))}},
+    ):
+        with pytest.raises(InvalidInputError, match="reserved"):
+            write_graph(MemoryStore(), pos, edges, chunk_shape=(10, 10, 10), keep_order=True, **kw)

@@ -2,10 +2,10 @@
 
 Surface formats index per-vertex data files by vertex number, so a surface must come back with
 its vertices (and, for an exact file, its faces) in file order.  A mesh store groups vertices
-by connected surface and returns faces as a set, so :func:`write_surface` stores the file
-position of every vertex and face as the ``input_index`` attribute (uint32) and
-:func:`read_surface` puts them back in that order and drops it.  A store written otherwise
-(no ``input_index``) is read in storage order.
+by connected surface and returns faces as a set, so :func:`write_surface` keeps the input
+order as every writer does (``keep_order``: the reserved ``_input_index`` attribute,
+docs/spec.md §8.8) and :func:`read_surface` reads the store in input order.  A store written
+without it (``--no-keep-order``) is read in storage order.
 """
 
 from __future__ import annotations
@@ -19,15 +19,11 @@ import numpy.typing as npt
 
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
-from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.formats.registry import WriteOptions
+from zarr_vectors.formats.registry import WriteOptions, export_order
 from zarr_vectors.spec.conventions import WindingOrder
-from zarr_vectors.types.meshes import as_meshes, read_mesh, write_mesh
+from zarr_vectors.types.meshes import read_mesh, write_mesh
 
-__all__ = ["ORDER", "Surface", "read_surface", "write_surface"]
-
-ORDER = "input_index"
-"""Vertex and face attribute holding the file position of each element."""
+__all__ = ["Surface", "read_surface", "write_surface"]
 
 
 @dataclass(frozen=True)
@@ -53,26 +49,22 @@ def write_surface(
     source_description: str,
     custom_metadata: Mapping[str, Any],
 ) -> WriteSummary:
-    """Write ``surface`` as a new ``mesh`` store (one object per connected part), order kept.
+    """Write ``surface`` as a new ``mesh`` store (one object per connected part).
+
+    The file order of vertices and faces is kept unless ``options.keep_order`` is False.
 
     Raises
     ------
     InvalidInputError
-        An attribute is named ``input_index`` (reserved here), or the surface is malformed.
+        An attribute is named ``_input_index`` (reserved), or the surface is malformed.
     """
-    if ORDER in surface.attributes or ORDER in surface.face_attributes:
-        raise InvalidInputError(f"attribute name {ORDER!r} is reserved for the element order")
-    n, f = len(surface.vertices), len(surface.faces)
-    order_dtype = np.uint32 if max(n, f) < 2**32 else np.uint64
-    meshes = as_meshes(
-        surface.vertices,
-        np.asarray(surface.faces, dtype=np.int64),
-        attributes={**surface.attributes, ORDER: np.arange(n, dtype=order_dtype)},
-        face_attributes={**surface.face_attributes, ORDER: np.arange(f, dtype=order_dtype)},
-    )
     return write_mesh(
         store,
-        meshes,
+        surface.vertices,
+        np.asarray(surface.faces, dtype=np.int64),
+        attributes=dict(surface.attributes),
+        face_attributes=dict(surface.face_attributes),
+        keep_order=options.keep_order,
         **options.store_kwargs,
         source_description=source_description,
         custom_metadata=dict(custom_metadata),
@@ -81,22 +73,8 @@ def write_surface(
 
 def read_surface(store: StoreLike, *, level: int = 0) -> Surface:
     """Read one level of a ``mesh`` store as one surface, in file order when it was kept."""
-    m = read_mesh(store, level=level)
-    attrs, face_attrs = dict(m.attributes), dict(m.face_attributes)
+    m = read_mesh(store, level=level, order=export_order(store, level))
     faces = np.asarray(m.faces, dtype=np.int64)
     if m.winding_order is WindingOrder.CW:
         faces = faces[:, ::-1]
-    vertices = np.asarray(m.vertices)
-    vkey, fkey = attrs.pop(ORDER, None), face_attrs.pop(ORDER, None)
-    if vkey is not None:
-        vperm = np.argsort(vkey, kind="stable")
-        rank = np.empty_like(vperm)
-        rank[vperm] = np.arange(len(vperm))
-        vertices = vertices[vperm]
-        attrs = {k: np.asarray(v)[vperm] for k, v in attrs.items()}
-        faces = rank[faces]
-    if fkey is not None:
-        fperm = np.argsort(fkey, kind="stable")
-        faces = faces[fperm]
-        face_attrs = {k: np.asarray(v)[fperm] for k, v in face_attrs.items()}
-    return Surface(vertices, faces, attrs, face_attrs)
+    return Surface(np.asarray(m.vertices), faces, dict(m.attributes), dict(m.face_attributes))

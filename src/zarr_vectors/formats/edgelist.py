@@ -12,7 +12,9 @@ order of first appearance.
 Mapping: nodes are the graph's vertices and rows of the node table keep their order, edges
 keep their order and their ``source -> target`` orientation (the graph is stored directed;
 ``directed=False`` stores it undirected, and the store then orders each edge's ends).  The
-order is kept through the ``input_index`` vertex and edge attributes (uint32).  Integer,
+order is kept as every writer keeps it (``keep_order``: the reserved ``_input_index`` vertex
+and edge attributes, docs/spec.md §8.8); ``--no-keep-order`` leaves it out and export then
+writes nodes and edges in storage order.  Integer,
 float, boolean and text columns become attributes (text as categories; an integer column
 with empty cells becomes float64 with NaN, and gets its empty cells back on export); the
 original column names and Arrow types, the id column and the coordinate columns go to
@@ -43,6 +45,7 @@ from zarr_vectors.formats.registry import (
     Source,
     WriteOptions,
     custom_section,
+    export_order,
     identifier,
     is_edge_list_csv,
     store_metadata,
@@ -54,8 +57,6 @@ __all__ = ["EdgeListSource", "is_edge_list", "nodes_path", "open_edgelist", "sto
 
 KEY = "edgelist"
 """``custom_metadata`` key of the column layout."""
-ORDER = "input_index"
-"""Vertex and edge attribute holding the row number of each node and edge."""
 NODE_ID = "node_id"
 """Vertex attribute holding each node's id."""
 _AXES = ("x", "y", "z")
@@ -151,7 +152,7 @@ class EdgeListSource(Source):
             "edge_order": list(names),
             "source_type": str(edges.schema.field(src).type),
         }
-        taken = {ORDER}
+        taken: set[str] = set()
         ends = (
             _values(edges.column(src), src, self.path.name),
             _values(edges.column(dst), dst, self.path.name),
@@ -178,7 +179,7 @@ class EdgeListSource(Source):
             raise InvalidInputError(f"{where}: node ids in {id_col!r} are not unique")
         self.positions = np.stack([_values(table.column(a), a, where) for a in axes], axis=1)
         self.attributes, layout["node_columns"] = _attributes(
-            table, {id_col, *axes}, where, {ORDER, NODE_ID}
+            table, {id_col, *axes}, where, {NODE_ID}
         )
         layout.update(
             {
@@ -228,14 +229,14 @@ class EdgeListSource(Source):
     ) -> WriteSummary:
         """Write the graph, node and edge rows in file order."""
         (progress or NullProgress()).start("writing store", None)
-        n, e = len(self.positions), len(self.edges)
         return write_graph(
             store,
             self.positions,
             self.edges,
             directed=self.directed,
-            attributes={**self.attributes, NODE_ID: self.ids, ORDER: np.arange(n, dtype=np.uint32)},
-            edge_attributes={**self.edge_attributes, ORDER: np.arange(e, dtype=np.uint32)},
+            attributes={**self.attributes, NODE_ID: self.ids},
+            edge_attributes=self.edge_attributes,
+            keep_order=options.keep_order,
             **options.store_kwargs,
             source_description=f"edge list: {self.path.name}",
             custom_metadata={KEY: self.header},
@@ -282,22 +283,11 @@ def _cells(values: AnyArray, type_name: str | None) -> list[str]:
     return [str(v) for v in arr.tolist()]
 
 
-def _in_file_order(store: StoreLike, level: int) -> tuple[Any, AnyArray, AnyArray]:
-    """Return the graph, its vertex order and its edge order (file order when kept)."""
-    g = read_graph(store, level=level)
-    vkey, ekey = g.attributes.get(ORDER), g.edge_attributes.get(ORDER)
-    vperm = np.argsort(vkey, kind="stable") if vkey is not None else np.arange(len(g.positions))
-    eperm = np.argsort(ekey, kind="stable") if ekey is not None else np.arange(len(g.edges))
-    return g, vperm, eperm
-
-
-def _columns(
-    layout: Sequence[Mapping[str, str]], values: Mapping[str, AnyArray], perm: AnyArray
-) -> dict[str, Any]:
+def _columns(layout: Sequence[Mapping[str, str]], values: Mapping[str, AnyArray]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for col in layout:
         if col["attribute"] in values:
-            out[col["column"]] = _cells(np.asarray(values[col["attribute"]])[perm], col["type"])
+            out[col["column"]] = _cells(np.asarray(values[col["attribute"]]), col["type"])
     return out
 
 
@@ -328,21 +318,17 @@ def store_to_edgelist(
     report = progress or NullProgress()
     report.start("reading store", None)
     h = dict(custom_section(store_metadata(store), KEY) or {})
-    g, vperm, eperm = _in_file_order(store, level)
-    rank = np.empty_like(vperm)
-    rank[vperm] = np.arange(len(vperm))
-    ids = np.asarray(g.attributes.get(NODE_ID, np.arange(len(g.positions))))[vperm]
-    ends = rank[np.asarray(g.edges)[eperm]]
-    pos = np.asarray(g.positions)[vperm]
+    g = read_graph(store, level=level, order=export_order(store, level))
+    ids = np.asarray(g.attributes.get(NODE_ID, np.arange(len(g.positions))))
+    ends = np.asarray(g.edges)
+    pos = np.asarray(g.positions)
     axes = list(h.get("axes", _AXES[: pos.shape[1]]))
     id_type = h.get("source_type")
     edge_cols: dict[str, Any] = {
         h.get("source", "source"): _cells(ids[ends[:, 0]], id_type),
         h.get("target", "target"): _cells(ids[ends[:, 1]], id_type),
     }
-    edge_cols |= _columns(
-        h.get("edge_columns", _default(g.edge_attributes)), g.edge_attributes, eperm
-    )
+    edge_cols |= _columns(h.get("edge_columns", _default(g.edge_attributes)), g.edge_attributes)
     endpoint = h.get("endpoint_columns")
     if endpoint:
         for end, col in ((0, "source"), (1, "target")):
@@ -354,15 +340,14 @@ def store_to_edgelist(
     node_cols: dict[str, Any] = {h.get("id", "id"): _cells(ids, h.get("source_type"))}
     for i, (a, t) in enumerate(zip(axes, h.get("axis_types", [None] * len(axes)), strict=True)):
         node_cols[a] = _cells(pos[:, i], t)
-    node_cols |= _columns(h.get("node_columns", _default(g.attributes)), g.attributes, vperm)
+    node_cols |= _columns(h.get("node_columns", _default(g.attributes)), g.attributes)
     target = Path(nodes) if nodes is not None else nodes_path(path)
     _write(target, node_cols, h.get("node_order"))
     report.note(f"wrote {target}")
 
 
 def _default(values: Mapping[str, AnyArray]) -> list[dict[str, str]]:
-    skip = {ORDER, NODE_ID}
-    return [{"column": k, "attribute": k, "type": ""} for k in values if k not in skip]
+    return [{"column": k, "attribute": k, "type": ""} for k in values if k != NODE_ID]
 
 
 def _write(path: PathLike, columns: Mapping[str, list[str]], order: Sequence[str] | None) -> None:

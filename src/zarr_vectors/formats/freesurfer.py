@@ -31,7 +31,7 @@ from zarr_vectors.core.columns import Column
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.formats._surface import ORDER, Surface, read_surface, write_surface
+from zarr_vectors.formats._surface import Surface, read_surface, write_surface
 from zarr_vectors.formats.registry import (
     Extent,
     NullProgress,
@@ -158,7 +158,7 @@ class FreeSurferSource(Source):
         self.faces = np.asarray(faces)
         self.attributes: dict[str, Any] = {}
         morph: list[dict[str, str]] = []
-        taken = {ORDER}
+        taken: set[str] = set()
         for extra in vertex_data:
             p = Path(extra)
             suffix = p.name.split(".", 1)[1] if "." in p.name else p.name

@@ -38,7 +38,7 @@ from nibabel.nifti1 import intent_codes
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.formats._surface import ORDER, Surface, read_surface, write_surface
+from zarr_vectors.formats._surface import Surface, read_surface, write_surface
 from zarr_vectors.formats.registry import (
     Extent,
     NullProgress,
@@ -132,7 +132,7 @@ class GiftiSource(Source):
             "data": [],
         }
         self.attributes: dict[str, npt.NDArray[Any]] = {}
-        taken = {ORDER}
+        taken: set[str] = set()
         own = [d for d in img.darrays if d.intent not in (POINTSET, TRIANGLE)]
         self._add_data(self.path, img, own, taken)
         for extra in vertex_data:

@@ -10,6 +10,8 @@ categories).  GraphML lets an attribute be absent on some nodes; those get NaN (
 (strings) or False (booleans).  Which position attributes were used, the ``edgedefault`` and the
 graph-level attributes go to ``custom_metadata["graphml"]``, so :func:`store_to_graphml` writes
 the positions back the same way.  Multi-column attributes are written as ``name_0 .. name_K-1``.
+``convert`` keeps the file's node and edge order (``keep_order``, docs/spec.md §8.8), and
+export writes nodes and edges back in it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from zarr_vectors.formats.registry import (
     Source,
     WriteOptions,
     custom_section,
+    export_order,
     store_metadata,
 )
 from zarr_vectors.spec.conventions import GeometryTypeName
@@ -154,6 +157,7 @@ class GraphmlSource(Source):
             directed=g.directed,
             attributes=g.attributes,
             edge_attributes=g.edge_attributes,
+            keep_order=options.keep_order,
             **options.store_kwargs,
             custom_metadata={KEY: self.settings},
             source_description=f"GraphML graph: {self.path.name}",
@@ -191,7 +195,8 @@ def store_to_graphml(
     report = progress or NullProgress()
     report.start("reading store", None)
     settings: Mapping[str, Any] = custom_section(store_metadata(store), KEY) or {}
-    G = to_networkx(read_graph(store, level=level), position_attr=_POS)
+    graph = read_graph(store, level=level, order=export_order(store, level))
+    G = to_networkx(graph, position_attr=_POS)
     as_pos = settings.get("positions") == "pos"
     for _, d in G.nodes(data=True):
         d.pop(OBJECT_ID, None)

@@ -13,7 +13,9 @@ Mapping: ``obsm[spatial_key]`` (default ``"spatial"``, (n, 2) or (n, 3)) gives t
 are, strings and categoricals as categories (a categorical keeps all its categories, also
 unused ones; missing values get a category of their own, recorded as missing), nullable
 columns as their values plus a ``<name>_mask`` boolean attribute.  The ``obs`` index becomes
-the ``obs_names`` attribute and row order is kept through the ``input_index`` attribute.
+the ``obs_names`` attribute; row order is kept as every writer keeps it (``keep_order``: the
+reserved ``_input_index`` attribute, docs/spec.md §8.8), and export writes rows in storage
+order when it was left out (``--no-keep-order``).
 What the encodings need to be written back (column order, encodings, dtypes, categories,
 ``ordered``, the index name) goes to ``custom_metadata["h5ad"]``; :func:`store_to_h5ad` writes
 an AnnData file with that ``obs`` and ``obsm``, empty ``var`` and no ``X``.  The expression
@@ -44,6 +46,7 @@ from zarr_vectors.formats.registry import (
     Source,
     WriteOptions,
     custom_section,
+    export_order,
     identifier,
     store_metadata,
 )
@@ -54,8 +57,6 @@ __all__ = ["H5adSource", "open_h5ad", "store_to_h5ad"]
 
 KEY = "h5ad"
 """``custom_metadata`` key of the ``obs`` layout."""
-ORDER = "input_index"
-"""Per-point attribute holding each observation's row number."""
 NAMES = "obs_names"
 """Per-point attribute holding the ``obs`` index."""
 _TEXT = h5py.string_dtype("utf-8")
@@ -108,7 +109,7 @@ class H5adSource(Source):
             raise InvalidInputError(f"{where}: obs is not an AnnData dataframe")
         index_name = str(obs.attrs.get("_index", "_index"))
         order = [str(c) for c in obs.attrs.get("column-order", [])]
-        taken = {ORDER, NAMES}
+        taken = {NAMES}
         self.attributes: dict[str, Any] = {NAMES: _text(obs[index_name])}
         columns = [self._column(obs[c], c, taken) for c in order]
         self.header = {
@@ -171,11 +172,11 @@ class H5adSource(Source):
     ) -> WriteSummary:
         """Write the observations as points, rows in file order."""
         (progress or NullProgress()).start("writing store", None)
-        n = len(self.positions)
         return write_points(
             store,
             self.positions,
-            attributes={**self.attributes, ORDER: np.arange(n, dtype=np.uint32)},
+            attributes=self.attributes,
+            keep_order=options.keep_order,
             **options.store_kwargs,
             source_description=f"AnnData: {self.path.name}",
             custom_metadata={KEY: self.header},
@@ -252,7 +253,7 @@ def _default_columns(attributes: Mapping[str, AnyArray]) -> list[dict[str, Any]]
     out = []
     for name, values in attributes.items():
         arr = np.asarray(values)
-        if name in (ORDER, NAMES) or arr.ndim != 1:
+        if name == NAMES or arr.ndim != 1:
             continue
         if arr.dtype.kind in "OUS":
             cats = sorted({str(v) for v in arr.tolist()})
@@ -283,13 +284,10 @@ def store_to_h5ad(
     report = progress or NullProgress()
     report.start("reading store", None)
     h = dict(custom_section(store_metadata(store), KEY) or {})
-    pts = read_points(store, level=level)
+    pts = read_points(store, level=level, order=export_order(store, level))
     attrs = dict(pts.attributes)
-    key = attrs.pop(ORDER, None)
-    perm = np.argsort(key, kind="stable") if key is not None else np.arange(len(pts))
-    n = len(perm)
     names = attrs.get(NAMES)
-    index = np.asarray(names)[perm] if names is not None else np.arange(n).astype(str)
+    index = np.asarray(names) if names is not None else np.arange(len(pts)).astype(str)
     columns = list(h.get("columns") or _default_columns(attrs))
     with h5py.File(Path(path), "w") as fh:
         _attrs(fh, "anndata", "0.1.0")
@@ -300,11 +298,11 @@ def store_to_h5ad(
         _strings(obs, index_name, index)
         for entry in columns:
             mask_key = entry.get("mask_attribute")
-            mask = None if mask_key is None else np.asarray(attrs[mask_key])[perm]
-            _write_column(obs, entry, np.asarray(attrs[entry["attribute"]])[perm], mask)
+            mask = None if mask_key is None else np.asarray(attrs[mask_key])
+            _write_column(obs, entry, np.asarray(attrs[entry["attribute"]]), mask)
         obsm = fh.create_group("obsm")
         _attrs(obsm, "dict", "0.1.0")
-        _array(obsm, str(h.get("spatial_key", "spatial")), np.asarray(pts.positions)[perm])
+        _array(obsm, str(h.get("spatial_key", "spatial")), np.asarray(pts.positions))
         var = fh.create_group("var")
         _attrs(var, "dataframe", "0.2.0", _index="_index")
         var.attrs["column-order"] = np.asarray([], dtype=_TEXT)

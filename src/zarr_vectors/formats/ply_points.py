@@ -36,8 +36,7 @@ from typing import IO, Any, NotRequired, TypedDict, cast
 import numpy as np
 import numpy.typing as npt
 
-from zarr_vectors.core.reader import LevelReader
-from zarr_vectors.core.store import StoreLike, open_store
+from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, ZVUserWarning
 from zarr_vectors.formats import _ply
@@ -50,13 +49,13 @@ from zarr_vectors.formats.registry import (
     Source,
     WriteOptions,
     custom_section,
+    export_order,
     identifier,
     iter_point_batches,
     store_metadata,
 )
-from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
-from zarr_vectors.types._order import INPUT_INDEX, ElementOrder
+from zarr_vectors.types._order import ElementOrder
 from zarr_vectors.types.meshes import Meshes, read_mesh, write_mesh
 from zarr_vectors.types.points import write_points
 
@@ -395,8 +394,7 @@ def open_ply(path: PathLike) -> PlySource:
 
 def has_input_order(store: StoreLike, level: int = 0) -> bool:
     """Whether a level keeps its elements' input order (``keep_order``)."""
-    reader = LevelReader(open_store(store, mode="r"), level)
-    return INPUT_INDEX in reader.names(L.ATTRIBUTES)
+    return export_order(store, level) is ElementOrder.INPUT
 
 
 def _mesh_elements(store: StoreLike, level: int, meta: Mapping[str, Any]) -> list[Any]:

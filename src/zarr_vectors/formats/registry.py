@@ -83,6 +83,7 @@ __all__ = [
     "format_for",
     "format_for_store",
     "is_edge_list_csv",
+    "export_order",
     "identifier",
     "is_store_path",
     "iter_point_batches",
@@ -568,6 +569,17 @@ def iter_point_batches(
         start = stop
 
 
+def export_order(store: StoreLike, level: int = 0) -> ElementOrder:
+    """Return the order an exporter writes a level in.
+
+    The input order when the level keeps it (``_input_index``, docs/spec.md §8.8), else
+    storage order.
+    """
+    reader = LevelReader(open_store(store, mode="r"), level)
+    kept = INPUT_INDEX in reader.names(L.ATTRIBUTES)
+    return ElementOrder.INPUT if kept else ElementOrder.STORAGE
+
+
 def _input_order_batches(store: StoreLike, level: int, batch_size: int) -> Iterator[PointBatch]:
     """Yield the points of a level in input order, ``batch_size`` at a time.
 
@@ -672,7 +684,8 @@ def convert(
         docs/performance.md).
     keep_order
         Store each element's input position so that :func:`export` writes the file's element
-        order back (points of a cloud, faces of a mesh; docs/spec.md §8.8).
+        order back (points, mesh vertices and faces, graph nodes and edges; docs/spec.md
+        §8.8); False stores no index and export writes storage order.
     **options
         Format options (``columns=("x", "y", "z")`` for CSV and Parquet).
 

@@ -8,8 +8,10 @@ of other types (timestamps, lists, structs) are skipped with a warning.  Column 
 identifiers; the original names, the coordinate column names and the Arrow types go to
 ``custom_metadata["csv" | "parquet"]`` so :func:`store_to_csv` and :func:`store_to_parquet` write
 the same columns back (integer columns get their nulls back).  A (N, K) attribute is written as
-columns ``name_0 .. name_K-1``.  Export streams chunk batches through a pyarrow writer; rows come
-out in storage order (chunk by chunk), not in the original row order.
+columns ``name_0 .. name_K-1``.  ``convert`` keeps the row order (``keep_order``: the reserved
+``_input_index`` attribute, docs/spec.md §8.8) and export writes the rows back in it; a store
+written without it (``--no-keep-order``) is exported in storage order, streaming chunk batches
+through a pyarrow writer.
 """
 
 from __future__ import annotations
@@ -208,6 +210,7 @@ class TableSource(Source):
             store,
             self.points.positions,
             attributes=self.points.attributes,
+            keep_order=options.keep_order,
             **options.store_kwargs,
             custom_metadata={self.kind: cast(dict[str, Any], self.points.metadata)},
             source_description=f"{self.kind} table: {self.path.name}",

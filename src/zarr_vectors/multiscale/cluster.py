@@ -18,8 +18,20 @@ from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.columns import Column
 from zarr_vectors.core.ragged import run_starts, sort_order
 from zarr_vectors.spec.conventions import Aggregation, MergeRule
+from zarr_vectors.spec.layout import INPUT_INDEX
 
-__all__ = ["MergeRule", "aggregate", "assign_clusters", "default_aggregation", "remap_links"]
+__all__ = [
+    "RESERVED_AGGREGATION",
+    "MergeRule",
+    "aggregate",
+    "assign_clusters",
+    "default_aggregation",
+    "remap_links",
+]
+
+RESERVED_AGGREGATION: Mapping[str, Aggregation] = {INPUT_INDEX: Aggregation.MIN}
+"""Fixed aggregation of reserved attributes, not overridable: a metavertex (and a coarse
+link) keeps the earliest input position of what it merges (docs/spec.md §8.8)."""
 
 IntArray = npt.NDArray[np.int64]
 
@@ -88,8 +100,14 @@ def _renumber_by_first(group: IntArray) -> tuple[IntArray, int]:
     return rank[np.searchsorted(uniq, group)], len(uniq)
 
 
-def default_aggregation(col: Column) -> Aggregation:
-    """Mean for floats, mode for integers, booleans and categories."""
+def default_aggregation(col: Column, name: str | None = None) -> Aggregation:
+    """Return the aggregation of an attribute that the caller does not choose.
+
+    :data:`RESERVED_AGGREGATION` for a reserved ``name``; else mean for floats, mode for
+    integers, booleans and categories.
+    """
+    if name is not None and name in RESERVED_AGGREGATION:
+        return RESERVED_AGGREGATION[name]
     if col.categories is None and col.values.dtype.kind == "f":
         return Aggregation.MEAN
     return Aggregation.MODE
@@ -165,7 +183,11 @@ def remap_links(
     directed: bool,
     attributes: Mapping[str, Column],
 ) -> tuple[IntArray, dict[str, Column]]:
-    """Map links to clusters; drop degenerate links and duplicates (first one kept)."""
+    """Map links to clusters; drop degenerate links and duplicates (first one kept).
+
+    A kept link takes the attributes of the first link it stands for, except reserved ones
+    (:data:`RESERVED_AGGREGATION`), aggregated over every link it stands for.
+    """
     if len(links) == 0:
         return links, dict(attributes)
     ends = cluster[links]
@@ -173,7 +195,19 @@ def remap_links(
     keep = np.all(srt[:, 1:] != srt[:, :-1], axis=1)
     key = ends if directed else srt
     idx = np.flatnonzero(keep)
-    _, first = np.unique(key[idx], axis=0, return_index=True)
-    idx = idx[np.sort(first)]
-    out = ends[idx] if directed or ends.shape[1] != 2 else srt[idx]
-    return out, {k: c.take(idx) for k, c in attributes.items()}
+    _, first, inverse = np.unique(key[idx], axis=0, return_index=True, return_inverse=True)
+    by_first = np.argsort(first, kind="stable")  # kept links in order of their first link
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[by_first] = np.arange(len(first), dtype=np.int64)
+    kept = idx[first[by_first]]
+    out = ends[kept] if directed or ends.shape[1] != 2 else srt[kept]
+    attrs = {}
+    for name, col in attributes.items():
+        if name in RESERVED_AGGREGATION:
+            values = col.values[idx]
+            how = RESERVED_AGGREGATION[name]
+            merged = aggregate(values, rank[inverse.reshape(-1)], len(first), how)
+            attrs[name] = Column(merged, col.categories)
+        else:
+            attrs[name] = col.take(kept)
+    return out, attrs

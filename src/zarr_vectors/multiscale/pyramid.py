@@ -28,6 +28,7 @@ from zarr_vectors.core.stream import ProgressCallback
 from zarr_vectors.core.writer import write_level
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.multiscale.cluster import (
+    RESERVED_AGGREGATION,
     MergeRule,
     aggregate,
     assign_clusters,
@@ -269,7 +270,7 @@ def coarsen_parts(
     used: dict[str, str] = {}
     attrs: dict[str, Column] = {}
     for name, col in parts.vertex_attributes.items():
-        how = (aggregation or {}).get(name, default_aggregation(col))
+        how = (aggregation or {}).get(name, default_aggregation(col, name))
         used[name] = how.value
         attrs[name] = Column(aggregate(col.values, cluster, n, how, w), col.categories)
     obj = parts.vertex_objects
@@ -457,6 +458,12 @@ def plan_pyramid(
     unknown = set(aggs) - set(reader.names(L.ATTRIBUTES))
     if unknown:
         raise InvalidInputError(f"aggregation names unknown attributes {sorted(unknown)}")
+    fixed = sorted(set(aggs) & set(RESERVED_AGGREGATION))
+    if fixed:
+        raise InvalidInputError(
+            f"aggregation of reserved attributes {fixed} is fixed "
+            f"({', '.join(RESERVED_AGGREGATION[k].value for k in fixed)}); leave them out"
+        )
     has_objects = reader.has(L.OBJECT_OFFSETS)
     if not has_objects and object_sparsity is not None:
         raise InvalidInputError("object_sparsity needs a store with objects")

@@ -27,6 +27,7 @@ __all__ = [
     "GROUPINGS_ATTRIBUTES",
     "GROUP_MEMBERS",
     "GROUP_OFFSETS",
+    "INPUT_INDEX",
     "LINKS",
     "LINK_ATTRIBUTES",
     "OBJECT_ATTRIBUTES",
@@ -65,6 +66,9 @@ GROUP_MEMBERS = "groupings/members"
 GROUPINGS_ATTRIBUTES = "groupings_attributes"
 STATISTICS = "statistics"
 VALUE_SETS = "value_sets"
+INPUT_INDEX = "_input_index"
+"""Reserved attribute name (vertices, links, cross-chunk links): each element's position in
+the writer's input (docs/spec.md §8.8)."""
 
 FRAGMENT_WIDTH = 4
 """Columns of a ``vertex_fragments`` row: ``[bin_flat, object_id, start, count]``."""

@@ -1,8 +1,8 @@
 """Input order (docs/spec.md §8.8): the reserved ``_input_index`` attribute and ``order=``.
 
 A writer asked to keep input order stores, next to each element, its position in the
-writer's input: a per-vertex attribute for point clouds and mesh vertices, a per-face (link and
-cross-chunk-link) attribute for mesh faces.  The name :data:`INPUT_INDEX` is reserved for it;
+writer's input: a per-vertex attribute for point clouds, mesh vertices and graph nodes, a
+per-link (link and cross-chunk-link) attribute for mesh faces and graph edges.  The name :data:`INPUT_INDEX` is reserved for it;
 its dtype is the smallest unsigned integer holding ``count - 1`` (:func:`index_dtype`).  A
 reader asked for ``order="input"`` sorts what it returns by that attribute, and never returns
 the attribute itself.  Stores written without it have no such array: nothing changes on disk
@@ -20,12 +20,16 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.core.columns import Column
+from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.spec.layout import INPUT_INDEX
 
 __all__ = [
     "INPUT_INDEX",
@@ -33,12 +37,11 @@ __all__ = [
     "index_dtype",
     "input_index",
     "input_permutation",
+    "inverse_permutation",
     "missing_order",
     "visible",
+    "with_input_index",
 ]
-
-INPUT_INDEX = "_input_index"
-"""Reserved attribute name: the position of each element in the writer's input."""
 
 
 class ElementOrder(enum.Enum):
@@ -91,6 +94,42 @@ def input_permutation(index: npt.NDArray[Any], what: str) -> npt.NDArray[np.int6
     if index.ndim != 1:
         raise InvalidInputError(f"{what}: {INPUT_INDEX} must be one value per element")
     return np.argsort(index, kind="stable").astype(np.int64, copy=False)
+
+
+def inverse_permutation(perm: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Return ``where`` with ``where[perm[i]] = i``: the new position of each old row.
+
+    Examples
+    --------
+    >>> inverse_permutation(np.array([2, 0, 1])).tolist()
+    [1, 2, 0]
+    """
+    where = np.empty(len(perm), dtype=np.int64)
+    where[perm] = np.arange(len(perm), dtype=np.int64)
+    return where
+
+
+def with_input_index(parts: GeometryParts) -> GeometryParts:
+    """``parts`` plus the input position of every vertex and every link (reserved name).
+
+    Raises
+    ------
+    InvalidInputError
+        A vertex or link attribute is already named :data:`INPUT_INDEX`.
+    """
+    if INPUT_INDEX in parts.vertex_attributes or INPUT_INDEX in parts.link_attributes:
+        raise InvalidInputError(f"attribute name {INPUT_INDEX!r} is reserved for keep_order")
+    links = {}
+    if parts.links is not None:
+        links = {INPUT_INDEX: Column(input_index(len(parts.links)))}
+    return replace(
+        parts,
+        vertex_attributes={
+            **parts.vertex_attributes,
+            INPUT_INDEX: Column(input_index(len(parts.positions))),
+        },
+        link_attributes={**parts.link_attributes, **links},
+    )
 
 
 def missing_order(what: str) -> InvalidInputError:

@@ -80,6 +80,15 @@ from zarr_vectors.types._objects import (
     output_ids,
     select_objects,
 )
+from zarr_vectors.types._order import (
+    INPUT_INDEX,
+    ElementOrder,
+    input_permutation,
+    inverse_permutation,
+    missing_order,
+    visible,
+    with_input_index,
+)
 
 __all__ = ["Graph", "check_edges", "connected_components", "read_graph", "write_graph"]
 
@@ -331,6 +340,7 @@ def write_graph(
     source_description: str | None = None,
     notes: str | None = None,
     custom_metadata: Mapping[str, Any] | None = None,
+    keep_order: bool = False,
 ) -> WriteSummary:
     """Write a graph to a new ZVF store.
 
@@ -363,6 +373,10 @@ def write_graph(
         As in :func:`~zarr_vectors.write_points`.
     coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
         Root metadata (FORMAT.md §3).
+    keep_order
+        Also store the input position of every vertex and edge (reserved attribute
+        ``_input_index``, smallest unsigned dtype) so that ``read_graph(order="input")`` gives
+        back the input order.
 
     Returns
     -------
@@ -372,7 +386,8 @@ def write_graph(
     Raises
     ------
     InvalidInputError
-        Bad shapes or dtypes, NaN/inf positions (naming the row), bad attribute lengths.
+        Bad shapes or dtypes, NaN/inf positions (naming the row), bad attribute lengths,
+        ``keep_order`` with an attribute named ``_input_index``.
     GeometryError
         An edge index out of range, a self-loop or a duplicate edge (naming the rows).
 
@@ -402,6 +417,8 @@ def write_graph(
         groups,
         group_attributes,
     )
+    if keep_order:
+        parts = with_input_index(parts)
     opts = write_options(GeometryTypeName.GRAPH, parts, locals(), {"is_directed": bool(directed)})
     return write_store(store, GeometryTypeName.GRAPH, parts, opts)
 
@@ -1205,7 +1222,7 @@ class GraphType(GeometryType):
     @classmethod
     def read(cls, reader: LevelReader, query: Query) -> Graph:
         """Return the vertices and edges selected by ``query`` (all edge attributes)."""
-        edge_names = reader.names(L.LINK_ATTRIBUTES)
+        edge_names = visible(reader.names(L.LINK_ATTRIBUTES))
         return graph_result(reader, gather_graph(reader, query, edge_names), _is_directed(reader))
 
     @classmethod
@@ -1263,7 +1280,7 @@ def object_query(
     return Query(
         bbox=None if bbox is None else parse_bbox(bbox, reader.layout.ndim),
         object_ids=ids,
-        attributes=attribute_selection(reader.names(L.ATTRIBUTES), attributes),
+        attributes=attribute_selection(visible(reader.names(L.ATTRIBUTES)), attributes),
     )
 
 
@@ -1281,6 +1298,7 @@ def read_graph(
     sphere: SphereLike | None = None,
     limit: int | None = None,
     max_vertices: int | None = None,
+    order: str | ElementOrder = ElementOrder.STORAGE,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Graph:
     """Read vertices and edges from a ``graph`` (or ``skeleton``) store.
@@ -1307,6 +1325,11 @@ def read_graph(
         Attribute conditions (``{"intensity": (0.5, None), "label": {3, 7}}``), a ball
         ``(center, radius)``, the first N items, a vertex budget choosing the finest level
         that fits; see :mod:`zarr_vectors.query.execute` and :mod:`zarr_vectors.query.lod`.
+    order
+        ``"storage"`` (default: as below) or ``"input"``: the selected vertices and edges in
+        the writer's input order (needs a store written with ``keep_order=True``; undirected
+        edges still ``[min, max]`` in the returned vertex order; ``limit`` counts in
+        storage order).
     storage_options
         fsspec options for URL stores.
 
@@ -1319,7 +1342,8 @@ def read_graph(
     Raises
     ------
     InvalidInputError
-        The store is not a graph or skeleton, or an unknown id, group or attribute.
+        The store is not a graph or skeleton, an unknown id, group or attribute, or
+        ``order="input"`` on a store written without input order.
 
     Examples
     --------
@@ -1337,9 +1361,52 @@ def read_graph(
     root = open_store(store, mode="r", storage_options=storage_options)
     reader = LevelReader(root, budget_level(root, level, bbox, sphere, max_vertices))
     query = object_query(reader, _GRAPH_TYPES, bbox, object_ids, group, attributes)
-    edge_names = attribute_selection(reader.names(L.LINK_ATTRIBUTES), edge_attributes)
+    edge_names = attribute_selection(visible(reader.names(L.LINK_ATTRIBUTES)), edge_attributes)
+    in_input = ElementOrder.parse(order) is ElementOrder.INPUT
+    if in_input:  # read the input indexes too; _in_input_order sorts by them and drops them
+        query, edge_names = _with_input_indexes(reader, query, edge_names)
     sel = selection(reader, where, sphere, limit)
     if sel:  # vertices and edges filtered like a box (zarr_vectors.query.execute)
-        return run(reader, GraphType, no_boundary(query, include_boundary_edges), sel, edge_names)
-    rows = gather_graph(reader, query, edge_names, include_boundary_edges)
-    return graph_result(reader, rows, _is_directed(reader))
+        g = run(reader, GraphType, no_boundary(query, include_boundary_edges), sel, edge_names)
+    else:
+        rows = gather_graph(reader, query, edge_names, include_boundary_edges)
+        g = graph_result(reader, rows, _is_directed(reader))
+    return _in_input_order(g) if in_input else g
+
+
+def _with_input_indexes(
+    reader: LevelReader, query: Query, edge_names: tuple[str, ...]
+) -> tuple[Query, tuple[str, ...]]:
+    """``query`` and ``edge_names`` plus the input index, which the level must hold."""
+    if INPUT_INDEX not in reader.names(L.ATTRIBUTES) or INPUT_INDEX not in reader.names(
+        L.LINK_ATTRIBUTES
+    ):
+        raise missing_order("this graph store")
+    query = replace(query, attributes=(*(query.attributes or ()), INPUT_INDEX))
+    return query, (*edge_names, INPUT_INDEX)
+
+
+def _in_input_order(g: Graph) -> Graph:
+    """Reorder a result read with the input indexes to input order, dropping the indexes.
+
+    Undirected edges are put back to ``[min, max]`` in the new vertex order; per-object
+    attributes follow :attr:`Graph.objects`, whose order changes with the vertices'.
+    """
+    attrs, edge_attrs = dict(g.attributes), dict(g.edge_attributes)
+    vperm = input_permutation(attrs.pop(INPUT_INDEX), "graph vertices")
+    eperm = input_permutation(edge_attrs.pop(INPUT_INDEX), "graph edges")
+    edges = inverse_permutation(vperm)[g.edges[eperm]].reshape(-1, 2)
+    if not g.directed:
+        edges = np.sort(edges, axis=1)
+    out = replace(
+        g,
+        positions=g.positions[vperm],
+        edges=edges,
+        object_ids=g.object_ids[vperm],
+        attributes={k: v[vperm] for k, v in attrs.items()},
+        edge_attributes={k: v[eperm] for k, v in edge_attrs.items()},
+    )
+    before = g.objects
+    ranked = np.argsort(before, kind="stable")
+    moved = ranked[np.searchsorted(before[ranked], out.objects)]
+    return replace(out, object_attributes={k: v[moved] for k, v in g.object_attributes.items()})

@@ -76,10 +76,11 @@ from zarr_vectors.types._objects import (
 from zarr_vectors.types._order import (
     INPUT_INDEX,
     ElementOrder,
-    input_index,
     input_permutation,
+    inverse_permutation,
     missing_order,
     visible,
+    with_input_index,
 )
 
 __all__ = [
@@ -598,7 +599,7 @@ def write_mesh(
         group_attributes=group_attributes,
     )
     if keep_order:
-        parts = _with_input_index(parts)
+        parts = with_input_index(parts)
     meta = {
         "winding_order": WindingOrder.parse(winding_order, field="winding_order").value,
         "closed_surface": None if closed_surface is None else bool(closed_surface),
@@ -613,24 +614,6 @@ def write_mesh(
             raise InvalidInputError(f"Draco encodes at most {MAX_DIMS} dimensions")
         opts = replace(opts, draco=settings)
     return write_store(store, GeometryTypeName.MESH, parts, opts)
-
-
-def _with_input_index(parts: GeometryParts) -> GeometryParts:
-    """``parts`` plus the input position of every vertex and face (reserved name)."""
-    assert parts.links is not None
-    if INPUT_INDEX in parts.vertex_attributes or INPUT_INDEX in parts.link_attributes:
-        raise InvalidInputError(f"attribute name {INPUT_INDEX!r} is reserved for keep_order")
-    return replace(
-        parts,
-        vertex_attributes={
-            **parts.vertex_attributes,
-            INPUT_INDEX: Column(input_index(len(parts.positions))),
-        },
-        link_attributes={
-            **parts.link_attributes,
-            INPUT_INDEX: Column(input_index(len(parts.links))),
-        },
-    )
 
 
 def as_meshes(
@@ -1059,8 +1042,7 @@ def _in_input_order(m: Meshes) -> Meshes:
     attrs, face_attrs = dict(m.attributes), dict(m.face_attributes)
     vperm = input_permutation(attrs.pop(INPUT_INDEX), "mesh vertices")
     fperm = input_permutation(face_attrs.pop(INPUT_INDEX), "mesh faces")
-    where = np.empty(len(vperm), dtype=np.int64)
-    where[vperm] = np.arange(len(vperm), dtype=np.int64)
+    where = inverse_permutation(vperm)
     return replace(
         m,
         vertices=m.vertices[vperm],

@@ -44,9 +44,9 @@ from zarr_vectors.types._objects import group_members_out, output_ids
 from zarr_vectors.types._order import (
     INPUT_INDEX,
     ElementOrder,
-    input_index,
     input_permutation,
     missing_order,
+    with_input_index,
 )
 
 __all__ = ["Points", "read_points", "write_points"]
@@ -240,22 +240,13 @@ def write_points(
     >>> len(zv.read_points(store, bbox=([50, 50, 50], [60, 60, 60])))
     0
     """
-    if keep_order:
-        attributes = _with_input_index(attributes, len(np.asarray(positions)))
     parts = _points_parts(
         positions, attributes, object_ids, object_attributes, groups, group_attributes
     )
+    if keep_order:
+        parts = with_input_index(parts)
     opts = store_options(parts.positions.shape[1], locals(), None, GeometryTypeName.POINT_CLOUD)
     return write_store(store, GeometryTypeName.POINT_CLOUD, parts, opts)
-
-
-def _with_input_index(attributes: Mapping[str, Any] | None, n: int) -> dict[str, Any]:
-    """``attributes`` plus the input position of every point (reserved name)."""
-    out = dict(attributes or {})
-    if INPUT_INDEX in out:
-        raise InvalidInputError(f"attribute name {INPUT_INDEX!r} is reserved for keep_order")
-    out[INPUT_INDEX] = input_index(n)
-    return out
 
 
 @register_geometry_type
