@@ -12,6 +12,7 @@ import numcodecs
 import numpy as np
 import pytest
 import zarr
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -171,22 +172,53 @@ def test_one_object_read_decodes_a_fraction_of_each_chunk(tmp_path: Path) -> Non
     assert 0 < read_bytes < stored / 10
 
 
-def test_object_index_chunks_are_seekable_and_plain_zarr(tmp_path: Path) -> None:
+def test_object_index_chunks_are_single_frame_and_plain_zarr(tmp_path: Path) -> None:
+    """Dense chunks are one zstd frame: a plain zstd decoder returns the whole chunk."""
     pos, offsets = _paths(2000, seed=5)
-    zv.write_streamlines(tmp_path / "s", pos, offsets=offsets, chunk_shape=(5, 5, 5))
+    zv.write_streamlines(
+        tmp_path / "s", pos, offsets=offsets, chunk_shape=(5, 5, 5), compressor="zstd"
+    )
     manifest_dir = tmp_path / "s" / "0" / "object_index" / "manifest"
+    man_z = zarr.open_array(manifest_dir, mode="r")
+    chunk_bytes = int(np.prod(man_z.chunks)) * man_z.dtype.itemsize
     stored = [
         p.read_bytes() for p in manifest_dir.rglob("*") if p.is_file() and p.name != "zarr.json"
     ]
-    assert any(frame_table(b, "x") is not None for b in stored)
+    assert stored
+    assert all(frame_table(b, "x") is None for b in stored)
+    for b in stored:  # one frame: a decoder that stops after the first frame still gets it all
+        assert len(zstandard.ZstdDecompressor().decompress(b)) == chunk_bytes
+    assert FRAME_BYTES_ATTR not in man_z.attrs
     reader = zv.open(tmp_path / "s")
     for i in [0, 999, 1999]:
         got = reader.read(object_ids=[i])
         np.testing.assert_array_equal(got.positions, pos[offsets[i] : offsets[i + 1]])
-    man = np.asarray(zarr.open_array(manifest_dir, mode="r")[...])  # plain zarr decodes it
+    man = np.asarray(man_z[...])  # plain zarr decodes it
     off = np.asarray(zarr.open_array(manifest_dir.parent / "offsets", mode="r")[...])
     assert off[-1] == len(man)
     assert int(man[:, -1].sum()) == len(pos)
+
+
+def test_legacy_seekable_dense_chunks_still_read(tmp_path: Path) -> None:
+    """Dense chunks of earlier stores (seekable 16 KiB zstd frames) read row by row."""
+    group = zarr.open_group(tmp_path / "g", mode="w")
+    data = np.arange(60_000, dtype="<i8").reshape(-1, 2) * 7
+    array, values = zv_io.declare_dense_array(
+        group,
+        "idx",
+        data,
+        attributes={FRAME_BYTES_ATTR: 16384},
+        chunks=(10_000, 2),
+        compressor="zstd",
+    )
+    zv_io.write_dense(array, values)  # the attribute makes the old framed chunks
+    stored = (tmp_path / "g" / "idx" / "c" / "0" / "0").read_bytes()
+    table = frame_table(stored, "x")
+    assert table is not None
+    assert len(table.decoded) > 2
+    rows = np.array([0, 5, 9_999, 10_000, 29_999], dtype=np.int64)
+    np.testing.assert_array_equal(zv_io.read_dense_rows(array, rows), data[rows])
+    np.testing.assert_array_equal(np.asarray(array[...]), data)
 
 
 def _frames_of(store: Any) -> int | None:

@@ -302,7 +302,9 @@ all) and their pieces in a chunk span hundreds of nodes, so smaller frames only 
 per frame (1,000 trees of 1,000 nodes read whole: 37 -> 28 ms; one tree by id: unchanged)."""
 
 DENSE_FRAME_BYTES = 16384
-"""Decoded bytes per zstd frame of ``object_index`` chunks (seekable: few-row lookups)."""
+"""Decoded bytes per Blosc block of ``object_index`` chunks (few-row lookups decode only
+the blocks holding them).  Stores of earlier versions hold seekable zstd frames of this size
+(attribute ``zstd_frame_bytes``): still read, no longer written."""
 
 
 class _TailTooShort(Exception):
@@ -2020,10 +2022,11 @@ def declare_dense_array(
         typesize=data.dtype.itemsize if index else None,
         blocksize=DENSE_FRAME_BYTES,
     )
+    # Every dense chunk is one standard compressed stream (one zstd frame, or one Blosc
+    # buffer whose blocks any Blosc decoder reads): multi-frame zstd chunks break readers
+    # that size their buffer from the first frame (numcodecs < 0.16, tensorstore).  Stores
+    # written with seekable ``object_index`` chunks (``zstd_frame_bytes``) are still read.
     attrs = dict(attributes)
-    if index and _is_zstd(codecs):
-        # one-object reads look up a few index rows: seekable chunks decode only their frames
-        attrs[FRAME_BYTES_ATTR] = DENSE_FRAME_BYTES
     array = _new_array(
         group,
         path,
