@@ -1,9 +1,11 @@
-"""Seekable zstd payloads: any zstd decoder reads them whole, we decode only needed frames."""
+"""Legacy seekable zstd payloads (no longer written): any zstd decoder reads them whole, we
+decode only the frames needed; new stores hold one standard stream per chunk."""
 
 from __future__ import annotations
 
 import itertools
 import struct
+import zipfile
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -15,6 +17,7 @@ import zarr
 import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from zarr.codecs import BloscCodec
 
 import zarr_vectors as zv
 from zarr_vectors.core import io as zv_io
@@ -95,7 +98,7 @@ def _paths(n: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("kind", ["local", "memory", "zip"])
-def test_object_reads_from_framed_store(tmp_path: Path, kind: str) -> None:
+def test_object_reads_from_framed_store(tmp_path: Path, kind: str, reframe: Any) -> None:
     pos, offsets = _paths()
     fa = np.arange(len(pos), dtype=np.float32)
     target: Any = {
@@ -103,9 +106,24 @@ def test_object_reads_from_framed_store(tmp_path: Path, kind: str) -> None:
         "memory": zarr.storage.MemoryStore(),
         "zip": tmp_path / "s.zip",
     }[kind]
+    local = tmp_path / "s.zarrvectors"
+    written: Any = zarr.storage.MemoryStore() if kind == "memory" else local
     zv.write_streamlines(
-        target, pos, offsets=offsets, chunk_shape=(4, 4, 4), attributes={"fa": fa}, frame_bytes=64
+        written,
+        pos,
+        offsets=offsets,
+        chunk_shape=(4, 4, 4),
+        attributes={"fa": fa},
+        compressor="zstd",
     )
+    assert reframe(zarr.open_group(written, mode="r+"), 64)
+    if kind == "zip":
+        with zipfile.ZipFile(target, "w") as zf:
+            for f in sorted(local.rglob("*")):
+                if f.is_file():
+                    zf.write(f, f.relative_to(local).as_posix())
+    else:
+        target = written
     root = zv.open_store(target)
     vert = root["0/vertices"]
     assert isinstance(vert, zarr.Array)
@@ -126,9 +144,13 @@ def test_object_reads_from_framed_store(tmp_path: Path, kind: str) -> None:
     assert not zv.validate(target, level=3).errors
 
 
-def test_plain_zarr_reads_framed_payloads(tmp_path: Path) -> None:
+def test_plain_zarr_reads_framed_payloads(tmp_path: Path, reframe: Any) -> None:
+    """Legacy seekable payloads are plain zstd streams to zarr-python 3 as well."""
     pos, offsets = _paths(50)
-    zv.write_streamlines(tmp_path / "s", pos, offsets=offsets, chunk_shape=(50, 50, 50))
+    zv.write_streamlines(
+        tmp_path / "s", pos, offsets=offsets, chunk_shape=(50, 50, 50), compressor="zstd"
+    )
+    reframe(zarr.open_group(tmp_path / "s", mode="r+"), zv_io.DEFAULT_FRAME_BYTES)
     arr = zarr.open_array(tmp_path / "s" / "0" / "vertices", mode="r")
     counts = np.asarray(zarr.open_array(tmp_path / "s" / "0" / "vertex_counts")).ravel()
     rows = np.concatenate(
@@ -140,7 +162,7 @@ def test_plain_zarr_reads_framed_payloads(tmp_path: Path) -> None:
     assert sorted(map(tuple, rows.tolist())) == sorted(map(tuple, pos.tolist()))
     raw = (tmp_path / "s" / "0" / "vertices" / "c").rglob("*")
     stored = [p.read_bytes() for p in raw if p.is_file()]
-    assert any(frame_table(b, "x") is not None for b in stored)  # really framed by default
+    assert any(frame_table(b, "x") is not None for b in stored)  # really framed
 
 
 def test_points_stay_single_frame_and_option_is_checked(tmp_path: Path) -> None:
@@ -152,10 +174,13 @@ def test_points_stay_single_frame_and_option_is_checked(tmp_path: Path) -> None:
     assert not (tmp_path / "q").exists()
 
 
-def test_one_object_read_decodes_a_fraction_of_each_chunk(tmp_path: Path) -> None:
-    """Local seekable payloads: a single-object read fetches its frames, not whole chunks."""
+def test_one_object_read_decodes_a_fraction_of_each_chunk(tmp_path: Path, reframe: Any) -> None:
+    """Local legacy seekable payloads: a single-object read fetches its frames, not chunks."""
     pos, offsets = _paths(2000, seed=3)
-    zv.write_streamlines(tmp_path / "s", pos, offsets=offsets, chunk_shape=(20, 20, 20))
+    zv.write_streamlines(
+        tmp_path / "s", pos, offsets=offsets, chunk_shape=(20, 20, 20), compressor="zstd"
+    )
+    reframe(zarr.open_group(tmp_path / "s", mode="r+"), zv_io.DEFAULT_FRAME_BYTES)
     stored = sum(p.stat().st_size for p in (tmp_path / "s" / "0" / "vertices").rglob("*"))
     reader = zv.open(tmp_path / "s")
     read_bytes = 0
@@ -222,13 +247,17 @@ def test_legacy_seekable_dense_chunks_still_read(tmp_path: Path) -> None:
 
 
 def _frames_of(store: Any) -> int | None:
+    """Blosc block size of the store's ``vertices`` payloads (None: c-blosc's own)."""
     vert = zv.open_store(store)["0/vertices"]
-    value = vert.attrs.get(FRAME_BYTES_ATTR)
-    return None if value is None else int(value)
+    assert isinstance(vert, zarr.Array)
+    assert FRAME_BYTES_ATTR not in vert.attrs  # no multi-frame zstd in new stores
+    blosc = [c for c in vert.compressors if isinstance(c, BloscCodec)]
+    assert len(blosc) == 1
+    return int(blosc[0].blocksize) or None
 
 
 def test_default_frames_per_geometry_type(tmp_path: Path) -> None:
-    """Paths and graphs: 4 KiB frames; skeletons (read tree by tree): 64 KiB; points: none."""
+    """Paths and graphs: 4 KiB blocks; skeletons (read tree by tree): 64 KiB; points: none."""
     pos, parents, offsets = random_walk_trees(40, 300, seed=3)
     trees = [
         (pos[a:b], np.where(parents[a:b] < 0, -1, parents[a:b] - a))
@@ -249,7 +278,7 @@ def test_default_frames_per_geometry_type(tmp_path: Path) -> None:
     np.testing.assert_array_equal(one.positions, trees[17][0])
 
 
-def test_rechunk_keeps_seekable_frames(tmp_path: Path) -> None:
+def test_rechunk_keeps_block_sizes(tmp_path: Path) -> None:
     pos, offsets = _paths(80)
     zv.write_streamlines(tmp_path / "s", pos, offsets=offsets, chunk_shape=(4, 4, 4))
     zv.rechunk(tmp_path / "s", tmp_path / "r", chunk_shape=(8, 8, 8))

@@ -106,7 +106,10 @@ __all__ = [
 ]
 
 DEFAULT_ZSTD_LEVEL = 3
-"""zstd level of every array unless ``compressor=`` says otherwise (see BENCHMARKS.md)."""
+"""zstd level of the ``"zstd"`` preset (and of the dense arrays besides the object index)."""
+
+DEFAULT_PRESET = Compression.LZ4
+"""The preset ``compressor="default"`` stands for (chosen by measurement: docs/performance.md)."""
 
 Compressor: TypeAlias = BytesBytesCodec | NumcodecsCodec | None
 """A zarr v3 bytes-to-bytes codec, a numcodecs codec (Zarr v2), or None for no compression."""
@@ -171,19 +174,26 @@ def _default_compressor(zarr_format: int) -> Any:
     return ZstdCodec(level=DEFAULT_ZSTD_LEVEL)
 
 
-def _is_zstd(codec: Any) -> bool:
-    return isinstance(codec, ZstdCodec) or (
-        isinstance(codec, NumcodecsCodec) and codec.codec_id == "zstd"
-    )
-
-
 LZ4_LEVEL = 5
 """Blosc level of the ``"lz4"`` preset (LZ4's ratio barely changes with it; BENCHMARKS.md)."""
 
 COMPRESSOR_NAMES = ("default", *(c.value for c in Compression))
-"""Names accepted by ``compressor=``: ``"default"``/``"zstd"`` (zstd level 3 everywhere),
-``"lz4"`` (payload arrays Blosc-LZ4 with byte shuffle in ``frame_bytes`` blocks, the
-object index in 16 KiB blocks, other dense arrays zstd) and ``"none"`` (as None)."""
+"""Names accepted by ``compressor=``: ``"default"``/``"lz4"`` (payload arrays Blosc-LZ4 with
+byte shuffle in ``frame_bytes`` blocks, the object index in 16 KiB blocks, other dense arrays
+zstd level 3), ``"zstd"`` (zstd level 3 everywhere, one frame per chunk) and ``"none"`` (as
+None)."""
+
+
+def preset(compressor: Any) -> Compression | None:
+    """Return the preset a ``compressor=`` value names (``"default"`` resolved), else None."""
+    if not isinstance(compressor, str):
+        return None
+    if compressor == "default":
+        return DEFAULT_PRESET
+    try:
+        return Compression(compressor)
+    except ValueError:
+        return None
 
 
 SOURCE_COMPRESSOR = "source"
@@ -229,11 +239,12 @@ def _lz4_blosc(zarr_format: int, typesize: int, blocksize: int | None) -> Any:
 def compressor_spec(array: zarr.Array[Any]) -> Compressor | str:
     """Return the writers' ``compressor=`` for an existing array: preset name, None or codec.
 
-    zstd at the default level is ``"default"``, Blosc-LZ4 with byte shuffle ``"lz4"``, no
+    zstd at the default level is ``"zstd"``, Blosc-LZ4 with byte shuffle ``"lz4"``, no
     compressor None; any other single compressor is returned as is (for arrays of the same
-    Zarr format), a chain of several as ``"default"``.
+    Zarr format), a chain of several as ``"default"``.  The chunk checksum (a trailing v3
+    ``crc32c`` codec, a v2 ``crc32`` filter) is not a compressor: new arrays always get one.
     """
-    comps = array.compressors
+    comps = tuple(c for c in array.compressors if not isinstance(c, Crc32cCodec))
     if not comps:
         return None
     if len(comps) > 1:
@@ -241,14 +252,14 @@ def compressor_spec(array: zarr.Array[Any]) -> Compressor | str:
     codec = comps[0]
     if isinstance(codec, ZstdCodec):
         plain = codec.level == DEFAULT_ZSTD_LEVEL and not codec.checksum
-        return "default" if plain else codec
+        return Compression.ZSTD.value if plain else codec
     if isinstance(codec, BloscCodec):
         lz4 = codec.cname.value == "lz4" and codec.shuffle is not None
         return "lz4" if lz4 and codec.shuffle.value == "shuffle" else codec
     if isinstance(codec, NumcodecsCodec):
         cfg = codec.get_config()
         if cfg.get("id") == "zstd" and cfg.get("level") == DEFAULT_ZSTD_LEVEL:
-            return "default" if not cfg.get("checksum") else codec
+            return Compression.ZSTD.value if not cfg.get("checksum") else codec
         if cfg.get("id") == "blosc" and cfg.get("cname") == "lz4" and cfg.get("shuffle") == 1:
             return "lz4"
         return codec
@@ -271,9 +282,10 @@ def _compressors(
                 f"compressor: unknown name {compressor!r} (expected one of {COMPRESSOR_NAMES}, "
                 "a codec or None)"
             )
-        if compressor == Compression.NONE:
+        name = preset(compressor)
+        if name is Compression.NONE:
             return None
-        if compressor == Compression.LZ4 and typesize is not None:
+        if name is Compression.LZ4 and typesize is not None:
             return _lz4_blosc(zarr_format, typesize, blocksize)
         return _default_compressor(zarr_format)
     if compressor is None:
@@ -1865,9 +1877,9 @@ def create_payload_array(
 ) -> PayloadArray:
     """Create a per-chunk payload array of shape ``grid_shape`` with element chunks (1,)*D.
 
-    ``frame_bytes`` (zstd only): store payloads longer than this as seekable zstd frames of
-    that many decoded bytes, so that readers can decode only the frames holding some rows;
-    recorded in the array attribute ``zstd_frame_bytes``.
+    ``frame_bytes``: decoded bytes per Blosc block of the ``"lz4"`` preset, so that readers
+    decode only the blocks holding some rows; other compressors store each element as one
+    stream (zstd: one frame) that every decoder reads whole.
     """
     zarr_format = group.metadata.zarr_format
     if frame_bytes is not None and frame_bytes < 64:
@@ -1875,9 +1887,9 @@ def create_payload_array(
     codecs = _compressors(
         compressor, zarr_format, typesize=_payload_typesize(attributes), blocksize=frame_bytes
     )
+    # No seekable multi-frame zstd any more (attribute ``zstd_frame_bytes``): decoders that
+    # size their buffer from the first frame (numcodecs < 0.16) or stop after it fail on it.
     attrs = dict(attributes)
-    if frame_bytes is not None and _is_zstd(codecs):
-        attrs[FRAME_BYTES_ATTR] = int(frame_bytes)
     with quiet_vlen():
         array = _new_array(
             group,
