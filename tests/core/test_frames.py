@@ -237,7 +237,7 @@ def test_legacy_seekable_dense_chunks_still_read(tmp_path: Path) -> None:
         compressor="zstd",
     )
     zv_io.write_dense(array, values)  # the attribute makes the old framed chunks
-    stored = (tmp_path / "g" / "idx" / "c" / "0" / "0").read_bytes()
+    stored = (tmp_path / "g" / "idx" / "c" / "0" / "0").read_bytes()[:-4]  # cut the checksum
     table = frame_table(stored, "x")
     assert table is not None
     assert len(table.decoded) > 2

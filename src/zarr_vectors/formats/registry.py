@@ -171,7 +171,7 @@ class WriteOptions:
     batch_size: int = 1_000_000
     """Vertices per streamed batch (LAS points per ``chunk_iterator`` step)."""
     compressor: str = "default"
-    """Compressor preset of the writers: ``"default"`` (zstd) or ``"lz4"`` (Blosc-LZ4)."""
+    """Compressor preset of the writers: ``"default"``/``"lz4"`` (Blosc-LZ4) or ``"zstd"``."""
     partition_chunks: int = 1
     """Chunks per axis of a spill partition of the streaming writer (see
     :func:`~zarr_vectors.open_writer`; :func:`convert` sizes it from the data extent)."""
@@ -553,7 +553,7 @@ def convert(
     progress
         Receiver of progress reports.
     compressor
-        ``"default"`` (zstd) or ``"lz4"`` (Blosc-LZ4 payload blocks: faster queries, see
+        ``"default"``/``"lz4"`` (Blosc-LZ4 payload blocks) or ``"zstd"`` (see
         docs/performance.md).
     **options
         Format options (``columns=("x", "y", "z")`` for CSV and Parquet).
