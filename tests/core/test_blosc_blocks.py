@@ -414,3 +414,30 @@ def test_damaged_index_block_fails_every_time(tmp_path: Path, compressor: str) -
         passes.append(outcome)
     assert any(kind == "error" for _, kind in passes[0])
     assert passes[1] == passes[0]  # what failed to decode still fails, never turns to garbage
+
+
+@pytest.mark.parametrize("checksum", [False, True], ids=["earlier-store", "checksummed"])
+def test_lz4_block_payloads_read_in_part_with_and_without_checksum(
+    tmp_path: Path, checksum: bool
+) -> None:
+    """Stores written before checksums (no ``crc32c``) and new ones decode the same rows."""
+    root = zarr.open_group(zarr.storage.LocalStore(tmp_path / "s"), mode="w")
+    arr = zv_io.create_payload_array(
+        root, "p", (4,), attributes={"zv_array": "vertices", "dtype": "<f4"},
+        compressor="lz4", frame_bytes=4096, checksum=checksum,
+    )  # fmt: skip
+    rows = np.arange(30_000, dtype="<f4").tobytes()
+    arr.write(np.array([2]), [rows])
+    doc = json.loads((tmp_path / "s" / "p" / "zarr.json").read_text())
+    names = [c["name"] for c in doc["codecs"]]
+    assert names == (["vlen-bytes", "blosc", "crc32c"] if checksum else ["vlen-bytes", "blosc"])
+    assert [bytes(b) for b in arr.read(np.array([2]))] == [rows]
+    out = np.zeros(len(rows), dtype=np.uint8)
+    starts, stops = np.array([40_000], dtype=np.int64), np.array([40_400], dtype=np.int64)
+    arr.decode_rows_local(2, out, starts, stops)
+    assert out[40_000:40_400].tobytes() == rows[40_000:40_400]
+    fetched = arr.fetch(np.array([2]))
+    assert fetched is not None
+    again = np.zeros(len(rows), dtype=np.uint8)
+    arr.decode_rows(2, fetched[0], again, starts, stops)
+    assert again[40_000:40_400].tobytes() == rows[40_000:40_400]
