@@ -441,3 +441,24 @@ def test_lz4_block_payloads_read_in_part_with_and_without_checksum(
     again = np.zeros(len(rows), dtype=np.uint8)
     arr.decode_rows(2, fetched[0], again, starts, stops)
     assert again[40_000:40_400].tobytes() == rows[40_000:40_400]
+
+
+def test_ordinary_blosc_encodes_are_deterministic_beside_block_encodes() -> None:
+    """c-blosc's split mode is process-wide: a block encoder must not change others' bytes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    comp = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
+    data = np.random.default_rng(3).random(200_000).astype("<f4").tobytes()
+    alone = zv_io._encode_plain(comp, data)
+    raw = np.random.default_rng(4).random(400_000).astype("<f4").tobytes()
+
+    def blocks(_: int) -> object:
+        return encode_lz4_blocks(raw, 4, 4096)
+
+    def plain(_: int) -> bytes:
+        return zv_io._encode_plain(comp, data)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = [pool.submit(blocks if k % 2 else plain, k) for k in range(40)]
+        got = [f.result() for k, f in enumerate(futures) if k % 2 == 0]
+    assert all(g == alone for g in got)

@@ -71,6 +71,7 @@ from zarr_vectors.core.blosc_blocks import (
     BloscTable,
     blosc_table,
     decode_blocks,
+    default_split,
     encode_lz4_blocks,
     table_length,
 )
@@ -445,7 +446,7 @@ class _ElementCodec:
             return encode_lz4_blocks(raw, *self.lz4_blocks)
         frame = self.frame_bytes
         if frame is None or len(raw) <= frame or self.compressor.codec_id != "zstd":
-            return bytes(self.compressor.encode(raw))
+            return _encode_plain(self.compressor, raw)
         return _encode_frames(raw, frame, self.compressor)
 
     def encode_many(
@@ -532,6 +533,19 @@ class _ElementCodec:
         if len(rows) != len(out):
             raise CorruptPayloadError(f"{where}: {len(rows)} bytes, expected {len(out)}")
         out[:] = np.frombuffer(rows, dtype=np.uint8)
+
+
+def _encode_plain(compressor: NumcodecsCodec, raw: Any) -> bytes:
+    """Encode with ``compressor``; Blosc in c-blosc's default split mode, deterministically.
+
+    :func:`~zarr_vectors.core.blosc_blocks.encode_lz4_blocks` switches c-blosc to "never
+    split" process-wide while it runs; holding the default here keeps this encode's bytes
+    independent of what other threads are doing.
+    """
+    if getattr(compressor, "codec_id", None) != "blosc":
+        return bytes(compressor.encode(raw))
+    with default_split():
+        return bytes(compressor.encode(raw))
 
 
 def _blosc_blocks(data: bytes | memoryview, where: str) -> BloscTable | None:
@@ -2289,7 +2303,7 @@ def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
             return _encode_frames(raw, frame, comp)
         if lz4 is not None:  # Blosc-LZ4 in blocks of exactly the configured size
             return encode_lz4_blocks(raw, *lz4)
-        return bytes(comp.encode(raw))
+        return _encode_plain(comp, raw)
 
     encoded = _map(encode, blocks, sum(b.nbytes for _, b in blocks))
     keys = _dense_keys(array, [c for c, _ in blocks])
