@@ -323,12 +323,11 @@ def convert_command(
         Compression,
         typer.Option(
             "--compressor",
-            help="zstd (the default); lz4: Blosc-LZ4 payload blocks, faster box and object "
-            "queries and usually smaller on coordinates; none: uncompressed, the largest "
-            "store and the fastest local reads.",
+            help="lz4 (the default): Blosc-LZ4 payload blocks, the fastest reads and writes; "
+            "zstd: one zstd frame per chunk; none: uncompressed, the largest store.",
             case_sensitive=False,
         ),
-    ] = Compression.ZSTD,
+    ] = Compression.LZ4,
     keep_order: Annotated[
         bool,
         typer.Option(

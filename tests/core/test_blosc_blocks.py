@@ -372,7 +372,7 @@ def test_damaged_lz4_payload_on_disk_is_reported(tmp_path: Path, damage: str) ->
     if damage == "truncate":
         data = data[: len(data) // 2]
     elif damage == "garbage":
-        first = blosc_table(bytes(data), "x").table_bytes()
+        first = blosc_table(bytes(data[:-4]), "x").table_bytes()  # before the checksum
         data[first + 4 : first + 64] = b"\xff" * 60
     elif damage == "header":
         data[0] = 7
@@ -414,3 +414,51 @@ def test_damaged_index_block_fails_every_time(tmp_path: Path, compressor: str) -
         passes.append(outcome)
     assert any(kind == "error" for _, kind in passes[0])
     assert passes[1] == passes[0]  # what failed to decode still fails, never turns to garbage
+
+
+@pytest.mark.parametrize("checksum", [False, True], ids=["earlier-store", "checksummed"])
+def test_lz4_block_payloads_read_in_part_with_and_without_checksum(
+    tmp_path: Path, checksum: bool
+) -> None:
+    """Stores written before checksums (no ``crc32c``) and new ones decode the same rows."""
+    root = zarr.open_group(zarr.storage.LocalStore(tmp_path / "s"), mode="w")
+    arr = zv_io.create_payload_array(
+        root, "p", (4,), attributes={"zv_array": "vertices", "dtype": "<f4"},
+        compressor="lz4", frame_bytes=4096, checksum=checksum,
+    )  # fmt: skip
+    rows = np.arange(30_000, dtype="<f4").tobytes()
+    arr.write(np.array([2]), [rows])
+    doc = json.loads((tmp_path / "s" / "p" / "zarr.json").read_text())
+    names = [c["name"] for c in doc["codecs"]]
+    assert names == (["vlen-bytes", "blosc", "crc32c"] if checksum else ["vlen-bytes", "blosc"])
+    assert [bytes(b) for b in arr.read(np.array([2]))] == [rows]
+    out = np.zeros(len(rows), dtype=np.uint8)
+    starts, stops = np.array([40_000], dtype=np.int64), np.array([40_400], dtype=np.int64)
+    arr.decode_rows_local(2, out, starts, stops)
+    assert out[40_000:40_400].tobytes() == rows[40_000:40_400]
+    fetched = arr.fetch(np.array([2]))
+    assert fetched is not None
+    again = np.zeros(len(rows), dtype=np.uint8)
+    arr.decode_rows(2, fetched[0], again, starts, stops)
+    assert again[40_000:40_400].tobytes() == rows[40_000:40_400]
+
+
+def test_ordinary_blosc_encodes_are_deterministic_beside_block_encodes() -> None:
+    """c-blosc's split mode is process-wide: a block encoder must not change others' bytes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    comp = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
+    data = np.random.default_rng(3).random(200_000).astype("<f4").tobytes()
+    alone = zv_io._encode_plain(comp, data)
+    raw = np.random.default_rng(4).random(400_000).astype("<f4").tobytes()
+
+    def blocks(_: int) -> object:
+        return encode_lz4_blocks(raw, 4, 4096)
+
+    def plain(_: int) -> bytes:
+        return zv_io._encode_plain(comp, data)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = [pool.submit(blocks if k % 2 else plain, k) for k in range(40)]
+        got = [f.result() for k, f in enumerate(futures) if k % 2 == 0]
+    assert all(g == alone for g in got)

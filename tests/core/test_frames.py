@@ -1,9 +1,11 @@
-"""Seekable zstd payloads: any zstd decoder reads them whole, we decode only needed frames."""
+"""Legacy seekable zstd payloads (no longer written): any zstd decoder reads them whole, we
+decode only the frames needed; new stores hold one standard stream per chunk."""
 
 from __future__ import annotations
 
 import itertools
 import struct
+import zipfile
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -12,8 +14,10 @@ import numcodecs
 import numpy as np
 import pytest
 import zarr
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from zarr.codecs import BloscCodec
 
 import zarr_vectors as zv
 from zarr_vectors.core import io as zv_io
@@ -94,7 +98,7 @@ def _paths(n: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("kind", ["local", "memory", "zip"])
-def test_object_reads_from_framed_store(tmp_path: Path, kind: str) -> None:
+def test_object_reads_from_framed_store(tmp_path: Path, kind: str, reframe: Any) -> None:
     pos, offsets = _paths()
     fa = np.arange(len(pos), dtype=np.float32)
     target: Any = {
@@ -102,9 +106,24 @@ def test_object_reads_from_framed_store(tmp_path: Path, kind: str) -> None:
         "memory": zarr.storage.MemoryStore(),
         "zip": tmp_path / "s.zip",
     }[kind]
+    local = tmp_path / "s.zarrvectors"
+    written: Any = zarr.storage.MemoryStore() if kind == "memory" else local
     zv.write_streamlines(
-        target, pos, offsets=offsets, chunk_shape=(4, 4, 4), attributes={"fa": fa}, frame_bytes=64
+        written,
+        pos,
+        offsets=offsets,
+        chunk_shape=(4, 4, 4),
+        attributes={"fa": fa},
+        compressor="zstd",
     )
+    assert reframe(zarr.open_group(written, mode="r+"), 64)
+    if kind == "zip":
+        with zipfile.ZipFile(target, "w") as zf:
+            for f in sorted(local.rglob("*")):
+                if f.is_file():
+                    zf.write(f, f.relative_to(local).as_posix())
+    else:
+        target = written
     root = zv.open_store(target)
     vert = root["0/vertices"]
     assert isinstance(vert, zarr.Array)
@@ -125,9 +144,13 @@ def test_object_reads_from_framed_store(tmp_path: Path, kind: str) -> None:
     assert not zv.validate(target, level=3).errors
 
 
-def test_plain_zarr_reads_framed_payloads(tmp_path: Path) -> None:
+def test_plain_zarr_reads_framed_payloads(tmp_path: Path, reframe: Any) -> None:
+    """Legacy seekable payloads are plain zstd streams to zarr-python 3 as well."""
     pos, offsets = _paths(50)
-    zv.write_streamlines(tmp_path / "s", pos, offsets=offsets, chunk_shape=(50, 50, 50))
+    zv.write_streamlines(
+        tmp_path / "s", pos, offsets=offsets, chunk_shape=(50, 50, 50), compressor="zstd"
+    )
+    reframe(zarr.open_group(tmp_path / "s", mode="r+"), zv_io.DEFAULT_FRAME_BYTES)
     arr = zarr.open_array(tmp_path / "s" / "0" / "vertices", mode="r")
     counts = np.asarray(zarr.open_array(tmp_path / "s" / "0" / "vertex_counts")).ravel()
     rows = np.concatenate(
@@ -139,7 +162,7 @@ def test_plain_zarr_reads_framed_payloads(tmp_path: Path) -> None:
     assert sorted(map(tuple, rows.tolist())) == sorted(map(tuple, pos.tolist()))
     raw = (tmp_path / "s" / "0" / "vertices" / "c").rglob("*")
     stored = [p.read_bytes() for p in raw if p.is_file()]
-    assert any(frame_table(b, "x") is not None for b in stored)  # really framed by default
+    assert any(frame_table(b, "x") is not None for b in stored)  # really framed
 
 
 def test_points_stay_single_frame_and_option_is_checked(tmp_path: Path) -> None:
@@ -151,10 +174,13 @@ def test_points_stay_single_frame_and_option_is_checked(tmp_path: Path) -> None:
     assert not (tmp_path / "q").exists()
 
 
-def test_one_object_read_decodes_a_fraction_of_each_chunk(tmp_path: Path) -> None:
-    """Local seekable payloads: a single-object read fetches its frames, not whole chunks."""
+def test_one_object_read_decodes_a_fraction_of_each_chunk(tmp_path: Path, reframe: Any) -> None:
+    """Local legacy seekable payloads: a single-object read fetches its frames, not chunks."""
     pos, offsets = _paths(2000, seed=3)
-    zv.write_streamlines(tmp_path / "s", pos, offsets=offsets, chunk_shape=(20, 20, 20))
+    zv.write_streamlines(
+        tmp_path / "s", pos, offsets=offsets, chunk_shape=(20, 20, 20), compressor="zstd"
+    )
+    reframe(zarr.open_group(tmp_path / "s", mode="r+"), zv_io.DEFAULT_FRAME_BYTES)
     stored = sum(p.stat().st_size for p in (tmp_path / "s" / "0" / "vertices").rglob("*"))
     reader = zv.open(tmp_path / "s")
     read_bytes = 0
@@ -171,32 +197,67 @@ def test_one_object_read_decodes_a_fraction_of_each_chunk(tmp_path: Path) -> Non
     assert 0 < read_bytes < stored / 10
 
 
-def test_object_index_chunks_are_seekable_and_plain_zarr(tmp_path: Path) -> None:
+def test_object_index_chunks_are_single_frame_and_plain_zarr(tmp_path: Path) -> None:
+    """Dense chunks are one zstd frame: a plain zstd decoder returns the whole chunk."""
     pos, offsets = _paths(2000, seed=5)
-    zv.write_streamlines(tmp_path / "s", pos, offsets=offsets, chunk_shape=(5, 5, 5))
+    zv.write_streamlines(
+        tmp_path / "s", pos, offsets=offsets, chunk_shape=(5, 5, 5), compressor="zstd"
+    )
     manifest_dir = tmp_path / "s" / "0" / "object_index" / "manifest"
+    man_z = zarr.open_array(manifest_dir, mode="r")
+    chunk_bytes = int(np.prod(man_z.chunks)) * man_z.dtype.itemsize
     stored = [
         p.read_bytes() for p in manifest_dir.rglob("*") if p.is_file() and p.name != "zarr.json"
     ]
-    assert any(frame_table(b, "x") is not None for b in stored)
+    assert stored
+    assert all(frame_table(b, "x") is None for b in stored)
+    for b in stored:  # one frame: a decoder that stops after the first frame still gets it all
+        assert len(zstandard.ZstdDecompressor().decompress(b)) == chunk_bytes
+    assert FRAME_BYTES_ATTR not in man_z.attrs
     reader = zv.open(tmp_path / "s")
     for i in [0, 999, 1999]:
         got = reader.read(object_ids=[i])
         np.testing.assert_array_equal(got.positions, pos[offsets[i] : offsets[i + 1]])
-    man = np.asarray(zarr.open_array(manifest_dir, mode="r")[...])  # plain zarr decodes it
+    man = np.asarray(man_z[...])  # plain zarr decodes it
     off = np.asarray(zarr.open_array(manifest_dir.parent / "offsets", mode="r")[...])
     assert off[-1] == len(man)
     assert int(man[:, -1].sum()) == len(pos)
 
 
+def test_legacy_seekable_dense_chunks_still_read(tmp_path: Path) -> None:
+    """Dense chunks of earlier stores (seekable 16 KiB zstd frames) read row by row."""
+    group = zarr.open_group(tmp_path / "g", mode="w")
+    data = np.arange(60_000, dtype="<i8").reshape(-1, 2) * 7
+    array, values = zv_io.declare_dense_array(
+        group,
+        "idx",
+        data,
+        attributes={FRAME_BYTES_ATTR: 16384},
+        chunks=(10_000, 2),
+        compressor="zstd",
+    )
+    zv_io.write_dense(array, values)  # the attribute makes the old framed chunks
+    stored = (tmp_path / "g" / "idx" / "c" / "0" / "0").read_bytes()[:-4]  # cut the checksum
+    table = frame_table(stored, "x")
+    assert table is not None
+    assert len(table.decoded) > 2
+    rows = np.array([0, 5, 9_999, 10_000, 29_999], dtype=np.int64)
+    np.testing.assert_array_equal(zv_io.read_dense_rows(array, rows), data[rows])
+    np.testing.assert_array_equal(np.asarray(array[...]), data)
+
+
 def _frames_of(store: Any) -> int | None:
+    """Blosc block size of the store's ``vertices`` payloads (None: c-blosc's own)."""
     vert = zv.open_store(store)["0/vertices"]
-    value = vert.attrs.get(FRAME_BYTES_ATTR)
-    return None if value is None else int(value)
+    assert isinstance(vert, zarr.Array)
+    assert FRAME_BYTES_ATTR not in vert.attrs  # no multi-frame zstd in new stores
+    blosc = [c for c in vert.compressors if isinstance(c, BloscCodec)]
+    assert len(blosc) == 1
+    return int(blosc[0].blocksize) or None
 
 
 def test_default_frames_per_geometry_type(tmp_path: Path) -> None:
-    """Paths and graphs: 4 KiB frames; skeletons (read tree by tree): 64 KiB; points: none."""
+    """Paths and graphs: 4 KiB blocks; skeletons (read tree by tree): 64 KiB; points: none."""
     pos, parents, offsets = random_walk_trees(40, 300, seed=3)
     trees = [
         (pos[a:b], np.where(parents[a:b] < 0, -1, parents[a:b] - a))
@@ -217,7 +278,7 @@ def test_default_frames_per_geometry_type(tmp_path: Path) -> None:
     np.testing.assert_array_equal(one.positions, trees[17][0])
 
 
-def test_rechunk_keeps_seekable_frames(tmp_path: Path) -> None:
+def test_rechunk_keeps_block_sizes(tmp_path: Path) -> None:
     pos, offsets = _paths(80)
     zv.write_streamlines(tmp_path / "s", pos, offsets=offsets, chunk_shape=(4, 4, 4))
     zv.rechunk(tmp_path / "s", tmp_path / "r", chunk_shape=(8, 8, 8))

@@ -15,6 +15,7 @@ from zarr.storage import LocalStore, MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.core import io as zv_io
+from zarr_vectors.core.checksums import append_crc32c
 from zarr_vectors.core.gather import ELEMENT_HEADER
 from zarr_vectors.core.io import PayloadArray, create_payload_array
 from zarr_vectors.core.scratch import SCRATCH
@@ -25,10 +26,11 @@ from zarr_vectors.testing.examples import random_walk_trees
 GRID = (8,)
 
 
-def _raw_array(store: Any, zarr_format: int = 3) -> PayloadArray:
+def _raw_array(store: Any, zarr_format: int = 3, checksum: bool = False) -> PayloadArray:
+    """An uncompressed payload array; without ``checksum`` as earlier versions wrote them."""
     root = zarr.open_group(store, mode="w", zarr_format=zarr_format)
     return create_payload_array(
-        root, "p", GRID, attributes={"zv_array": "vertices"}, compressor=None
+        root, "p", GRID, attributes={"zv_array": "vertices"}, compressor=None, checksum=checksum
     )
 
 
@@ -40,9 +42,10 @@ def _chunk_file(tmp_path: Path, flat: int) -> Path:
 @given(
     sizes=st.lists(st.one_of(st.none(), st.integers(0, 12), st.integers(0, 40_000)), max_size=8),
     where=st.sampled_from(["local-v3", "local-v2", "memory"]),
+    checksum=st.booleans(),
 )
 def test_uncompressed_elements_read_back_exactly(
-    tmp_path_factory: pytest.TempPathFactory, sizes: list[int | None], where: str
+    tmp_path_factory: pytest.TempPathFactory, sizes: list[int | None], where: str, checksum: bool
 ) -> None:
     """Missing, empty, tiny and big elements: every read path returns the stored rows."""
     rng = np.random.default_rng(len(sizes))
@@ -52,19 +55,22 @@ def test_uncompressed_elements_read_back_exactly(
         if n is not None
     }
     if where == "memory":
-        arr = _raw_array(MemoryStore())
+        arr = _raw_array(MemoryStore(), checksum=checksum)
     else:
         store = LocalStore(tmp_path_factory.mktemp("raw"))
-        arr = _raw_array(store, zarr_format=2 if where == "local-v2" else 3)
+        arr = _raw_array(store, zarr_format=2 if where == "local-v2" else 3, checksum=checksum)
     if payloads:
         arr.write(np.array(list(payloads), dtype=np.int64), list(payloads.values()))
     flats = np.arange(8, dtype=np.int64)
     want = [payloads.get(i, b"") for i in range(8)]
+    assert [bytes(b) for b in arr.read(flats)] == want
+    if checksum and where == "local-v2":  # a v2 checksum covers decoded bytes: read() only
+        assert arr.read_concat(flats) is None
+        return
     joined = arr.read_concat(flats)
     assert joined is not None
     assert bytes(joined[0]) == b"".join(want)
     assert joined[1] == [len(w) for w in want]
-    assert [bytes(b) for b in arr.read(flats)] == want
     with SCRATCH.lease() as lease:
         chunks = arr.iter_decoded(flats, lease)
         assert chunks is not None
@@ -98,19 +104,28 @@ def test_local_uncompressed_elements_skip_the_fetch_buffer(
     ],
     ids=["length", "count", "truncated"],
 )
-def test_damaged_uncompressed_chunk_is_named(tmp_path: Path, stored: bytes, match: str) -> None:
-    arr = _raw_array(LocalStore(tmp_path / "s"))
+@pytest.mark.parametrize("checksum", [False, True])
+def test_damaged_uncompressed_chunk_is_named(
+    tmp_path: Path, stored: bytes, match: str, checksum: bool
+) -> None:
+    """Earlier stores (no checksum) are checked by their header; new ones by the checksum."""
+    arr = _raw_array(LocalStore(tmp_path / "s"), checksum=checksum)
+    match = "checksum mismatch|shorter than its checksum|truncated element" if checksum else match
     arr.write(np.array([2, 3]), [b"r" * 24, b"s" * 24])
     _chunk_file(tmp_path, 3).write_bytes(stored)
     flats = np.array([2, 3], dtype=np.int64)
     with pytest.raises(CorruptPayloadError, match=match) as info:
         arr.read_concat(flats)
     assert "p chunk 3" in str(info.value)
-    with SCRATCH.lease() as lease:
-        chunks = arr.iter_decoded(flats, lease)
-        assert chunks is not None
-        with pytest.raises(CorruptPayloadError, match=match):
+
+    def drain() -> None:
+        with SCRATCH.lease() as lease:
+            chunks = arr.iter_decoded(flats, lease)  # checksums: verified as bytes are fetched
+            assert chunks is not None
             list(chunks)
+
+    with pytest.raises(CorruptPayloadError, match=match):
+        drain()
 
 
 def test_element_reader_says_what_is_wrong(tmp_path: Path) -> None:
@@ -129,8 +144,11 @@ def test_element_reader_says_what_is_wrong(tmp_path: Path) -> None:
     assert zv_io._read_element(str(path), head, rows[:10]) == "missing"
 
 
-def test_expected_sizes_skip_the_stat_and_fall_back_when_wrong(tmp_path: Path) -> None:
-    arr = _raw_array(LocalStore(tmp_path / "s"))
+@pytest.mark.parametrize("checksum", [False, True])
+def test_expected_sizes_skip_the_stat_and_fall_back_when_wrong(
+    tmp_path: Path, checksum: bool
+) -> None:
+    arr = _raw_array(LocalStore(tmp_path / "s"), checksum=checksum)
     arr.write(np.array([1, 4]), [b"abc" * 100, b"xyz" * 7])
     flats = np.array([0, 1, 4], dtype=np.int64)
     joined = arr.read_concat(flats, expected=[0, 300, 21])
@@ -146,8 +164,8 @@ def test_uncompressed_vertices_disagreeing_with_vertex_counts_are_named(tmp_path
     zv.write_points(path, rng.random((5_000, 3)), chunk_shape=(0.5,) * 3, compressor="none")
     chunk = next(p for p in (path / "0" / "vertices" / "c").rglob("*") if p.is_file())
     raw = chunk.read_bytes()
-    rows = raw[ELEMENT_HEADER.size : -24]  # one row (3 x f8) fewer, header to match
-    chunk.write_bytes(ELEMENT_HEADER.pack(1, len(rows)) + rows)
+    rows = raw[ELEMENT_HEADER.size : -24 - 4]  # one row (3 x f8) fewer, header to match
+    chunk.write_bytes(append_crc32c(ELEMENT_HEADER.pack(1, len(rows)) + rows))  # checksum too
     with pytest.raises(CorruptPayloadError, match="vertex_counts says"):
         zv.read_points(path)
     chunk.unlink()
@@ -219,7 +237,11 @@ def test_every_type_reads_uncompressed_local_stores_as_compressed_ones(
 def test_one_object_reads_only_its_span_of_an_uncompressed_chunk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A path of 100 vertices out of 200 paths in one chunk: its bytes, not the chunk's."""
+    """A path of 100 vertices out of 200 paths in one chunk.
+
+    The chunk's checksum covers all of it, so the chunk is read whole once (and verified);
+    the path's rows are then copied out of it.
+    """
     rng = np.random.default_rng(4)
     paths = [rng.random((100, 3)) for _ in range(200)]
     store = tmp_path / "p.zarrvectors"
@@ -243,9 +265,9 @@ def test_one_object_reads_only_its_span_of_an_uncompressed_chunk(
     one = reader.read(object_ids=[123])
     monkeypatch.undo()
     np.testing.assert_array_equal(one[0], paths[123])
-    assert 0 < sum(read) < chunk.stat().st_size // 20
-    # a header that disagrees with the file is named
-    raw = chunk.read_bytes()
-    chunk.write_bytes(ELEMENT_HEADER.pack(1, 12) + raw[ELEMENT_HEADER.size :])
+    assert sum(read) == chunk.stat().st_size
+    # a header that disagrees with the file is named (its checksum made to match)
+    raw = chunk.read_bytes()[:-4]
+    chunk.write_bytes(append_crc32c(ELEMENT_HEADER.pack(1, 12) + raw[ELEMENT_HEADER.size :]))
     with pytest.raises(CorruptPayloadError, match="length 12"):
         zv.open(store).read(object_ids=[123])

@@ -26,6 +26,7 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from reliability._damage import Damage, write_kind
+from zarr_vectors.core.checksums import append_crc32c
 from zarr_vectors.core.io import _ElementCodec
 from zarr_vectors.core.shards import ShardFormat
 from zarr_vectors.errors import (
@@ -167,8 +168,11 @@ def test_corrupt_vlen_header_is_checked_before_allocating() -> None:
     zv.write_points(store, np.zeros((3, 3)), chunk_shape=(10.0,) * 3, compressor=BloscCodec())
     d = Damage(store)
     header = np.array([2**31, 1], dtype="<u4").tobytes()
-    d.put(d.chunk_key("0/vertices", 0), bytes(numcodecs.Blosc().encode(header + b"x")))
-    with pytest.raises(CorruptPayloadError, match=r"0/vertices .*vlen-bytes element"):
+    damaged = bytes(numcodecs.Blosc().encode(header + b"x"))
+    d.put(d.chunk_key("0/vertices", 0), append_crc32c(damaged))  # a checksum that matches
+    with pytest.raises(
+        CorruptPayloadError, match=r"0/vertices .*(vlen-bytes element|vertex_counts)"
+    ):
         zv.read_points(store)
 
 

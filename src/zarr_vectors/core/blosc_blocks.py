@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +34,6 @@ import numpy.typing as npt
 from lz4 import block as lz4_block
 from numcodecs import blosc
 
-from zarr_vectors.core.shared import SharedSetting
 from zarr_vectors.errors import CorruptPayloadError
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "BloscTable",
     "blosc_table",
     "decode_blocks",
+    "default_split",
     "encode_lz4_blocks",
     "table_length",
 ]
@@ -302,6 +304,43 @@ _FORWARD_COMPAT_SPLIT = 4  # c-blosc 1's default split mode
 _CLEVEL = 5  # as the "lz4" preset
 
 
+class _SplitGate:
+    """c-blosc's process-wide split mode, held by callers of one mode at a time.
+
+    Unsplit block encodes (any number at once) set "never split"; ordinary c-blosc encodes
+    (any number at once) need the default.  A caller of one mode waits while the other mode
+    is held, so an ordinary encode never runs under "never split" and its bytes do not depend
+    on what other threads do (the same data always gives the same stored bytes).
+    """
+
+    def __init__(self, set_split: Callable[[int], None] | None) -> None:
+        self._set = set_split
+        self._cond = threading.Condition()
+        self._unsplit = False
+        self._users = 0
+
+    @contextmanager
+    def held(self, unsplit: bool) -> Iterator[None]:
+        """Hold split mode "never" (``unsplit``) or c-blosc's default for the block."""
+        with self._cond:
+            while self._users and self._unsplit != unsplit:
+                self._cond.wait()
+            if self._users == 0 and unsplit and self._set is not None:
+                self._set(_NEVER_SPLIT)
+            self._unsplit = unsplit
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._users -= 1
+                if self._users == 0:
+                    if self._unsplit and self._set is not None:
+                        self._set(_FORWARD_COMPAT_SPLIT)  # c-blosc has no getter
+                    self._unsplit = False
+                    self._cond.notify_all()
+
+
 class _CBlosc:
     """c-blosc's own compressor, from the library numcodecs carries (through ctypes).
 
@@ -309,9 +348,9 @@ class _CBlosc:
     block in per-byte streams and enlarges blocks to >= 64 KiB.  Set to "never split" only
     while our calls run (the first caller in sets it, the last one out restores the default),
     c-blosc writes the unsplit blocks of exactly the requested size that
-    :func:`encode_lz4_blocks` promises, ~3x faster than the Python block loop.  Any
-    compression that runs meanwhile elsewhere in the process may come out unsplit too: the
-    flag is in its header and every Blosc 1 decoder reads both.
+    :func:`encode_lz4_blocks` promises, ~3x faster than the Python block loop.  Ordinary
+    Blosc encodes of this library hold the default mode meanwhile
+    (:func:`default_split`), so they never come out unsplit by accident.
     """
 
     def __init__(self) -> None:
@@ -321,6 +360,7 @@ class _CBlosc:
             self._set_split = lib.blosc_set_splitmode
         except (OSError, AttributeError):  # a numcodecs build without these symbols
             self.available = False
+            self.gate = _SplitGate(None)
             return
         self.available = True
         self._compress.argtypes = [
@@ -338,10 +378,7 @@ class _CBlosc:
         self._compress.restype = ctypes.c_int
         self._set_split.argtypes = [ctypes.c_int]
         self._set_split.restype = None
-        self._unsplit = SharedSetting(
-            lambda: self._set_split(_NEVER_SPLIT),
-            lambda _: self._set_split(_FORWARD_COMPAT_SPLIT),  # c-blosc has no getter
-        )
+        self.gate = _SplitGate(self._set_split)
 
     def encode(
         self, data: npt.NDArray[np.uint8], typesize: int, blocksize: int
@@ -351,7 +388,7 @@ class _CBlosc:
         The buffer is a view of the array c-blosc wrote (no copy into a ``bytes``).
         """
         out = np.empty(len(data) + BLOSC_HEADER_BYTES, dtype=np.uint8)
-        with self._unsplit.held():  # the GIL is released during the call
+        with self.gate.held(unsplit=True):  # the GIL is released during the call
             n = self._compress(
                 _CLEVEL, 1, typesize, len(data), data.ctypes.data, out.ctypes.data, len(out),
                 b"lz4", blocksize, 1,
@@ -365,6 +402,11 @@ class _CBlosc:
 
 
 _C_BLOSC = _CBlosc()
+
+
+def default_split() -> AbstractContextManager[None]:
+    """Hold c-blosc's default split mode around an ordinary Blosc encode (see :class:`_CBlosc`)."""
+    return _C_BLOSC.gate.held(unsplit=False)
 
 
 def encode_lz4_blocks(raw: bytes | memoryview, typesize: int, blocksize: int) -> bytes | memoryview:

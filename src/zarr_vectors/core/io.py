@@ -72,9 +72,20 @@ from zarr_vectors.core.blosc_blocks import (
     BloscTable,
     blosc_table,
     decode_blocks,
+    default_split,
     encode_lz4_blocks,
     table_length,
 )
+from zarr_vectors.core.checksums import (
+    CHECKSUM_BYTES,
+    InnerCrc32,
+    append_crc32c,
+    crc32c_matches,
+    is_v2_checksum,
+    strip_crc32c,
+    v2_checksum_filter,
+)
+from zarr_vectors.core.codec_policy import check_codecs
 from zarr_vectors.core.gather import ELEMENT_HEADER
 from zarr_vectors.core.ragged import concat_ranges, unique_sorted
 from zarr_vectors.core.scratch import Lease, empty_bytes
@@ -107,7 +118,10 @@ __all__ = [
 ]
 
 DEFAULT_ZSTD_LEVEL = 3
-"""zstd level of every array unless ``compressor=`` says otherwise (see BENCHMARKS.md)."""
+"""zstd level of the ``"zstd"`` preset (and of the dense arrays besides the object index)."""
+
+DEFAULT_PRESET = Compression.LZ4
+"""The preset ``compressor="default"`` stands for (chosen by measurement: docs/performance.md)."""
 
 Compressor: TypeAlias = BytesBytesCodec | NumcodecsCodec | None
 """A zarr v3 bytes-to-bytes codec, a numcodecs codec (Zarr v2), or None for no compression."""
@@ -172,19 +186,26 @@ def _default_compressor(zarr_format: int) -> Any:
     return ZstdCodec(level=DEFAULT_ZSTD_LEVEL)
 
 
-def _is_zstd(codec: Any) -> bool:
-    return isinstance(codec, ZstdCodec) or (
-        isinstance(codec, NumcodecsCodec) and codec.codec_id == "zstd"
-    )
-
-
 LZ4_LEVEL = 5
 """Blosc level of the ``"lz4"`` preset (LZ4's ratio barely changes with it; BENCHMARKS.md)."""
 
 COMPRESSOR_NAMES = ("default", *(c.value for c in Compression))
-"""Names accepted by ``compressor=``: ``"default"``/``"zstd"`` (zstd level 3 everywhere),
-``"lz4"`` (payload arrays Blosc-LZ4 with byte shuffle in ``frame_bytes`` blocks, the
-object index in 16 KiB blocks, other dense arrays zstd) and ``"none"`` (as None)."""
+"""Names accepted by ``compressor=``: ``"default"``/``"lz4"`` (payload arrays Blosc-LZ4 with
+byte shuffle in ``frame_bytes`` blocks, the object index in 16 KiB blocks, other dense arrays
+zstd level 3), ``"zstd"`` (zstd level 3 everywhere, one frame per chunk) and ``"none"`` (as
+None)."""
+
+
+def preset(compressor: Any) -> Compression | None:
+    """Return the preset a ``compressor=`` value names (``"default"`` resolved), else None."""
+    if not isinstance(compressor, str):
+        return None
+    if compressor == "default":
+        return DEFAULT_PRESET
+    try:
+        return Compression(compressor)
+    except ValueError:
+        return None
 
 
 SOURCE_COMPRESSOR = "source"
@@ -230,11 +251,12 @@ def _lz4_blosc(zarr_format: int, typesize: int, blocksize: int | None) -> Any:
 def compressor_spec(array: zarr.Array[Any]) -> Compressor | str:
     """Return the writers' ``compressor=`` for an existing array: preset name, None or codec.
 
-    zstd at the default level is ``"default"``, Blosc-LZ4 with byte shuffle ``"lz4"``, no
+    zstd at the default level is ``"zstd"``, Blosc-LZ4 with byte shuffle ``"lz4"``, no
     compressor None; any other single compressor is returned as is (for arrays of the same
-    Zarr format), a chain of several as ``"default"``.
+    Zarr format), a chain of several as ``"default"``.  The chunk checksum (a trailing v3
+    ``crc32c`` codec, a v2 ``crc32`` filter) is not a compressor: new arrays always get one.
     """
-    comps = array.compressors
+    comps = tuple(c for c in array.compressors if not isinstance(c, Crc32cCodec))
     if not comps:
         return None
     if len(comps) > 1:
@@ -242,14 +264,14 @@ def compressor_spec(array: zarr.Array[Any]) -> Compressor | str:
     codec = comps[0]
     if isinstance(codec, ZstdCodec):
         plain = codec.level == DEFAULT_ZSTD_LEVEL and not codec.checksum
-        return "default" if plain else codec
+        return Compression.ZSTD.value if plain else codec
     if isinstance(codec, BloscCodec):
         lz4 = codec.cname.value == "lz4" and codec.shuffle is not None
         return "lz4" if lz4 and codec.shuffle.value == "shuffle" else codec
     if isinstance(codec, NumcodecsCodec):
         cfg = codec.get_config()
         if cfg.get("id") == "zstd" and cfg.get("level") == DEFAULT_ZSTD_LEVEL:
-            return "default" if not cfg.get("checksum") else codec
+            return Compression.ZSTD.value if not cfg.get("checksum") else codec
         if cfg.get("id") == "blosc" and cfg.get("cname") == "lz4" and cfg.get("shuffle") == 1:
             return "lz4"
         return codec
@@ -272,14 +294,41 @@ def _compressors(
                 f"compressor: unknown name {compressor!r} (expected one of {COMPRESSOR_NAMES}, "
                 "a codec or None)"
             )
-        if compressor == Compression.NONE:
+        name = preset(compressor)
+        if name is Compression.NONE:
             return None
-        if compressor == Compression.LZ4 and typesize is not None:
+        if name is Compression.LZ4 and typesize is not None:
             return _lz4_blosc(zarr_format, typesize, blocksize)
         return _default_compressor(zarr_format)
     if compressor is None:
         return None
     return compressor
+
+
+V2_DENSE_ZLIB_LEVEL = 1
+"""zlib level of Zarr v2 dense arrays (zlib's Adler-32 is their checksum; docs/performance.md)."""
+
+
+def _checksummed(
+    codec: Any, zarr_format: int, *, vlen: bool, checksum: bool = True
+) -> tuple[Any, Any]:
+    """``(compressors, filters)`` of a new array: ``codec`` plus the chunk checksum.
+
+    v3: zarr's ``crc32c`` codec after the compressor.  v2 payload arrays: a ``crc32``
+    filter after the vlen-bytes filter (see :mod:`~zarr_vectors.core.checksums`).  v2 dense
+    arrays: zlib, whatever ``codec`` is: its Adler-32 is the one checksum every v2 reader
+    verifies (tensorstore reads no v2 filters, nor zstd's ``checksum`` option; gzip would
+    also do, but its header holds the time of writing).
+    """
+    if not checksum:
+        return codec, ([numcodecs.VLenBytes()] if vlen and zarr_format == 2 else None)
+    if zarr_format == 2:
+        if not vlen:
+            return numcodecs.Zlib(level=V2_DENSE_ZLIB_LEVEL), None
+        return codec, [numcodecs.VLenBytes(), v2_checksum_filter()]
+    if isinstance(codec, Crc32cCodec):  # the caller's chain is a checksum already
+        return codec, None
+    return ((Crc32cCodec(),) if codec is None else (codec, Crc32cCodec())), None
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,7 +352,9 @@ all) and their pieces in a chunk span hundreds of nodes, so smaller frames only 
 per frame (1,000 trees of 1,000 nodes read whole: 37 -> 28 ms; one tree by id: unchanged)."""
 
 DENSE_FRAME_BYTES = 16384
-"""Decoded bytes per zstd frame of ``object_index`` chunks (seekable: few-row lookups)."""
+"""Decoded bytes per Blosc block of ``object_index`` chunks (few-row lookups decode only
+the blocks holding them).  Stores of earlier versions hold seekable zstd frames of this size
+(attribute ``zstd_frame_bytes``): still read, no longer written."""
 
 
 class _TailTooShort(Exception):
@@ -374,12 +425,21 @@ class _ElementCodec:
     lz4_blocks: tuple[int, int] | None = None
     """``(typesize, blocksize)``: Blosc LZ4 with byte shuffle written in blocks of exactly
     ``blocksize`` bytes (:func:`~zarr_vectors.core.blosc_blocks.encode_lz4_blocks`)."""
+    crc32c: bool = False
+    """The chain ends with zarr's ``crc32c`` codec: stored bytes are followed by their
+    CRC-32C.  :meth:`encode` appends it; the decoding methods take the stored bytes *without*
+    it, already verified by :func:`~zarr_vectors.core.checksums.strip_crc32c` (the caller
+    fetches them and names the chunk)."""
 
     def encode(self, payload: bytes | memoryview, headed: bool = False) -> Blob:
         """Return the stored bytes of one element (vlen header + ``payload``, encoded).
 
         ``headed``: ``payload`` is the whole element already (header included).
         """
+        data = self._encode(payload, headed)
+        return append_crc32c(data) if self.crc32c else data
+
+    def _encode(self, payload: bytes | memoryview, headed: bool) -> Blob:
         raw = memoryview(payload).cast("B") if headed else _with_header(payload)
         if self.compressor is None:
             return raw
@@ -387,7 +447,7 @@ class _ElementCodec:
             return encode_lz4_blocks(raw, *self.lz4_blocks)
         frame = self.frame_bytes
         if frame is None or len(raw) <= frame or self.compressor.codec_id != "zstd":
-            return bytes(self.compressor.encode(raw))
+            return _encode_plain(self.compressor, raw)
         return _encode_frames(raw, frame, self.compressor)
 
     def encode_many(
@@ -408,12 +468,21 @@ class _ElementCodec:
         out: list[Blob] = [b"" if _HEADER.size + len(v) > frame else self.encode(v) for v in views]
         batch = _encode_frames_many([views[i] for i in framed], frame, comp)
         for i, data in zip(framed, batch, strict=True):
-            out[i] = data
+            out[i] = append_crc32c(data) if self.crc32c else data
         return out
 
     def decode(self, data: Blob, where: str) -> bytes | memoryview:
+        comp = self.compressor
+        if comp is not None and comp.codec_id == "zstd":
+            raw: Any = _zstd_bounded(data, where)
+            _check_element_header(raw, where)
+            return memoryview(raw)[_HEADER.size :]
+        if comp is not None and comp.codec_id == "blosc" and len(data) >= BLOSC_HEADER_BYTES:
+            _check_declared(int.from_bytes(data[4:8], "little"), len(data), where)
         try:
-            raw = data if self.compressor is None else self.compressor.decode(data)
+            raw = data if comp is None else comp.decode(data)
+        except CorruptPayloadError as exc:  # a v2 checksum filter's verdict
+            raise CorruptPayloadError(f"{where}: {exc}") from exc
         except Exception as exc:  # any codec error on untrusted bytes (zlib, blosc, ...)
             raise CorruptPayloadError(f"{where}: cannot decompress ({exc!r})") from exc
         if not isinstance(raw, bytes | bytearray | memoryview):
@@ -441,6 +510,7 @@ class _ElementCodec:
             if len(data) != _HEADER.size + len(out):
                 self._whole_into(data, where, out)
                 return
+            _check_element_header(memoryview(data)[: _HEADER.size], where, len(out))
             view = np.frombuffer(data, dtype=np.uint8, offset=_HEADER.size)
             _copy_ranges(view, out, starts, stops)
             return
@@ -464,6 +534,19 @@ class _ElementCodec:
         if len(rows) != len(out):
             raise CorruptPayloadError(f"{where}: {len(rows)} bytes, expected {len(out)}")
         out[:] = np.frombuffer(rows, dtype=np.uint8)
+
+
+def _encode_plain(compressor: NumcodecsCodec, raw: Any) -> bytes:
+    """Encode with ``compressor``; Blosc in c-blosc's default split mode, deterministically.
+
+    :func:`~zarr_vectors.core.blosc_blocks.encode_lz4_blocks` switches c-blosc to "never
+    split" process-wide while it runs; holding the default here keeps this encode's bytes
+    independent of what other threads are doing.
+    """
+    if getattr(compressor, "codec_id", None) != "blosc":
+        return bytes(compressor.encode(raw))
+    with default_split():
+        return bytes(compressor.encode(raw))
 
 
 def _blosc_blocks(data: bytes | memoryview, where: str) -> BloscTable | None:
@@ -688,6 +771,56 @@ def _zstd_size(data: Blob, where: str) -> int | None:
     return size if size >= 0 else None
 
 
+MIN_DECODE_CAP = 256 << 20
+"""Decoded bytes always accepted from one element whose size nothing else tells (bytes)."""
+
+DECODE_RATIO_CAP = 64
+"""Above :data:`MIN_DECODE_CAP`, the most decoded bytes accepted per stored byte of such an
+element: far above what coordinates and indices compress to (x1.1-x4), so an honest chunk
+passes, while a crafted one (zstd reaches x30,000 on zeros) cannot make a read allocate GBs."""
+
+
+def decode_cap(stored: int) -> int:
+    """Return the most decoded bytes accepted from an element of ``stored`` stored bytes."""
+    return max(MIN_DECODE_CAP, DECODE_RATIO_CAP * int(stored))
+
+
+def _check_declared(declared: int | None, stored: int, where: str) -> None:
+    """Refuse a decoded size (as a stored header declares it) beyond :func:`decode_cap`."""
+    if declared is not None and declared > decode_cap(stored):
+        raise CorruptPayloadError(
+            f"{where}: declares {declared} decoded bytes from {stored} stored, more than "
+            f"the {decode_cap(stored)} accepted (a damaged or crafted chunk)"
+        )
+
+
+def _zstd_bounded(data: Blob, where: str) -> bytes | memoryview:
+    """Decode every zstd frame of ``data``, refusing more than :func:`decode_cap` bytes.
+
+    Streams with a cap: neither a frame's declared content size nor frames without one can
+    make it allocate more than the cap (numcodecs allocates what the header declares).
+    """
+    cap = decode_cap(len(data))
+    size = _zstd_size(data, where)
+    _check_declared(size, len(data), where)
+    if size is not None:
+        slot = np.empty(size, dtype=np.uint8)
+        if _zstd_into(data, slot, where):
+            return slot.data
+    parts: list[bytes] = []
+    got = 0
+    try:
+        with _dctx().stream_reader(data, read_across_frames=True) as reader:
+            while chunk := reader.read(1 << 20):
+                got += len(chunk)
+                if got > cap:
+                    _check_declared(got, len(data), where)
+                parts.append(chunk)
+    except zstandard.ZstdError as exc:
+        raise CorruptPayloadError(f"{where}: cannot decompress ({exc!r})") from exc
+    return b"".join(parts)
+
+
 def _zstd_into(data: Blob, slot: npt.NDArray[np.uint8], where: str) -> bool:
     """Decode every zstd frame of ``data`` into ``slot``; whether they filled it exactly.
 
@@ -748,6 +881,10 @@ class _SyncBytesCodecs(NumcodecsCodec):  # type: ignore[misc]
 
 
 def _chain_codec(codecs: Sequence[Any]) -> _ElementCodec | None:
+    if len(codecs) > 1 and isinstance(codecs[-1], Crc32cCodec):
+        inner = _chain_codec(codecs[:-1])
+        if inner is not None and not inner.crc32c:
+            return replace(inner, crc32c=True)
     kinds = [type(c) for c in codecs]
     if kinds == [VLenBytesCodec]:
         return _ElementCodec(None)
@@ -834,10 +971,14 @@ def _plain_codec(array: zarr.Array[Any]) -> tuple[_ElementCodec, ShardFormat | N
             return inner, replace(fmt, chunks_per_shard=per_shard)
         plain = _chain_codec(codecs)
         return None if plain is None else (plain, None)
-    filters = [f.get_config()["id"] for f in (meta.filters or ())]
-    if filters != ["vlen-bytes"]:
+    filters = [f.get_config() for f in (meta.filters or ())]
+    if not filters or filters[0].get("id") != "vlen-bytes":
         return None
     comp = meta.compressor
+    if len(filters) == 2 and is_v2_checksum(filters[1]):
+        return _ElementCodec(InnerCrc32(comp)), None  # decoded whole, then verified
+    if len(filters) != 1:
+        return None
     if comp is None:
         return _ElementCodec(None), None
     return _ElementCodec(comp), None  # any numcodecs compressor: same bytes as zarr v2
@@ -914,29 +1055,36 @@ def _read_files(paths: Sequence[str], lease: Lease | None = None) -> list[memory
 
 
 def _read_element(
-    path: str, head: npt.NDArray[np.uint8], rows: npt.NDArray[np.uint8]
+    path: str, head: npt.NDArray[np.uint8], rows: npt.NDArray[np.uint8], crc32c: bool = False
 ) -> str | None:
     """Read an uncompressed element file: its vlen header into ``head``, its rows into ``rows``.
 
     Returns what is wrong, or None: the file is missing, shorter than that (it changed since
-    its size was taken) or its header does not describe ``len(rows)`` bytes (a longer file's
-    header gives its own length).
+    its size was taken), its header does not describe ``len(rows)`` bytes (a longer file's
+    header gives its own length) or, with ``crc32c``, the CRC-32C that ends the file does not
+    match the header and rows.
     """
     try:
         fd = _open_chunk(path)
     except FileNotFoundError:
         return "missing"
+    tail = np.zeros(CHECKSUM_BYTES if crc32c else 0, dtype=np.uint8)
+    want = len(head) + len(rows) + len(tail)
     try:
-        got = os.readv(fd, [head.data, rows.data])
-        while len(head) <= got < len(head) + len(rows):  # large files may come in pieces
-            n = os.readv(fd, [rows.data[got - len(head) :]])
+        got = os.readv(fd, [head.data, rows.data, tail.data])
+        while len(head) <= got < want:  # large files may come in pieces
+            at = got - len(head)
+            rest = [rows.data[at:], tail.data] if at < len(rows) else [tail.data[at - len(rows) :]]
+            n = os.readv(fd, rest)
             if not n:
                 break
             got += n
     finally:
         os.close(fd)
-    if got != len(head) + len(rows):
-        return f"{max(0, got - len(head))} bytes, expected {len(rows)}"
+    if got != want:
+        return f"{max(0, got - len(head) - len(tail))} bytes, expected {len(rows)}"
+    if crc32c and not crc32c_matches((head, rows), tail):
+        return "checksum mismatch (crc32c), the chunk is damaged"
     return _header_problem(head, len(rows))
 
 
@@ -965,6 +1113,14 @@ def _get_many(
         return list(await asyncio.gather(*(one(k) for k in keys)))
 
     return sync(fetch())
+
+
+def _pread_all(fd: int, size: int, where: str) -> bytes:
+    """Read the ``size`` bytes of an open file (raise when it is shorter: changed while read)."""
+    data = os.pread(fd, size, 0)
+    if len(data) != size:
+        raise CorruptPayloadError(f"{where}: file changed size while read")
+    return data
 
 
 def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
@@ -1168,6 +1324,7 @@ def read_dense_whole(array: zarr.Array[Any]) -> npt.NDArray[Any]:
     about twice as much on a million-row index); whole Blosc chunks decode straight into the
     result.
     """
+    check_codecs(array)
     fast = _dense_codec(array)
     shape = tuple(array.shape)
     if fast is None or not shape:
@@ -1181,6 +1338,7 @@ def read_dense_whole(array: zarr.Array[Any]) -> npt.NDArray[Any]:
 
 def dense_chunk_count(array: zarr.Array[Any]) -> int | None:
     """Return how many chunks :func:`dense_chunks` yields for ``array`` (None: not decoded here)."""
+    check_codecs(array)
     fast = _dense_codec(array)
     if fast is None or not array.shape:
         return None
@@ -1197,6 +1355,7 @@ def dense_chunks(
     (or copy) them before advancing.  ``chunks`` (of :func:`dense_chunk_count`) limits the
     chunks decoded, e.g. to split the work between threads (decoding releases the GIL).
     """
+    check_codecs(array)
     fast = _dense_codec(array)
     if fast is None or not array.shape:
         return None
@@ -1207,6 +1366,7 @@ def _dense_chunks(
     array: zarr.Array[Any],
     chunk_rows: int,
     comp: NumcodecsCodec | None,
+    crc: bool,
     out: npt.NDArray[Any] | None = None,
     chunks: range | None = None,
 ) -> Iterator[tuple[int, npt.NDArray[Any]]]:
@@ -1235,8 +1395,11 @@ def _dense_chunks(
             if scratch is None:
                 scratch = np.empty(chunk_rows * row_bytes, dtype=np.uint8)
             dest = scratch
+        where = f"{array.path} chunk {c}"
+        if crc:
+            raw = strip_crc32c(raw, where)
         with serial_blosc():
-            data = _decoded_dense(raw, comp, len(dest), f"{array.path} chunk {c}", dest)
+            data = _decoded_dense(raw, comp, len(dest), where, dest)
         yield lo, data[: (hi - lo) * row_bytes].view(dtype).reshape(hi - lo, *shape[1:])
 
 
@@ -1345,6 +1508,7 @@ class PayloadArray:
 
     @cached_property
     def _fast(self) -> tuple[_ElementCodec, ShardFormat | None] | None:
+        check_codecs(self.array)  # every read and write path asks for this first
         meta = self.array.metadata
         hit = _FAST.get(id(meta))
         if hit is not None and hit[0] is meta:
@@ -1507,9 +1671,11 @@ class PayloadArray:
             return None
         flats = [int(i) for i in flat_indices]
         if self._raw and self.local_root is not None:
+            if expected is not None and sum(expected) > MIN_DECODE_CAP:
+                expected = None  # much to allocate: take the files' sizes, not the counts'
             return self._read_files_concat(flats, lease, expected)
         raw = self._fetch(flats, fast[1], lease)
-        sizes = self._element_sizes(flats, raw)
+        sizes = self._element_sizes(flats, raw, expected)
         if sizes is None:
             return None
         starts = [0, *accumulate(sizes)]
@@ -1630,10 +1796,11 @@ class PayloadArray:
         starts = [0, *accumulate(max(0, n) for n in sizes)]
         out = empty_bytes(starts[-1], lease)
         head = np.empty(_HEADER.size, dtype=np.uint8)
+        crc = self._fast is not None and self._fast[0].crc32c
         for i, path in enumerate(paths):
             if sizes[i] < 0:  # no file
                 continue
-            wrong = _read_element(path, head, out[starts[i] : starts[i + 1]])
+            wrong = _read_element(path, head, out[starts[i] : starts[i + 1]], crc)
             if wrong is None or (wrong == "missing" and sizes[i] == 0):
                 continue
             if expected is not None:
@@ -1646,8 +1813,9 @@ class PayloadArray:
 
     def _stat_rows(self, flat: int, path: str) -> int:
         """Rows bytes of an uncompressed element file, from its size (-1: no file)."""
+        crc = CHECKSUM_BYTES if self._fast is not None and self._fast[0].crc32c else 0
         try:
-            size = os.stat(path).st_size - _HEADER.size
+            size = os.stat(path).st_size - _HEADER.size - crc
         except FileNotFoundError:
             return -1
         if size < 0:
@@ -1660,16 +1828,30 @@ class PayloadArray:
         assert fast is not None
         return fast[0].decode(data, f"{self.name} chunk {flat}")
 
-    def _element_sizes(self, flats: list[int], raw: Sequence[Blob | None]) -> list[int] | None:
-        """Rows bytes of each stored element (0 where none); None when one does not say."""
+    def _element_sizes(
+        self, flats: list[int], raw: Sequence[Blob | None], expected: Sequence[int] | None = None
+    ) -> list[int] | None:
+        """Rows bytes of each stored element (0 where none); None when one does not say.
+
+        Sizes are checked before anything is allocated from them: against ``expected``
+        when given (``vertex_counts``), else against :func:`decode_cap`.
+        """
         sizes = []
-        for flat, data in zip(flats, raw, strict=True):
+        for i, (flat, data) in enumerate(zip(flats, raw, strict=True)):
             if data is None:
                 sizes.append(0)
                 continue
             n = self._decoded_size(flat, data)
             if n is None:
                 return None
+            where = f"{self.name} chunk {flat}"
+            if expected is not None and n - _HEADER.size != expected[i]:
+                raise CorruptPayloadError(
+                    f"{where}: decodes to {n - _HEADER.size} bytes, vertex_counts says "
+                    f"{expected[i]}"
+                )
+            if not self._raw:
+                _check_declared(n, len(data), where)
             sizes.append(n - _HEADER.size)
         return sizes
 
@@ -1725,10 +1907,21 @@ class PayloadArray:
     def _fetch(
         self, flats: list[int], fmt: ShardFormat | None, lease: Lease | None = None
     ) -> Sequence[Blob | None]:
-        """Fetch the stored bytes of the elements ``flats`` (None where absent) in one batch."""
+        """Fetch the stored bytes of the elements ``flats`` (None where absent) in one batch.
+
+        With a ``crc32c`` chain each element's checksum is verified here and cut off: no
+        decoder ever sees bytes that do not match it.
+        """
         if fmt is None:
-            return _get_many(self.array.store_path.store, self._keys(flats), lease)
-        return self._read_sharded(flats, fmt, lease)
+            got = _get_many(self.array.store_path.store, self._keys(flats), lease)
+        else:
+            got = self._read_sharded(flats, fmt, lease)
+        if self._fast is None or not self._fast[0].crc32c:
+            return got
+        return [
+            None if data is None else strip_crc32c(data, f"{self.name} chunk {flat}")
+            for flat, data in zip(flats, got, strict=True)
+        ]
 
     def decode_rows(
         self,
@@ -1793,6 +1986,10 @@ class PayloadArray:
         try:
             stat = os.fstat(fd)
             size = stat.st_size
+            if codec.crc32c:  # the checksum covers the whole chunk: read it all, verify
+                stored = strip_crc32c(_pread_all(fd, size, where), where)
+                codec.decode_rows(stored, where, out, starts, stops)
+                return
             if self._raw and size == _HEADER.size + len(out):
                 _check_element_header(os.pread(fd, _HEADER.size, 0), where, len(out))
                 if len(starts):
@@ -1800,15 +1997,7 @@ class PayloadArray:
                     if os.preadv(fd, [out[lo:hi].data], _HEADER.size + lo) != hi - lo:
                         raise CorruptPayloadError(f"{where}: file changed size while read")
                 return
-            stamp = (size, stat.st_mtime_ns)
-            known = _SEEK_TABLES.get(path)
-            if known is not None and known[0] == stamp:
-                table = known[1]
-            else:
-                table = self._read_table(fd, size, where)
-                if len(_SEEK_TABLES) >= _MAX_TABLES:
-                    _SEEK_TABLES.clear()
-                _SEEK_TABLES[path] = (stamp, table)
+            table = self._cached_table(path, fd, (size, stat.st_mtime_ns), where)
             if table is None:
                 codec.decode_rows(os.pread(fd, size, 0), where, out, starts, stops)
                 return
@@ -1824,6 +2013,19 @@ class PayloadArray:
                 decode_frames(b"", table, out, starts, stops, _HEADER.size, where, read=read)
         finally:
             os.close(fd)
+
+    def _cached_table(
+        self, path: str, fd: int, stamp: tuple[int, int], where: str
+    ) -> FrameTable | BloscTable | None:
+        """Seek (block) table of a local file, kept while its size and mtime stay."""
+        known = _SEEK_TABLES.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        table = self._read_table(fd, stamp[0], where)
+        if len(_SEEK_TABLES) >= _MAX_TABLES:
+            _SEEK_TABLES.clear()
+        _SEEK_TABLES[path] = (stamp, table)
+        return table
 
     def _read_table(self, fd: int, size: int, where: str) -> FrameTable | BloscTable | None:
         assert self._fast is not None
@@ -1878,12 +2080,15 @@ def create_payload_array(
     compressor: Compressor | str = "default",
     shards: Sequence[int] | None = None,
     frame_bytes: int | None = None,
+    checksum: bool = True,
 ) -> PayloadArray:
     """Create a per-chunk payload array of shape ``grid_shape`` with element chunks (1,)*D.
 
-    ``frame_bytes`` (zstd only): store payloads longer than this as seekable zstd frames of
-    that many decoded bytes, so that readers can decode only the frames holding some rows;
-    recorded in the array attribute ``zstd_frame_bytes``.
+    ``frame_bytes``: decoded bytes per Blosc block of the ``"lz4"`` preset, so that readers
+    decode only the blocks holding some rows; other compressors store each element as one
+    stream (zstd: one frame) that every decoder reads whole.  ``checksum``: end every chunk
+    with a checksum (:mod:`~zarr_vectors.core.checksums`); False only to reproduce stores of
+    earlier versions.
     """
     zarr_format = group.metadata.zarr_format
     if frame_bytes is not None and frame_bytes < 64:
@@ -1891,9 +2096,10 @@ def create_payload_array(
     codecs = _compressors(
         compressor, zarr_format, typesize=_payload_typesize(attributes), blocksize=frame_bytes
     )
+    # No seekable multi-frame zstd any more (attribute ``zstd_frame_bytes``): decoders that
+    # size their buffer from the first frame (numcodecs < 0.16) or stop after it fail on it.
     attrs = dict(attributes)
-    if frame_bytes is not None and _is_zstd(codecs):
-        attrs[FRAME_BYTES_ATTR] = int(frame_bytes)
+    compressors, filters = _checksummed(codecs, zarr_format, vlen=True, checksum=checksum)
     with quiet_vlen():
         array = _new_array(
             group,
@@ -1903,7 +2109,8 @@ def create_payload_array(
             shards=None if shards is None else tuple(shards),
             dtype=VariableLengthBytes(),
             fill_value=b"",
-            compressors=codecs,
+            compressors=compressors,
+            filters=filters,
             attributes=attrs,
         )
     return PayloadArray(array)
@@ -1920,6 +2127,7 @@ def _new_array(
     compressors: Any,
     attributes: dict[str, Any],
     shards: tuple[int, ...] | None = None,
+    filters: Any = None,
 ) -> zarr.Array[Any]:
     """Create the array ``path`` of ``group``, replacing any node there (``overwrite=True``).
 
@@ -1944,12 +2152,18 @@ def _new_array(
             dtype=dtype,
             fill_value=fill_value,
             compressors=compressors,
+            filters=filters,
             attributes=attributes,
             overwrite=True,
         )
     zdtype = parse_dtype(dtype, zarr_format=3)
     serializer = VLenBytesCodec() if isinstance(zdtype, VariableLengthBytes) else BytesCodec()
-    extra = () if compressors is None else (compressors,)
+    if compressors is None:
+        extra: tuple[Any, ...] = ()
+    elif isinstance(compressors, tuple | list):
+        extra = tuple(compressors)
+    else:
+        extra = (compressors,)
     meta = ArrayV3Metadata(
         shape=shape,
         data_type=zdtype,
@@ -2021,11 +2235,13 @@ def declare_dense_array(
     attributes: Mapping[str, Any],
     chunks: Sequence[int],
     compressor: Compressor | str = "default",
+    checksum: bool = True,
 ) -> tuple[zarr.Array[Any], npt.NDArray[Any]]:
     """Create the dense array that will hold ``data`` (fill value 0), storing no chunk yet.
 
     Returns the array and ``data`` as C-contiguous little-endian values for
-    :func:`write_dense`, which may run later on another thread.
+    :func:`write_dense`, which may run later on another thread.  ``checksum`` as for
+    :func:`create_payload_array`.
     """
     data = np.ascontiguousarray(data)
     if data.dtype.byteorder == ">":
@@ -2038,10 +2254,12 @@ def declare_dense_array(
         typesize=data.dtype.itemsize if index else None,
         blocksize=DENSE_FRAME_BYTES,
     )
+    # Every dense chunk is one standard compressed stream (one zstd frame, or one Blosc
+    # buffer whose blocks any Blosc decoder reads): multi-frame zstd chunks break readers
+    # that size their buffer from the first frame (numcodecs < 0.16, tensorstore).  Stores
+    # written with seekable ``object_index`` chunks (``zstd_frame_bytes``) are still read.
     attrs = dict(attributes)
-    if index and _is_zstd(codecs):
-        # one-object reads look up a few index rows: seekable chunks decode only their frames
-        attrs[FRAME_BYTES_ATTR] = DENSE_FRAME_BYTES
+    compressors, filters = _checksummed(codecs, zarr_format, vlen=False, checksum=checksum)
     array = _new_array(
         group,
         path,
@@ -2049,7 +2267,8 @@ def declare_dense_array(
         chunks=tuple(max(1, min(int(c), n)) for c, n in zip(chunks, data.shape, strict=True)),
         dtype=data.dtype,
         fill_value=0,
-        compressors=codecs,
+        compressors=compressors,
+        filters=filters,
         attributes=attrs,
     )
     return array, data
@@ -2073,7 +2292,7 @@ def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
         if data.dtype.kind not in "iub" or data.any():
             array[...] = data
         return
-    rows, comp = fast
+    rows, comp, crc = fast
     full = (rows, *data.shape[1:])
     attr = array.attrs.get(FRAME_BYTES_ATTR)
     frame = attr if isinstance(attr, int) and comp is not None and comp.codec_id == "zstd" else 0
@@ -2086,6 +2305,10 @@ def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
             blocks.append((c, block))
 
     def encode(item: tuple[int, npt.NDArray[Any]]) -> Blob:
+        data = encode_plain(item)
+        return append_crc32c(data) if crc else data
+
+    def encode_plain(item: tuple[int, npt.NDArray[Any]]) -> Blob:
         block = item[1]
         if len(block) < rows:  # partial last chunk: padded with the fill value
             padded = np.zeros(full, dtype=data.dtype)
@@ -2098,7 +2321,7 @@ def write_dense(array: zarr.Array[Any], data: npt.NDArray[Any]) -> None:
             return _encode_frames(raw, frame, comp)
         if lz4 is not None:  # Blosc-LZ4 in blocks of exactly the configured size
             return encode_lz4_blocks(raw, *lz4)
-        return bytes(comp.encode(raw))
+        return _encode_plain(comp, raw)
 
     encoded = _map(encode, blocks, sum(b.nbytes for _, b in blocks))
     keys = _dense_keys(array, [c for c, _ in blocks])
@@ -2152,41 +2375,60 @@ def _chunk_keys(
     return [head + sep.join(map(str, c)) for c in coords]
 
 
-def _dense_codec(array: zarr.Array[Any]) -> tuple[int, NumcodecsCodec | None] | None:
-    """(rows per chunk, compressor) when a dense array can be decoded directly, else None."""
+DenseCodec: TypeAlias = tuple[int, NumcodecsCodec | None, bool]
+"""``(rows per chunk, compressor, crc32c)`` of a dense array decoded here: ``crc32c`` when
+stored chunks end with a CRC-32C (v3 ``crc32c`` codec), verified and cut before decoding; a
+v2 ``crc32`` filter is part of the compressor (:class:`~zarr_vectors.core.checksums.InnerCrc32`)."""
+
+
+def _dense_codec(array: zarr.Array[Any]) -> DenseCodec | None:
+    """:data:`DenseCodec` when a dense array can be decoded directly, else None."""
     meta = array.metadata
     shape = tuple(array.shape)
     if not shape or np.dtype(array.dtype).byteorder == ">":
         return None
     if isinstance(meta, ArrayV3Metadata):
         chunks = tuple(meta.chunk_grid.chunk_shape)  # type: ignore[attr-defined]
-        codecs = list(meta.codecs)
-        if not codecs or not isinstance(codecs[0], BytesCodec):
-            return None
-        if codecs[0].endian not in (None, Endian.little):
-            return None
-        rest = codecs[1:]
-        comp = None
-        if rest:
-            only = rest[0]
-            if len(rest) != 1:
-                return None
-            if isinstance(only, ZstdCodec):
-                comp = numcodecs.Zstd(level=only.level, checksum=only.checksum)
-            elif isinstance(only, BloscCodec):
-                comp = only._blosc_codec
-            else:
-                return None
+        found = _dense_chain_v3(list(meta.codecs))
     else:
         chunks = tuple(meta.chunks)
-        if meta.filters or meta.order != "C":
-            return None
-        comp = meta.compressor
-        if comp is not None and comp.codec_id not in ("zstd", "blosc"):
-            return None
-    if tuple(chunks[1:]) != shape[1:]:
+        found = _dense_chain_v2(meta) if meta.order == "C" else None
+    if found is None or tuple(chunks[1:]) != shape[1:]:
         return None
-    return int(chunks[0]), comp
+    return int(chunks[0]), *found
+
+
+def _dense_chain_v3(codecs: list[Any]) -> tuple[NumcodecsCodec | None, bool] | None:
+    """``(compressor, crc32c)`` of a plain v3 chain: bytes (little), [zstd | blosc], [crc32c]."""
+    if not codecs or not isinstance(codecs[0], BytesCodec):
+        return None
+    if codecs[0].endian not in (None, Endian.little):
+        return None
+    rest = codecs[1:]
+    crc = bool(rest) and isinstance(rest[-1], Crc32cCodec)
+    if crc:
+        rest = rest[:-1]
+    if not rest:
+        return None, crc
+    only = rest[0]
+    if len(rest) != 1:
+        return None
+    if isinstance(only, ZstdCodec):
+        return numcodecs.Zstd(level=only.level, checksum=only.checksum), crc
+    if isinstance(only, BloscCodec):
+        return only._blosc_codec, crc
+    return None
+
+
+def _dense_chain_v2(meta: Any) -> tuple[NumcodecsCodec | None, bool] | None:
+    """``(compressor, False)`` of a plain v2 chain: [crc32 filter], [zstd|blosc|gzip|zlib]."""
+    filters = [f.get_config() for f in (meta.filters or ())]
+    if len(filters) > 1 or (filters and not is_v2_checksum(filters[0])):
+        return None
+    comp = meta.compressor
+    if comp is not None and comp.codec_id not in ("zstd", "blosc", "gzip", "zlib"):
+        return None
+    return (InnerCrc32(comp) if filters else comp), False
 
 
 @dataclass(frozen=True)
@@ -2212,12 +2454,13 @@ def read_dense_rows(
     own selection.
     """
     cache = {} if cache is None else cache
+    check_codecs(array)
     fast = cache.get((array.path, -1))  # the codec, found once per array
     if fast is None:
         fast = cache[(array.path, -1)] = _dense_codec(array) or ()
     if not fast:
         return np.asarray(array.get_orthogonal_selection((rows,)))
-    chunk_rows, comp = fast
+    chunk_rows, comp, crc = fast
     dtype = np.dtype(array.dtype)
     inner = tuple(array.shape[1:])
     row_bytes = dtype.itemsize * int(np.prod(inner, dtype=np.int64))
@@ -2229,6 +2472,8 @@ def read_dense_rows(
         if raw is None:
             cache[(array.path, c)] = np.full((chunk_rows, *inner), array.fill_value, dtype=dtype)
         else:
+            if crc:
+                raw = strip_crc32c(raw, where)
             cache[(array.path, c)] = _dense_chunk(raw, comp, chunk_rows * row_bytes, where)
     out = np.empty((len(rows), *inner), dtype=dtype)
     chunk_of = rows // chunk_rows
@@ -2297,6 +2542,7 @@ def read_dense(group: zarr.Group, path: str, selection: Any = Ellipsis) -> npt.N
         raise StoreNotFoundError(f"array {group.path}/{path} does not exist") from None
     if not isinstance(node, zarr.Array):
         raise StoreNotFoundError(f"{group.path}/{path} is a group, expected an array")
+    check_codecs(node)
     return np.asarray(node[selection])
 
 

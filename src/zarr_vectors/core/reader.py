@@ -22,6 +22,7 @@ import numpy.typing as npt
 import zarr
 
 from zarr_vectors.core.chunking import ChunkLayout
+from zarr_vectors.core.codec_policy import check_codecs
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import decode_payloads
 from zarr_vectors.core.io import (
@@ -318,6 +319,7 @@ class LevelReader:
         node = self._nodes.get(path)
         if not isinstance(node, zarr.Array):
             raise StoreNotFoundError(f"array {self.group.path}/{path} does not exist")
+        check_codecs(node)  # no chunk of an array with a foreign codec is ever decoded
         return node
 
     def names(self, prefix: str) -> list[str]:

@@ -39,6 +39,7 @@ from zarr_vectors.core.io import (
     create_payload_array,
     declare_dense_array,
     open_payload_array,
+    preset,
     set_many,
     settle_pending_writes,
     write_dense,
@@ -107,7 +108,7 @@ class StoreOptions:
     overwrite: bool = False
     """Replace existing data at the location."""
     compressor: CompressorSpec = "default"
-    """Compressor of every array (default zstd; ``"lz4"``: Blosc-LZ4 payload blocks), or a
+    """Compressor of every array (default ``"lz4"``: Blosc-LZ4 payload blocks), or a
     mapping from array path (e.g. ``"vertices"``, ``"attributes/intensity"``) to compressor,
     with ``"*"`` for the rest."""
     shards: tuple[int, ...] | None = None
@@ -131,8 +132,8 @@ class StoreOptions:
     draco: DracoSettings | None = None
     """Draco-encode the ``vertices`` payloads (lossy, row order kept; FORMAT.md §9)."""
     frame_bytes: int | None = None
-    """Store zstd payloads as seekable frames of this many decoded bytes (sub-chunk reads of
-    single objects), or None for one frame per chunk."""
+    """Decoded bytes per Blosc block of ``"lz4"`` payloads (sub-chunk reads of single objects),
+    or None for c-blosc's own block size; other compressors store one stream per chunk."""
 
 
 def default_frame_bytes(geometry_type: str) -> int | None:
@@ -404,7 +405,7 @@ class LevelWriter:
         """
         if kind in (ArrayKind.VERTICES, ArrayKind.ATTRIBUTE):
             return self.frame_bytes
-        if kind is ArrayKind.LINKS and self._compressor(path) == Compression.LZ4:
+        if kind is ArrayKind.LINKS and preset(self._compressor(path)) is Compression.LZ4:
             return LZ4_LINKS_BLOCK
         return None
 

@@ -179,7 +179,7 @@ class WriteOptions:
     batch_size: int = 1_000_000
     """Vertices per streamed batch (LAS points per ``chunk_iterator`` step)."""
     compressor: str = "default"
-    """Compressor preset of the writers: ``"default"`` (zstd) or ``"lz4"`` (Blosc-LZ4)."""
+    """Compressor preset of the writers: ``"default"``/``"lz4"`` (Blosc-LZ4) or ``"zstd"``."""
     partition_chunks: int = 1
     """Chunks per axis of a spill partition of the streaming writer (see
     :func:`~zarr_vectors.open_writer`; :func:`convert` sizes it from the data extent)."""
@@ -680,7 +680,7 @@ def convert(
     progress
         Receiver of progress reports.
     compressor
-        ``"default"`` (zstd) or ``"lz4"`` (Blosc-LZ4 payload blocks: faster queries, see
+        ``"default"``/``"lz4"`` (Blosc-LZ4 payload blocks) or ``"zstd"`` (see
         docs/performance.md).
     keep_order
         Store each element's input position so that :func:`export` writes the file's element

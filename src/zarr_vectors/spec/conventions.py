@@ -108,9 +108,10 @@ class Compression(ParamEnum):
     """Compressor presets of the writers' ``compressor=`` (besides a codec or None)."""
 
     ZSTD = "zstd"
-    """zstd level 3 on every array; object payloads in seekable 4 KiB frames (the default)."""
+    """zstd level 3 on every array, one frame per chunk."""
     LZ4 = "lz4"
-    """Blosc-LZ4 with byte shuffle in fixed blocks on payload arrays and the object index."""
+    """Blosc-LZ4 with byte shuffle in fixed blocks on payload arrays and the object index
+    (the default)."""
     NONE = "none"
     """No compression on any array (as ``compressor=None``): the largest stores, the fastest
     local reads (payload files are read straight into the result)."""

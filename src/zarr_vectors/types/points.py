@@ -193,16 +193,16 @@ def write_points(
     overwrite
         Replace existing data at ``store``; otherwise existing data raises.
     compressor
-        ``"default"`` (zstd level 3 on every array), ``"lz4"`` (payload arrays Blosc-LZ4 with
-        byte shuffle in ``frame_bytes`` blocks: faster to decode, smaller on coordinates;
-        object index likewise, other dense arrays zstd), one codec for every array, a
+        ``"default"``/``"lz4"`` (payload arrays Blosc-LZ4 with byte shuffle in
+        ``frame_bytes`` blocks, object index likewise, other dense arrays zstd), ``"zstd"``
+        (zstd level 3, one frame per chunk), ``"none"``, one codec for every array, a
         mapping from array path (e.g. ``"vertices"``, ``"attributes/intensity"``, ``"*"``
         for the rest) to codec, or None.
     shards
         Chunks per shard for payload arrays (Zarr v3 sharding codec).
     frame_bytes
-        Decoded bytes per zstd frame of the payloads (seekable zstd: reading one object
-        decodes only the frames holding its rows); None for one frame per chunk; ``"auto"``
+        Decoded bytes per Blosc block of ``"lz4"`` payloads (reading one object decodes only
+        the blocks holding its rows); None for c-blosc's own block size; ``"auto"``
         (default): 4096 for object types, 65536 for skeletons (read whole tree by tree),
         None for point clouds.
     storage_options

@@ -25,6 +25,7 @@ from zarr.core.sync import sync
 from zarr.errors import BaseZarrError
 
 from zarr_vectors.core.chunking import ChunkLayout
+from zarr_vectors.core.codec_policy import check_codecs
 from zarr_vectors.core.draco import decode_vertices
 from zarr_vectors.core.io import PayloadArray
 from zarr_vectors.core.ragged import offsets_from_counts, unique_sorted
@@ -407,6 +408,7 @@ class LevelView:
         if arr is None:
             return None
         try:
+            check_codecs(arr)
             return np.asarray(arr[...])
         except PAYLOAD_ERRORS as exc:
             ctx.error(
