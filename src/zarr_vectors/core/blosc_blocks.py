@@ -132,7 +132,7 @@ def blosc_table(data: bytes | memoryview, where: str, size: int | None = None) -
 
 _MERGE_GAP = 4
 """Runs of needed blocks at most this many blocks apart are decoded as one run: decoding a
-few unneeded 4 KiB blocks (~2 µs each with LZ4) costs less than one more Python round trip."""
+few unneeded 4 KiB blocks (cheap with LZ4) costs less than one more Python round trip."""
 
 
 def _runs(
@@ -348,7 +348,7 @@ class _CBlosc:
     block in per-byte streams and enlarges blocks to >= 64 KiB.  Set to "never split" only
     while our calls run (the first caller in sets it, the last one out restores the default),
     c-blosc writes the unsplit blocks of exactly the requested size that
-    :func:`encode_lz4_blocks` promises, ~3x faster than the Python block loop.  Ordinary
+    :func:`encode_lz4_blocks` promises, faster than the Python block loop.  Ordinary
     Blosc encodes of this library hold the default mode meanwhile
     (:func:`default_split`), so they never come out unsplit by accident.
     """

@@ -7,12 +7,12 @@ Two kinds of arrays live in a level group:
 * **dense arrays** — ordinary numeric arrays (``vertex_counts``, object index, ...).
 
 Arrays are created and described by zarr-python, so any Zarr reader can open them.  Reading and
-writing many payload elements goes through a batched path: zarr-python costs 0.3–0.9 ms per chunk
-operation, so when the array's codec chain is ``vlen-bytes`` followed by bytes-to-bytes codecs
-with a synchronous implementation (zstd, blosc, gzip, crc32c, ...; in Zarr v2 any numcodecs
-compressor), optionally inside a plain sharding codec, this module encodes elements itself (same
-bytes zarr-python writes) and moves them with one batched store call — plain file I/O for local
-directories (zarr's ``LocalStore`` costs ~250–450 µs per key through its thread hop),
+writing many payload elements goes through a batched path: zarr-python's fixed cost per chunk
+operation dominates small elements, so when the array's codec chain is ``vlen-bytes`` followed
+by bytes-to-bytes codecs with a synchronous implementation (zstd, blosc, gzip, crc32c, ...; in
+Zarr v2 any numcodecs compressor), optionally inside a plain sharding codec, this module
+encodes elements itself (same bytes zarr-python writes) and moves them with one batched store
+call — plain file I/O for local directories (zarr's ``LocalStore`` pays a thread hop per key),
 ``asyncio.gather`` over the store API otherwise.  Decoding here also checks each element's
 vlen-bytes header before anything is allocated from it.  Any other chain falls back to
 zarr-python's own array API, with decode errors wrapped in ``CorruptPayloadError``.
@@ -174,7 +174,7 @@ def serial_blosc() -> AbstractContextManager[None]:
 
     Called from the main thread, numcodecs otherwise runs c-blosc's own thread pool on its
     global context (under a process-wide lock), beside the reader's threads: on two cores
-    that oversubscription puts p90 full-read times at ~2x the median.  The setting is
+    that oversubscription makes full-read times erratic.  The setting is
     process-wide: the first caller in saves and sets it, the last one out restores it.
     """
     return _SERIAL.held()
@@ -187,7 +187,7 @@ def _default_compressor(zarr_format: int) -> Any:
 
 
 LZ4_LEVEL = 5
-"""Blosc level of the ``"lz4"`` preset (LZ4's ratio barely changes with it; BENCHMARKS.md)."""
+"""Blosc level of the ``"lz4"`` preset (LZ4's ratio barely changes with it; docs/performance.md)."""
 
 COMPRESSOR_NAMES = ("default", *(c.value for c in Compression))
 """Names accepted by ``compressor=``: ``"default"``/``"lz4"`` (payload arrays Blosc-LZ4 with
@@ -218,10 +218,10 @@ LZ4_LINKS_BLOCK = 65536
 """Blosc block of ``"lz4"`` ``links`` payloads (read whole, and in full by every object read).
 
 Written by :func:`~zarr_vectors.core.blosc_blocks.encode_lz4_blocks` as single LZ4 blocks
-("do not split"): ~1.8x faster to decode than c-blosc's own blocks of per-byte streams, and
-no larger (a million skeleton links: 2.2 vs 4.0 ms, 0.38 vs 0.39 MB; BENCHMARKS.md).  Other
-arrays read whole keep c-blosc's blocks: it encodes them faster (multi-threaded C), which
-large path stores' fragment and cross-link arrays need (100k streamlines: ~100 ms)."""
+("do not split"): faster to decode than c-blosc's own blocks of per-byte streams, and no
+larger (docs/performance.md).  Other arrays read whole keep c-blosc's blocks: it encodes them
+faster (multi-threaded C), which matters for the large fragment and cross-link arrays of path
+stores."""
 
 
 def _lz4_blosc(zarr_format: int, typesize: int, blocksize: int | None) -> Any:
@@ -344,17 +344,17 @@ FRAME_BYTES_ATTR = "zstd_frame_bytes"
 """Array attribute: payloads longer than this many decoded bytes are seekable zstd."""
 
 DEFAULT_FRAME_BYTES = 4096
-"""Decoded bytes per zstd frame of object-type payloads (see docs/spec.md, BENCHMARKS.md)."""
+"""Decoded bytes per zstd frame of object-type payloads (see docs/spec.md, docs/performance.md)."""
 
 TREE_FRAME_BYTES = 65536
 """Decoded bytes per zstd frame of skeleton payloads: trees are read whole (by id, by box,
 all) and their pieces in a chunk span hundreds of nodes, so smaller frames only add a cost
-per frame (1,000 trees of 1,000 nodes read whole: 37 -> 28 ms; one tree by id: unchanged)."""
+per frame to whole-tree reads without making a read of one tree by id any cheaper."""
 
 DENSE_FRAME_BYTES = 16384
 """Decoded bytes per Blosc block of ``object_index`` chunks (few-row lookups decode only
-the blocks holding them).  Stores of earlier versions hold seekable zstd frames of this size
-(attribute ``zstd_frame_bytes``): still read, no longer written."""
+the blocks holding them).  Stores written by earlier versions hold seekable zstd frames of
+this size (attribute ``zstd_frame_bytes``): they are read, never written."""
 
 
 class _TailTooShort(Exception):
@@ -825,7 +825,7 @@ def _zstd_into(data: Blob, slot: npt.NDArray[np.uint8], where: str) -> bool:
     """Decode every zstd frame of ``data`` into ``slot``; whether they filled it exactly.
 
     Streams straight into ``slot`` (a one-shot decode of several frames would allocate and
-    grow its own output: ~1.5x slower for 4 KiB frames) and counts what arrives.
+    grow its own output, which costs more for small frames) and counts what arrives.
     """
     view = slot.data  # a contiguous uint8 slice
     got = 0
@@ -1019,7 +1019,7 @@ def _read_files(paths: Sequence[str], lease: Lease | None = None) -> list[memory
 
     Each content is a read-only view of a buffer shared by up to :data:`_OPEN_FILES` files:
     one allocation instead of a ``bytes`` object per file, which for chunk-sized files
-    (> 128 KiB: each its own ``mmap``, faulted in page by page) is ~4x slower to fill.  With
+    (> 128 KiB: each its own ``mmap``, faulted in page by page) is slower to fill.  With
     a ``lease`` the buffers are borrowed from it (the views are valid while it lasts).
     """
     out: list[memoryview | None] = []
@@ -1124,7 +1124,7 @@ def _pread_all(fd: int, size: int, where: str) -> bytes:
 
 
 def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
-    """C-order coordinates of a flat index (np.unravel_index costs ~10 µs per scalar)."""
+    """C-order coordinates of a flat index (np.unravel_index has a high fixed cost per scalar)."""
     coords = []
     for n in reversed(shape):
         flat, c = divmod(flat, int(n))
@@ -1135,7 +1135,7 @@ def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
 def _set_many(store: Store, items: Sequence[tuple[str, Blob]]) -> None:
     root = _local_root(store)
     if root is not None:
-        paths = [os.path.join(root, k) for k, _ in items]  # str: pathlib costs ~10 µs a file
+        paths = [os.path.join(root, k) for k, _ in items]  # str: pathlib objects cost more per file
         for parent in sorted({os.path.dirname(p) for p in paths}):
             os.makedirs(parent, exist_ok=True)
         files = [(path, v) for path, (_, v) in zip(paths, items, strict=True)]
@@ -1247,7 +1247,7 @@ def _local_array(store: Store, meta_path: str, path: str, meta: Any) -> zarr.Arr
 def local_members(group: zarr.Group) -> dict[str, zarr.Array[Any] | zarr.Group] | None:
     """Every node below a Zarr v3 group in a local directory, as ``group.members()`` gives.
 
-    zarr-python spends ~1–2 ms per node opening a hierarchy; this reads the ``zarr.json``
+    zarr-python opens a hierarchy node by node through its event loop; this reads the ``zarr.json``
     documents directly (arrays are not descended into) and reuses parsed metadata while a
     document's bytes are unchanged.  Returns None for other stores and for Zarr v2.
 
@@ -1636,7 +1636,7 @@ class PayloadArray:
         raw = self._fetch(flats, fast[1])
         nbytes = sum(len(r) for r in raw if r is not None)
         if codec.compressor is not None and codec.compressor.codec_id == "blosc":
-            nbytes //= 8  # LZ4 decodes ~5x faster than zstd: threads pay off only later
+            nbytes //= 8  # LZ4 decodes much faster than zstd: threads pay off only later
         with serial_blosc():
             return _map(
                 lambda pair: b"" if pair[1] is None else self._decode_whole(*pair),
@@ -1682,7 +1682,7 @@ class PayloadArray:
         out = empty_bytes(_HEADER.size + starts[-1], lease)
         plan = _DECODE.get() or _DecodePlan()
         parts = plan.parts if plan.pool is not None else min(plan.parts, os.cpu_count() or 1)
-        # zstd decodes ~5x slower than LZ4: only its big reads spread over threads
+        # zstd decodes much slower than LZ4: only its big reads spread over threads
         groups = _byte_groups(sizes, parts) if self._codec_id == "zstd" else [(0, len(flats))]
         decode = partial(self._decode_group, flats, raw, starts, out)
         with serial_blosc():
@@ -2132,8 +2132,8 @@ def _new_array(
     """Create the array ``path`` of ``group``, replacing any node there (``overwrite=True``).
 
     A new unsharded Zarr v3 array in a local directory gets its ``zarr.json`` written here:
-    the document zarr-python builds (same metadata class, same codecs), without its ~1.5 ms
-    of event-loop round trips and existence checks per array.  Anything else goes through
+    the document zarr-python builds (same metadata class, same codecs), without its
+    event-loop round trips and existence checks per array.  Anything else goes through
     ``group.create_array``.
     """
     root = _local_root(group.store_path.store)
@@ -2366,7 +2366,7 @@ def _chunk_keys(
 ) -> list[str]:
     """Store keys of the chunks at ``coords`` of ``array`` (``fmt``: its key format).
 
-    Formatted here: zarr's ``encode_chunk_key`` costs ~10 µs per key.
+    Formatted here: zarr's ``encode_chunk_key`` has a high fixed cost per key.
     """
     head, sep = fmt
     if sep is None:  # an encoding this module does not reproduce: ask zarr

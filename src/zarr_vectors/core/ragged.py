@@ -154,8 +154,8 @@ def as_index(order: RowOrder) -> IntArray:
 def unique_sorted(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """Return the sorted distinct values of a 1-D array (like :func:`numpy.unique`).
 
-    Sort-based: numpy 2.4's default ``np.unique`` takes a hash path that is ~50x slower on
-    large integer arrays (measured: 4.4 s vs 0.09 s for 1M ints).
+    Sort-based: numpy 2.4's default ``np.unique`` takes a hash path that is much slower on
+    large integer arrays.
 
     Examples
     --------
@@ -267,7 +267,7 @@ def sort_keys(key: IntArray, with_order: bool, runs: int) -> tuple[IntArray, Int
 
     ``runs`` is the number of ascending runs in ``key`` (see :func:`_sort_values`).  The
     permutation rides along in the low bits of the keys when they leave spare bits: a value
-    sort is ~2x faster than ``np.argsort``.  Equal keys keep their input order.
+    sort is faster than ``np.argsort``.  Equal keys keep their input order.
     """
     n = len(key)
     if not with_order:
@@ -294,7 +294,7 @@ def _sort_values(key: IntArray, runs: int) -> IntArray:
     A few long runs (edges stored chunk by chunk in order) merge in near-linear time
     (timsort, in place).  Many runs (edges in storage order) are first bucketed by their top
     16 bits (:func:`_buckets`); timsort then only repairs the order inside each small bucket,
-    ~2x faster than a comparison sort of the whole array.  Big arrays sort their two halves in
+    cheaper than a comparison sort of the whole array.  Big arrays sort their two halves in
     two threads (numpy releases the GIL) and merge the two sorted runs.
     """
     n = len(key)

@@ -567,7 +567,7 @@ class LevelReader:
                 return take_result(values, first[k] + (rows - starts[k]))
         with SCRATCH.lease() as lease:  # the decoded chunks live only until gathered
             block = self.rows(path, flats, lease)
-            return take_result(block.values, rows)  # np.take: ~6x faster than fancy index
+            return take_result(block.values, rows)  # np.take: faster than fancy indexing
 
     def column_at(self, path: str, flats: IntArray, want: RowRanges, rows: IntArray) -> Column:
         """Like :meth:`rows_at` for an attribute array, as a :class:`Column`."""
@@ -694,7 +694,7 @@ class LevelReader:
         """Manifest ranges ``[starts, ends)`` of ``ids`` (reads only their offsets).
 
         Many ids, or a large share of them, read all offsets at once (row lookups decode
-        block by block: for all 1000 objects of a store, 1.2 ms against 0.1 ms).
+        block by block, which costs more than one whole read once most blocks are needed).
         """
         if "object_offsets" in self.__dict__ or len(ids) > 4096 or 4 * len(ids) > self.n_objects:
             offsets = self.object_offsets
@@ -784,7 +784,7 @@ class LevelReader:
 
         if n_chunks < _PARALLEL_REF_CHUNKS:
             check_chunks(range(n_chunks))
-        else:  # decoding releases the GIL: the halves run side by side (~2x on a 1M-ref index)
+        else:  # decoding releases the GIL: the halves run side by side
             half = n_chunks // 2
             with ThreadPoolExecutor(max_workers=1) as pool:
                 upper = pool.submit(check_chunks, range(half, n_chunks))
@@ -796,8 +796,8 @@ class LevelReader:
         """(3, n_refs) flat chunk, first row and row count of each ref, checked.
 
         Raises unless every ref (manifest rows ``rows``, or all) lies inside its chunk.  Checked
-        block by block, so that the passes over one block's columns hit the cache (~3x faster
-        than whole-column passes on a million refs).
+        block by block, so that the passes over one block's columns hit the cache (whole-column
+        passes over many refs do not).
         """
         d = self.layout.ndim
         if refs.ndim != 2 or refs.shape[1] != d + 2:
@@ -897,7 +897,7 @@ class LevelReader:
         """Read the whole dense array at ``path``, naming it when it cannot be decoded."""
         node = self.node(path)
         try:
-            return read_dense_whole(node)  # zarr's own path: ~1.5 ms for 1000 offsets
+            return read_dense_whole(node)  # zarr's own path: one call for the whole array
         except CorruptPayloadError:
             raise
         except Exception as exc:  # any codec error on untrusted bytes

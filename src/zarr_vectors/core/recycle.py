@@ -3,7 +3,7 @@
 A read returns new arrays (a million-node skeleton read: 20 MB).  Memory that size is
 faulted in page by page the first times it is written: glibc gives large blocks back to the
 system when they are freed, and only after a few such rounds raises its threshold and keeps
-them (the first reads of a process: ~10 ms of a 15 ms read on a small VM).  Result arrays
+them, so the first reads of a process spend much of their time faulting pages in.  Result arrays
 taken from a :class:`RecyclingPool` are views of blocks the pool keeps: a block whose every
 view is gone (its reference count is back to the pool's own) is handed out again, already
 faulted in.  Nothing is reused while any view of it lives, so results never share memory.

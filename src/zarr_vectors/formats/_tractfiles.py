@@ -549,10 +549,10 @@ def _one_blas_thread(n_vertices: int) -> AbstractContextManager[Any]:
     """Run the (n, 3) x (3, 3) products of the affine on one BLAS thread (big reads).
 
     The result is the same bit for bit (each row is one thread's work either way), but
-    OpenBLAS splits such thin products badly (1M rows: 25 ms on two threads, 4 ms on one
-    here) and its idle threads then spin for a while, taking a core from the write that
-    follows a read.  The limit is process-wide while it holds (threadpoolctl's way) and costs
-    ~0.3 ms to set, so small reads skip it; without ``threadpoolctl`` nothing changes.
+    OpenBLAS splits such thin products badly (one thread is faster here) and its idle threads
+    then spin for a while, taking a core from the write that follows a read.  The limit is
+    process-wide while it holds (threadpoolctl's way) and has a fixed cost to set, so small
+    reads skip it; without ``threadpoolctl`` nothing changes.
     """
     if n_vertices < 4 * _BLOCK:
         return nullcontext()

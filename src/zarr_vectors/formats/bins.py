@@ -94,7 +94,7 @@ def _occupied(positions: npt.NDArray[np.floating], bins: Sequence[float]) -> int
     spans = cells.max(axis=0) + 1
     if float(np.prod(spans.astype(np.float64))) >= 2.0**62:
         return len(np.unique(cells, axis=0))  # rows do not fit one int64 key
-    # one int64 key per row: sorting 1-D keys is ~20x faster than unique rows
+    # one int64 key per row: sorting 1-D keys is much faster than unique rows
     key = np.zeros(len(cells), dtype=np.int64)
     for d in range(cells.shape[1]):
         key *= spans[d]

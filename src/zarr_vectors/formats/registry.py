@@ -807,8 +807,8 @@ def spill_partition(n_vertices: int, chunks: int, ndim: int) -> int:
     """Chunks per axis of a streaming spill partition: about :data:`PARTITION_VERTICES` each.
 
     A partition is one spill file per batch and field, loaded whole when the store is
-    written: one-chunk partitions made a 10M-vertex streamed TRK conversion write ~15,000
-    spill files (11 s; 4.7 s with 4-chunk partitions).  ``chunks`` are the chunks of the
+    written: one-chunk partitions would make a large streamed conversion write many thousands
+    of small spill files, each with its own fixed cost.  ``chunks`` are the chunks of the
     bounding box (empty ones too, so the average undercounts busy chunks); at most 8.
 
     Examples

@@ -188,7 +188,7 @@ def check_edges(edges: npt.ArrayLike, n: int, what: str = "edges") -> IntArray:
 
 
 def sorted_unique(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """Sorted distinct values, by sorting (numpy 2.4's hashing ``np.unique`` is ~50x slower).
+    """Sorted distinct values, by sorting (numpy 2.4's hashing ``np.unique`` is much slower).
 
     Examples
     --------
@@ -617,7 +617,7 @@ def _edges_between(
 ) -> tuple[IntArray, dict[str, Column]]:
     """Edges whose two ends are among ``vertex_keys``, as indices into it."""
     idx, hit = _locate(keys, vertex_keys)
-    keep = np.flatnonzero(hit[:, 0] & hit[:, 1])  # ~5x faster than hit.all(axis=1)
+    keep = np.flatnonzero(hit[:, 0] & hit[:, 1])  # cheaper than hit.all(axis=1)
     return take_rows(idx, keep), {k: take_column(c, keep) for k, c in attrs.items()}
 
 
@@ -625,7 +625,7 @@ def _edges_between(
 
 
 def take_rows(values: npt.NDArray[Any], index: IntArray) -> npt.NDArray[Any]:
-    """Rows ``index`` of ``values`` (``np.take``: ~6x faster than ``values[index]`` for 2-D).
+    """Rows ``index`` of ``values`` (``np.take``: faster than ``values[index]`` for 2-D).
 
     Examples
     --------
@@ -815,7 +815,7 @@ _CHUNK_LINKS = 256
 _DECODE_EACH_ROWS = 8192
 """Mean rows per chunk from which skeleton links are decoded chunk by chunk, each just before
 it is mapped (its rows still in cache); below it one read of every chunk's links costs less
-than a read per chunk (a million links in 492 chunks: 14.4 vs 16.6 ms)."""
+than a read per chunk, whose fixed cost the few rows do not repay."""
 
 
 def _mapped_links(
@@ -839,9 +839,8 @@ def _mapped_links(
         yield 0, ends[0], ends[1]
         return
     # chunk by chunk: each gather reads one chunk's slice of ``index`` (cache resident) with
-    # the stored local rows, no offset rows added (~1.4x faster on a million links).  The
-    # rows are first widened into their buffer: np.take converts narrow or strided indices
-    # itself, ~1.3x slower
+    # the stored local rows, no offset rows added.  The rows are first widened into their
+    # buffer: np.take converting narrow or strided indices itself is slower
     buf = np.empty((2, int(np.diff(block.offsets).max())), dtype=np.int64)
     first, off = base.tolist(), block.offsets.tolist()
     for i in range(len(flats)):
@@ -856,7 +855,7 @@ def _mapped_chunk_links(
     """:func:`_mapped_links` of long chunks, each decoded, checked and mapped in turn.
 
     The chunks' links are never decoded all at once (:meth:`LevelReader.chunk_rows`): each
-    chunk's stay in cache from decoding to mapping (a million skeleton links: ~1.5 ms less).
+    chunk's stay in cache from decoding to mapping.
     """
     counts = reader.vertex_counts[flats]
     first = offsets_from_counts(counts).tolist()
@@ -874,8 +873,8 @@ def _mapped_chunk_links(
 def _map_chunk_links(rows: IntArray, part: IntArray, buf: IntArray) -> tuple[IntArray, IntArray]:
     """Positions (``part`` of each local row) of the two ends of one chunk's checked links.
 
-    The rows are first widened into ``buf``: np.take converts narrow or strided indices
-    itself, ~1.3x slower (int32 indices: ~7x).  The result views ``buf``.
+    The rows are first widened into ``buf``: np.take converting narrow or strided indices
+    itself is slower (int32 indices especially).  The result views ``buf``.
     """
     n = len(rows)
     for j in (0, 1):
@@ -1136,7 +1135,7 @@ def effective_runs(key: IntArray) -> int:
 
     ``2 ** H`` for ``H`` the entropy of the run lengths (1 when ``key`` is sorted): a few
     long runs plus many short ones (chunk-ordered local links, then cross-chunk links) count
-    as few, so they merge (timsort, ~2x faster there) instead of being bucketed.
+    as few, so they merge (timsort, cheaper there) instead of being bucketed.
 
     Examples
     --------

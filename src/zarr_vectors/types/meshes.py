@@ -295,7 +295,7 @@ def _checked_faces(faces: Any, n_vertices: int, what: str) -> tuple[IntArray, _S
 def _distinct(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """Return the sorted distinct values.
 
-    Sort-based on purpose: numpy 2.4's ``np.unique`` is ~50x slower on arrays with many
+    Sort-based on purpose: numpy 2.4's ``np.unique`` is much slower on arrays with many
     distinct integers.
     """
     s = np.sort(values)
@@ -690,7 +690,7 @@ def _sorted_faces(faces: IntArray, n: int, with_order: bool) -> tuple[IntArray, 
     """Return the faces sorted by vertex indices (all below ``n``) and the permutation.
 
     The stable permutation is computed only ``with_order`` (face attributes follow it);
-    otherwise the sorted faces are unpacked from sorted keys, ~2x faster.
+    otherwise the sorted faces are unpacked from sorted keys, which is cheaper.
     """
     k = faces.shape[1] if faces.ndim == 2 else 0
     if len(faces) == 0 or n**k >= 2**62:
