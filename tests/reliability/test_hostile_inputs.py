@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numcodecs
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -132,6 +133,13 @@ CASES = [
     ),
     Hostile(
         "chunk_shape of strings", _points(chunk_shape=("1", "2", "3")), MetadataValidationError
+    ),
+    Hostile("compressor='bogus'", _points(compressor="bogus"), InvalidInputError),
+    Hostile("compressor=123 (not a codec)", _points(compressor=123), InvalidInputError),
+    Hostile(
+        "a v2 codec for a v3 store",
+        _points(compressor=numcodecs.Zstd(level=1)),
+        InvalidInputError,
     ),
 ]
 

@@ -91,12 +91,13 @@ from zarr_vectors.core.ragged import concat_ranges, unique_sorted
 from zarr_vectors.core.scratch import Lease, empty_bytes
 from zarr_vectors.core.shards import ShardFormat
 from zarr_vectors.core.shared import SharedSetting
-from zarr_vectors.errors import CorruptPayloadError, StoreNotFoundError
+from zarr_vectors.errors import CorruptPayloadError, InvalidInputError, StoreNotFoundError
 from zarr_vectors.spec.conventions import Compression
 
 __all__ = [
     "DEFAULT_ZSTD_LEVEL",
     "Compressor",
+    "check_compressor",
     "CompressorSpec",
     "PayloadArray",
     "create_dense_array",
@@ -280,6 +281,18 @@ def compressor_spec(array: zarr.Array[Any]) -> Compressor | str:
     return "default"
 
 
+def check_compressor(compressor: Compressor | str, zarr_format: int) -> Compressor | str:
+    """Return ``compressor`` after checking it names a preset or is a codec for ``zarr_format``.
+
+    Raises
+    ------
+    InvalidInputError
+        An unknown preset name, or an object that is not a compressor of that Zarr format.
+    """
+    _compressors(compressor, zarr_format)
+    return compressor
+
+
 def _compressors(
     compressor: Compressor | str,
     zarr_format: int,
@@ -290,7 +303,7 @@ def _compressors(
     """Resolve ``compressor=`` for one array; ``typesize`` is set for payload arrays only."""
     if isinstance(compressor, str):
         if compressor not in COMPRESSOR_NAMES:
-            raise ValueError(
+            raise InvalidInputError(
                 f"compressor: unknown name {compressor!r} (expected one of {COMPRESSOR_NAMES}, "
                 "a codec or None)"
             )
@@ -302,6 +315,12 @@ def _compressors(
         return _default_compressor(zarr_format)
     if compressor is None:
         return None
+    wanted = NumcodecsCodec if zarr_format == 2 else BytesBytesCodec
+    if not isinstance(compressor, wanted):
+        raise InvalidInputError(
+            f"compressor: {compressor!r} is not a Zarr v{zarr_format} compressor (expected one "
+            f"of {COMPRESSOR_NAMES}, a {wanted.__name__} or None)"
+        )
     return compressor
 
 
