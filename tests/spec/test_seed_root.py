@@ -10,9 +10,11 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 import zarr
 
 import zarr_vectors as zv
+from zarr_vectors.errors import MetadataValidationError
 from zarr_vectors.spec.metadata import CONVENTION_UUID, SPEC_URL, RootMetadata
 from zarr_vectors.testing import assert_geometry_equal
 
@@ -74,3 +76,11 @@ def test_other_conventions_are_kept_beside_ours() -> None:
     assert out[0] == theirs
     assert out[1]["uuid"] == CONVENTION_UUID
     assert RootMetadata.from_dict(again.to_dict()) == again
+
+
+@pytest.mark.parametrize("bad", [None, "zarr_vectors", {"uuid": CONVENTION_UUID}])
+def test_conventions_that_are_not_a_list_are_refused(bad: object) -> None:
+    doc = {**RootMetadata.create(geometry_type="point_cloud", chunk_shape=(1.0,)).to_dict()}
+    doc["zarr_conventions"] = bad
+    with pytest.raises(MetadataValidationError, match="zarr_conventions"):
+        RootMetadata.from_dict(doc)

@@ -791,12 +791,12 @@ def _without_own_convention(extra: dict[str, JSON]) -> dict[str, JSON]:
     """Drop ZVF's declaration from unknown keys (``to_dict`` writes it afresh)."""
     if CONVENTIONS_KEY not in extra:
         return extra
+    if not isinstance(extra[CONVENTIONS_KEY], list):  # to_dict could not give it back
+        raise _fail(CONVENTIONS_KEY, "must be a list of convention objects")
     others = _other_conventions(extra[CONVENTIONS_KEY])
-    if isinstance(extra[CONVENTIONS_KEY], list) and not others:
+    if not others:
         return {k: v for k, v in extra.items() if k != CONVENTIONS_KEY}
-    if isinstance(extra[CONVENTIONS_KEY], list):
-        return {**extra, CONVENTIONS_KEY: others}
-    return extra
+    return {**extra, CONVENTIONS_KEY: others}
 
 
 def _parse_strategy(value: str | SparsityStrategy) -> SparsityStrategy:
