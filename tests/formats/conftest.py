@@ -2,8 +2,8 @@
 
 Small files are committed under ``tests/data`` (licences beside them).  The rest ship inside
 other packages' distributions: nibabel's ``tests/data`` is installed with nibabel; laspy's and
-meshio's test files are in their sdists and pyvista's example meshes in its wheel, which are
-fetched once with ``pip download --no-deps`` into a cache directory (``ZV_TEST_DATA_CACHE``,
+meshio's test files are in their sdists, pyvista's example meshes, navis's example neurons
+(SWC, OBJ) and dipy's ``data/files`` in their wheels, which are fetched once with ``pip download --no-deps`` into a cache directory (``ZV_TEST_DATA_CACHE``,
 default ``~/.cache/zarr-vectors-test-data``).  A test that needs a file that is neither
 committed nor obtainable (no network, no cache) is skipped with the reason.
 """
@@ -49,6 +49,9 @@ DISTRIBUTIONS = {
     "laspy": Distribution("laspy", "2.7.0", "laspy-2.7.0/tests/data"),
     "meshio": Distribution("meshio", "5.3.5", "meshio-5.3.5/tests/meshes"),
     "pyvista": Distribution("pyvista", "0.49.1", "pyvista/examples", wheel=True),
+    "navis": Distribution("navis", "1.12.0", "navis/data", wheel=True),
+    # dipy's wheels are per platform; pip picks this machine's (the data files are the same)
+    "dipy": Distribution("dipy", "1.12.1", "dipy/data/files", wheel=True),
 }
 
 
@@ -89,7 +92,8 @@ class RealFiles:
     failures: dict[str, str] = field(default_factory=dict)
 
     def path(self, kind: str, name: str) -> Path:
-        """Path of ``name`` shipped by ``kind`` (``laspy``, ``meshio``, ``pyvista``, ``nibabel``).
+        """Path of ``name`` shipped by ``kind`` (``laspy``, ``meshio``, ``pyvista``, ``navis``,
+        ``dipy``, ``nibabel``).
 
         Skips the test when the file is neither committed nor obtainable.
         """
