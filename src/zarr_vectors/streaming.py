@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
+from zarr_vectors.core.closing import ClosesOnExit
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.reader import BBoxLike
 from zarr_vectors.core.store import StoreLike, open_store, read_root_metadata
@@ -59,7 +59,7 @@ def batch_parts(
     return get_geometry_type(geometry_type).batch(data, dict(type_metadata or {}), dict(kwargs))
 
 
-class Writer:
+class Writer(ClosesOnExit):
     """A streaming writer for one geometry type (see :func:`open_writer`)."""
 
     def __init__(self, stream: StreamWriter, geometry_type: str) -> None:
@@ -85,20 +85,6 @@ class Writer:
     def abort(self) -> None:
         """Discard all batches."""
         self._stream.abort()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
 
 def type_keys(gtype: str, directed: bool, extra: Mapping[str, Any] | None) -> dict[str, Any]:

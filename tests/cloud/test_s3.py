@@ -5,53 +5,26 @@ Requests are counted at the client (every ``S3FileSystem._call_s3`` is one HTTP 
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import numpy as np
 import pytest
 import s3fs
-from moto.server import ThreadedMotoServer
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
+from _s3_server import moto_s3
 from zarr_vectors.testing import assert_geometry_equal
 from zarr_vectors.testing.examples import random_walk_trees
 
 pytestmark = pytest.mark.s3
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def s3() -> Iterator[dict[str, Any]]:
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-        region_name="us-east-1",
-    ).create_bucket(Bucket="zv-test")
-    try:
-        yield {
-            "endpoint_url": endpoint,
-            "key": "test",
-            "secret": "test",
-            "client_kwargs": {"region_name": "us-east-1"},
-            "use_listings_cache": False,
-        }
-    finally:
-        server.stop()
+    with moto_s3("zv-test") as options:
+        yield options
 
 
 @pytest.fixture

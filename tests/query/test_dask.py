@@ -3,17 +3,15 @@ and against an S3 (moto) store."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import numpy as np
 import pytest
-from moto.server import ThreadedMotoServer
 
 import zarr_vectors as zv
+from _s3_server import moto_s3
 from distributed import Client, LocalCluster
 
 
@@ -32,35 +30,10 @@ def client() -> Iterator[Client]:
         yield c
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def s3() -> Iterator[dict[str, Any]]:
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-        region_name="us-east-1",
-    ).create_bucket(Bucket="zv-query")
-    try:
-        yield {
-            "endpoint_url": endpoint,
-            "key": "test",
-            "secret": "test",
-            "client_kwargs": {"region_name": "us-east-1"},
-            "use_listings_cache": False,
-        }
-    finally:
-        server.stop()
+    with moto_s3("zv-query") as options:
+        yield options
 
 
 def _points(store: Any, storage_options: Any = None) -> dict[str, Any]:

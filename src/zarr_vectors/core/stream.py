@@ -12,8 +12,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +30,7 @@ from zarr_vectors.core.assemble import (
     write_joins,
 )
 from zarr_vectors.core.chunking import ChunkLayout
+from zarr_vectors.core.closing import ClosesOnExit
 from zarr_vectors.core.placement import make_spill_dir
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.spill import BatchSummary, spill_batch
@@ -45,7 +45,7 @@ ProgressCallback = Callable[[str, int, int], None]
 """Called as ``progress(stage, done, total)`` while long operations run (opt-in)."""
 
 
-class StreamWriter:
+class StreamWriter(ClosesOnExit):
     """Append batches to a new store; the store is written when the writer closes.
 
     Use it as a context manager: an exception inside the block discards everything and leaves
@@ -108,20 +108,6 @@ class StreamWriter:
             _remove_batch(self._tmp / "pending", batch)
             raise
         self._summaries.append(summary)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
     def abort(self) -> None:
         """Discard every spilled batch; nothing is written."""

@@ -14,9 +14,9 @@ import shutil
 import tempfile
 import uuid
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Protocol
 
+from zarr_vectors.core.closing import ClosesOnExit
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.edit.append import append_store
@@ -45,7 +45,7 @@ def scratch_for(store: StoreLike) -> Path:
     return target.location.with_name(f".{target.location.name}.zv-append-{tag}")
 
 
-class AppendingWriter:
+class AppendingWriter(ClosesOnExit):
     """Streams batches aside and appends them to a store when closed."""
 
     def __init__(
@@ -87,17 +87,3 @@ class AppendingWriter:
         shutil.rmtree(self._scratch, ignore_errors=True)
         if self._scratch.parent.name.startswith("zv-append-"):
             shutil.rmtree(self._scratch.parent, ignore_errors=True)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
-from zarr_vectors.formats.registry import WriteOptions, export_order
-from zarr_vectors.spec.conventions import WindingOrder
+from zarr_vectors.formats._common import begin
+from zarr_vectors.formats.registry import Extent, Progress, Source, WriteOptions, export_order
+from zarr_vectors.spec.conventions import GeometryTypeName, WindingOrder
 from zarr_vectors.types.meshes import read_mesh, write_mesh
 
-__all__ = ["Surface", "read_surface", "write_surface"]
+__all__ = ["Surface", "SurfaceSource", "read_surface", "write_surface"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,45 @@ def write_surface(
         source_description=source_description,
         custom_metadata=dict(custom_metadata),
     )
+
+
+class SurfaceSource(Source):
+    """A triangle surface file opened for conversion to a ``mesh`` store.
+
+    Subclasses set :attr:`label` and :attr:`key` and fill :attr:`vertices`, :attr:`faces`,
+    :attr:`attributes` and :attr:`header` in ``__init__``.
+    """
+
+    geometry_type = GeometryTypeName.MESH
+    label: ClassVar[str]
+    """Kind of file, named in the store's ``source_description``."""
+    key: ClassVar[str]
+    """``custom_metadata`` key the :attr:`header` is stored under."""
+    vertices: npt.NDArray[Any]
+    """(N, 3) vertex coordinates, in file order."""
+    faces: npt.NDArray[Any]
+    """(F, 3) vertex indices, in file order."""
+    attributes: dict[str, Any]
+    """Per-vertex values by name (arrays or categorical columns)."""
+    header: dict[str, Any]
+    """What the store keeps of the file to write it back."""
+
+    def extent(self) -> Extent:
+        """Return the vertex count and bounding box."""
+        return Extent.of(self.vertices)
+
+    def write(
+        self, store: StoreLike, options: WriteOptions, progress: Progress | None = None
+    ) -> WriteSummary:
+        """Write the surface (one object per connected part), its vertex data as attributes."""
+        begin(progress, "writing store")
+        return write_surface(
+            store,
+            Surface(self.vertices, self.faces, self.attributes),
+            options,
+            source_description=f"{self.label}: {self.path.name}",
+            custom_metadata={self.key: self.header},
+        )
 
 
 def read_surface(store: StoreLike, *, level: int = 0) -> Surface:

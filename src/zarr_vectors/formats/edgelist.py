@@ -37,18 +37,17 @@ import pyarrow.csv as pa_csv  # type: ignore[import-untyped, unused-ignore]
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.formats._arrow import column_array
+from zarr_vectors.formats._common import begin, section
 from zarr_vectors.formats.registry import (
     Extent,
-    NullProgress,
     PathLike,
     Progress,
     Source,
     WriteOptions,
-    custom_section,
     export_order,
     identifier,
     is_edge_list_csv,
-    store_metadata,
 )
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.types.graphs import read_graph, write_graph
@@ -89,17 +88,12 @@ def _find(names: Sequence[str], wanted: str, where: str) -> str:
 
 
 def _values(column: Any, name: str, where: str) -> AnyArray:
-    kind = column.type
-    if pa.types.is_dictionary(kind):
-        column = column.cast(pa.string())
-        kind = column.type
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        return np.asarray(column.fill_null("").to_pylist(), dtype=object).astype(str)
-    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
-        if column.null_count and not pa.types.is_floating(kind):
-            column = column.cast(pa.float64())
-        return np.asarray(column.to_numpy(zero_copy_only=False))
-    raise InvalidInputError(f"{where}: column {name!r} has type {kind}, not a number or text")
+    values = column_array(column)
+    if values is None:
+        raise InvalidInputError(
+            f"{where}: column {name!r} has type {column.type}, not a number or text"
+        )
+    return values
 
 
 def _attributes(
@@ -228,7 +222,7 @@ class EdgeListSource(Source):
         self, store: StoreLike, options: WriteOptions, progress: Progress | None = None
     ) -> WriteSummary:
         """Write the graph, node and edge rows in file order."""
-        (progress or NullProgress()).start("writing store", None)
+        begin(progress, "writing store")
         return write_graph(
             store,
             self.positions,
@@ -315,9 +309,8 @@ def store_to_edgelist(
         Output node table (default ``<name>.nodes.csv``); not written for an edge list
         converted without one (its coordinates go back into the edge list).
     """
-    report = progress or NullProgress()
-    report.start("reading store", None)
-    h = dict(custom_section(store_metadata(store), KEY) or {})
+    report = begin(progress, "reading store")
+    h = section(store, KEY)
     g = read_graph(store, level=level, order=export_order(store, level))
     ids = np.asarray(g.attributes.get(NODE_ID, np.arange(len(g.positions))))
     ends = np.asarray(g.edges)

@@ -29,21 +29,14 @@ from nibabel.freesurfer import io as fsio
 
 from zarr_vectors.core.columns import Column
 from zarr_vectors.core.store import StoreLike
-from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.formats._surface import Surface, read_surface, write_surface
+from zarr_vectors.formats._common import begin, section
+from zarr_vectors.formats._surface import SurfaceSource, read_surface
 from zarr_vectors.formats.registry import (
-    Extent,
-    NullProgress,
     PathLike,
     Progress,
-    Source,
-    WriteOptions,
-    custom_section,
     identifier,
-    store_metadata,
 )
-from zarr_vectors.spec.conventions import GeometryTypeName
 
 __all__ = ["SURFACE_SUFFIXES", "FreeSurferSource", "open_freesurfer", "store_to_freesurfer"]
 
@@ -145,10 +138,11 @@ def _write_annot(path: Path, values: npt.NDArray[Any], entry: Mapping[str, Any])
     fsio.write_annot(str(path), labels, ctab, [c.encode() for c in names], fill_ctab=False)
 
 
-class FreeSurferSource(Source):
+class FreeSurferSource(SurfaceSource):
     """A FreeSurfer surface (and its morphometry files) opened for conversion."""
 
-    geometry_type = GeometryTypeName.MESH
+    label = "FreeSurfer surface"
+    key = KEY
 
     def __init__(self, path: PathLike, vertex_data: Sequence[PathLike] = ()) -> None:
         super().__init__(path)
@@ -175,23 +169,6 @@ class FreeSurferSource(Source):
             "volume_info": _volume_info_json(info),
             "morph": morph,
         }
-
-    def extent(self) -> Extent:
-        """Return the vertex count and bounding box."""
-        return Extent.of(self.vertices)
-
-    def write(
-        self, store: StoreLike, options: WriteOptions, progress: Progress | None = None
-    ) -> WriteSummary:
-        """Write the surface (one object per connected part), morphometry as attributes."""
-        (progress or NullProgress()).start("writing store", None)
-        return write_surface(
-            store,
-            Surface(self.vertices, self.faces, self.attributes),
-            options,
-            source_description=f"FreeSurfer surface: {self.path.name}",
-            custom_metadata={KEY: self.header},
-        )
 
 
 def open_freesurfer(
@@ -229,9 +206,8 @@ def store_to_freesurfer(
     progress
         Receiver of progress reports.
     """
-    report = progress or NullProgress()
-    report.start("reading store", None)
-    header = dict(custom_section(store_metadata(store), KEY) or {})
+    report = begin(progress, "reading store")
+    header = section(store, KEY)
     surface = read_surface(store, level=level)
     out = Path(path)
     info = header.get("volume_info") or None

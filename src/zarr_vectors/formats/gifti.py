@@ -36,21 +36,14 @@ from nibabel.gifti.gifti import (
 from nibabel.nifti1 import intent_codes
 
 from zarr_vectors.core.store import StoreLike
-from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.formats._surface import Surface, read_surface, write_surface
+from zarr_vectors.formats._common import begin, section
+from zarr_vectors.formats._surface import Surface, SurfaceSource, read_surface
 from zarr_vectors.formats.registry import (
-    Extent,
-    NullProgress,
     PathLike,
     Progress,
-    Source,
-    WriteOptions,
-    custom_section,
     identifier,
-    store_metadata,
 )
-from zarr_vectors.spec.conventions import GeometryTypeName
 
 __all__ = ["GiftiSource", "open_gifti", "store_to_gifti"]
 
@@ -106,10 +99,11 @@ def _array_info(da: GiftiDataArray) -> dict[str, Any]:
     }
 
 
-class GiftiSource(Source):
+class GiftiSource(SurfaceSource):
     """A GIFTI surface (and its per-vertex data files) opened for conversion."""
 
-    geometry_type = GeometryTypeName.MESH
+    label = "GIFTI surface"
+    key = KEY
 
     def __init__(self, path: PathLike, vertex_data: Sequence[PathLike] = ()) -> None:
         super().__init__(path)
@@ -164,23 +158,6 @@ class GiftiSource(Source):
                 entry["file_meta"] = dict(img.meta)
                 entry["file_labeltable"] = _labels(img.labeltable)
             self.header["data"].append(entry)
-
-    def extent(self) -> Extent:
-        """Return the vertex count and bounding box."""
-        return Extent.of(self.vertices)
-
-    def write(
-        self, store: StoreLike, options: WriteOptions, progress: Progress | None = None
-    ) -> WriteSummary:
-        """Write the surface (one object per connected part) with its data as attributes."""
-        (progress or NullProgress()).start("writing store", None)
-        return write_surface(
-            store,
-            Surface(self.vertices, self.faces, self.attributes),
-            options,
-            source_description=f"GIFTI surface: {self.path.name}",
-            custom_metadata={KEY: self.header},
-        )
 
 
 def open_gifti(path: PathLike, vertex_data: Sequence[PathLike] | None = None) -> GiftiSource:
@@ -280,16 +257,14 @@ def store_to_gifti(
     vertex_data
         Write the per-vertex attributes to this second ``.gii`` file instead of ``path``.
     """
-    report = progress or NullProgress()
-    report.start("reading store", None)
-    header = custom_section(store_metadata(store), KEY)
+    report = begin(progress, "reading store")
+    h = section(store, KEY)
     surface = read_surface(store, level=level)
-    h = dict(header or {})
     points = _array(np.asarray(surface.vertices, dtype=np.float32), h.get("pointset"), POINTSET)
     if h.get("pointset") is None:
         points.intent = POINTSET
     tris = _array(np.asarray(surface.faces, dtype=np.int32), h.get("triangle"), TRIANGLE)
-    data = _data_arrays(surface, header, report)
+    data = _data_arrays(surface, h, report)
     main = GiftiImage(
         meta=GiftiMetaData(h.get("meta", {})), labeltable=_table(h.get("labeltable", []))
     )

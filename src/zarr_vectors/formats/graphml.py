@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Mapping
 from typing import Any
 from xml.etree import ElementTree
 
@@ -28,17 +27,15 @@ import numpy as np
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, ZVUserWarning
+from zarr_vectors.formats._common import begin, section
 from zarr_vectors.formats.networkx import OBJECT_ID, from_networkx, to_networkx
 from zarr_vectors.formats.registry import (
     Extent,
-    NullProgress,
     PathLike,
     Progress,
     Source,
     WriteOptions,
-    custom_section,
     export_order,
-    store_metadata,
 )
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.types.graphs import Graph, read_graph, write_graph
@@ -148,7 +145,7 @@ class GraphmlSource(Source):
         self, store: StoreLike, options: WriteOptions, progress: Progress | None = None
     ) -> WriteSummary:
         """Write the graph to a new store."""
-        (progress or NullProgress()).start("writing store", None)
+        begin(progress, "writing store")
         g = self.graph
         return write_graph(
             store,
@@ -192,9 +189,8 @@ def store_to_graphml(
     progress
         Receiver of progress reports.
     """
-    report = progress or NullProgress()
-    report.start("reading store", None)
-    settings: Mapping[str, Any] = custom_section(store_metadata(store), KEY) or {}
+    report = begin(progress, "reading store")
+    settings = section(store, KEY)
     graph = read_graph(store, level=level, order=export_order(store, level))
     G = to_networkx(graph, position_attr=_POS)
     as_pos = settings.get("positions") == "pos"

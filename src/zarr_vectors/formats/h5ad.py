@@ -38,17 +38,15 @@ from zarr_vectors.core.columns import Column
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, ZVUserWarning
+from zarr_vectors.formats._common import begin, section
 from zarr_vectors.formats.registry import (
     Extent,
-    NullProgress,
     PathLike,
     Progress,
     Source,
     WriteOptions,
-    custom_section,
     export_order,
     identifier,
-    store_metadata,
 )
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.types.points import read_points, write_points
@@ -171,7 +169,7 @@ class H5adSource(Source):
         self, store: StoreLike, options: WriteOptions, progress: Progress | None = None
     ) -> WriteSummary:
         """Write the observations as points, rows in file order."""
-        (progress or NullProgress()).start("writing store", None)
+        begin(progress, "writing store")
         return write_points(
             store,
             self.positions,
@@ -281,9 +279,8 @@ def store_to_h5ad(
     progress
         Receiver of progress reports.
     """
-    report = progress or NullProgress()
-    report.start("reading store", None)
-    h = dict(custom_section(store_metadata(store), KEY) or {})
+    begin(progress, "reading store")
+    h = section(store, KEY)
     pts = read_points(store, level=level, order=export_order(store, level))
     attrs = dict(pts.attributes)
     names = attrs.get(NAMES)

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
+from zarr_vectors.formats._common import begin
 from zarr_vectors.formats.ply_points import has_input_order
 from zarr_vectors.formats.registry import (
     Extent,
-    NullProgress,
     PathLike,
     Progress,
     Source,
@@ -92,7 +92,7 @@ class MeshSource(Source):
         self, store: StoreLike, options: WriteOptions, progress: Progress | None = None
     ) -> WriteSummary:
         """Write the mesh to a new store, one connected surface per object."""
-        (progress or NullProgress()).start("writing store", None)
+        begin(progress, "writing store")
         return write_trimesh(
             store,
             self.mesh,
@@ -123,6 +123,6 @@ def store_to_mesh(
     progress
         Receiver of progress reports.
     """
-    (progress or NullProgress()).start("reading store", None)
+    begin(progress, "reading store")
     order = ElementOrder.INPUT if has_input_order(store, level) else ElementOrder.STORAGE
     read_trimesh(store, level=level, order=order).export(str(path))

@@ -30,6 +30,8 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped, unused-ignore]
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, ZVUserWarning
+from zarr_vectors.formats._arrow import column_array
+from zarr_vectors.formats._common import begin
 from zarr_vectors.formats.registry import (
     Extent,
     NullProgress,
@@ -112,18 +114,10 @@ def _position_columns(names: Sequence[str], columns: Sequence[str] | None) -> li
 
 def _numpy(column: Any, name: str) -> npt.NDArray[Any] | None:
     """Convert a table column to an array an attribute can hold (None: skip it)."""
-    kind = column.type
-    if pa.types.is_dictionary(kind):
-        column = column.cast(pa.string())
-        kind = column.type
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        return np.asarray(column.fill_null("").to_pylist(), dtype=object).astype(str)
-    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
-        if column.null_count and not pa.types.is_floating(kind):
-            column = column.cast(pa.float64())  # nulls become NaN
-        return np.asarray(column.to_numpy(zero_copy_only=False))
-    warnings.warn(f"skipping column {name!r} of type {kind}", ZVUserWarning, 4)
-    return None
+    values = column_array(column)
+    if values is None:
+        warnings.warn(f"skipping column {name!r} of type {column.type}", ZVUserWarning, 4)
+    return values
 
 
 def table_points(table: Any, columns: Sequence[str] | None = None) -> PointTable:
@@ -205,7 +199,7 @@ class TableSource(Source):
         self, store: StoreLike, options: WriteOptions, progress: Progress | None = None
     ) -> WriteSummary:
         """Write the rows to a new store."""
-        (progress or NullProgress()).start("writing store", None)
+        begin(progress, "writing store")
         return write_points(
             store,
             self.points.positions,
