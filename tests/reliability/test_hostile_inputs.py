@@ -137,6 +137,11 @@ CASES = [
     Hostile("compressor='bogus'", _points(compressor="bogus"), InvalidInputError),
     Hostile("compressor=123 (not a codec)", _points(compressor=123), InvalidInputError),
     Hostile(
+        "a per-array compressor naming no preset",
+        _points(compressor={"*": "lz4", "vertices": "bogus"}),
+        InvalidInputError,
+    ),
+    Hostile(
         "a v2 codec for a v3 store",
         _points(compressor=numcodecs.Zstd(level=1)),
         InvalidInputError,

@@ -281,15 +281,19 @@ def compressor_spec(array: zarr.Array[Any]) -> Compressor | str:
     return "default"
 
 
-def check_compressor(compressor: Compressor | str, zarr_format: int) -> Compressor | str:
+def check_compressor(compressor: CompressorSpec, zarr_format: int) -> CompressorSpec:
     """Return ``compressor`` after checking it names a preset or is a codec for ``zarr_format``.
+
+    A mapping (array path, or ``"*"`` for the rest, to compressor) has each value checked.
 
     Raises
     ------
     InvalidInputError
         An unknown preset name, or an object that is not a compressor of that Zarr format.
     """
-    _compressors(compressor, zarr_format)
+    values = compressor.values() if isinstance(compressor, Mapping) else (compressor,)
+    for value in values:
+        _compressors(value, zarr_format)
     return compressor
 
 
