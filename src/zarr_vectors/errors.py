@@ -17,8 +17,10 @@ __all__ = [
     "OutOfBoundsError",
     "ReadOnlyStoreError",
     "StoreExistsError",
+    "StoreLockedError",
     "StoreNotFoundError",
     "UnknownGeometryTypeError",
+    "UnsupportedEditError",
     "UpstreamStoreError",
     "ZVDeprecationWarning",
     "ZVFutureWarning",
@@ -52,7 +54,15 @@ class StoreExistsError(ZarrVectorsError, FileExistsError):
 
 
 class ReadOnlyStoreError(ZarrVectorsError, PermissionError):
-    """A write was asked of a store opened read-only (``mode="r"`` or ``read_only=True``)."""
+    """A write or edit was asked of a store that is read-only (mode, flag or permissions)."""
+
+
+class StoreLockedError(ZarrVectorsError, TimeoutError):
+    """Another writer holds the store's edit lock and did not release it in time."""
+
+
+class UnsupportedEditError(ZarrVectorsError, NotImplementedError):
+    """The store's kind or encoding cannot be edited by this version of the library."""
 
 
 class StoreNotFoundError(ZarrVectorsError, FileNotFoundError):

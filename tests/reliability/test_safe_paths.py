@@ -169,3 +169,15 @@ def test_convert_refuses_a_source_inside_the_destination(store: Path) -> None:
     with pytest.raises(InvalidInputError, match="overlap"):
         convert(source, store, overwrite=True)
     assert source.read_text() == "x,y,z\n1,2,3\n"
+
+
+def test_writes_and_edits_refuse_a_read_only_store_with_one_error_class(store: Path) -> None:
+    """``zv.ReadOnlyStoreError`` catches the writers' refusal and the editors' alike."""
+    before = _tree(store)
+    with pytest.raises(zv.ReadOnlyStoreError):
+        zv.write_points(
+            LocalStore(store, read_only=True), _pts(1), chunk_shape=CHUNK, overwrite=True
+        )
+    with pytest.raises(zv.ReadOnlyStoreError):
+        zv.append_points(LocalStore(store, read_only=True), _pts(1))
+    assert _tree(store) == before

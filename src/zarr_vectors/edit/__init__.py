@@ -19,8 +19,8 @@ from zarr_vectors.edit.attributes import (
     update_object_attributes,
 )
 from zarr_vectors.edit.collection import Collection, open_collection
-from zarr_vectors.edit.errors import ReadOnlyStoreError, StoreLockedError, UnsupportedEditError
 from zarr_vectors.edit.objects import compact, delete_objects
+from zarr_vectors.errors import ReadOnlyStoreError, StoreLockedError, UnsupportedEditError
 
 __all__ = [
     "Collection",

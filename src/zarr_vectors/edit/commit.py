@@ -38,9 +38,8 @@ from zarr.abc.store import Store
 from zarr.storage import LocalStore, MemoryStore, StorePath, ZipStore
 
 from zarr_vectors.core.store import StoreLike
-from zarr_vectors.edit.errors import ReadOnlyStoreError, UnsupportedEditError
 from zarr_vectors.edit.lock import DEFAULT_TIMEOUT, store_lock
-from zarr_vectors.errors import StoreNotFoundError
+from zarr_vectors.errors import ReadOnlyStoreError, StoreNotFoundError, UnsupportedEditError
 
 __all__ = [
     "STAGING_TAG",

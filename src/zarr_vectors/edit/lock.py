@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from zarr_vectors.edit.errors import StoreLockedError
+from zarr_vectors.errors import StoreLockedError
 
 __all__ = ["DEFAULT_TIMEOUT", "lock_path", "store_lock"]
 

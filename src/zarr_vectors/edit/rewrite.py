@@ -31,9 +31,8 @@ from zarr_vectors.core.writer import (
     write_store,
 )
 from zarr_vectors.edit.commit import EditTarget, commit, editing, resolve_target
-from zarr_vectors.edit.errors import UnsupportedEditError
 from zarr_vectors.edit.lock import DEFAULT_TIMEOUT
-from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.errors import InvalidInputError, UnsupportedEditError
 from zarr_vectors.multiscale import build_pyramid
 from zarr_vectors.spec.metadata import LevelMetadata, RootMetadata
 from zarr_vectors.spec.typespec import type_spec
