@@ -20,8 +20,6 @@ reopen after an edit (the level metadata it holds is then stale).
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import enum
 import os
 import shutil
@@ -37,6 +35,7 @@ import zarr
 from zarr.abc.store import Store
 from zarr.storage import LocalStore, MemoryStore, StorePath, ZipStore
 
+from zarr_vectors.core.placement import OLD, STAGING, swap_in
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.edit.lock import DEFAULT_TIMEOUT, store_lock
 from zarr_vectors.errors import ReadOnlyStoreError, StoreNotFoundError, UnsupportedEditError
@@ -51,10 +50,8 @@ __all__ = [
     "resolve_target",
 ]
 
-_AT_FDCWD = -100
-_RENAME_EXCHANGE = 2
-STAGING_TAG = ".zv-staging-"
-_OLD = ".zv-old-"
+STAGING_TAG = STAGING
+_OLD = OLD
 _TMPZIP = ".zv-tmpzip-"
 
 
@@ -163,28 +160,13 @@ def editing(target: EditTarget, timeout: float = DEFAULT_TIMEOUT) -> Iterator[No
         yield
 
 
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two directories (Linux ``renameat2``); False where unsupported."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    libc = ctypes.CDLL(name, use_errno=True)
-    fn = getattr(libc, "renameat2", None)
-    if fn is None:
-        return False
-    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
-    return bool(rc == 0)
-
-
 def commit_directory(staged: Path, final: Path) -> None:
-    """Make the complete directory ``staged`` the store at ``final`` (old one removed)."""
-    if _exchange(staged, final):
-        shutil.rmtree(staged)  # now the old store
-        return
-    old = final.with_name(f".{final.name}{_OLD}{uuid.uuid4().hex[:8]}")
-    os.rename(final, old)
-    os.rename(staged, final)
-    shutil.rmtree(old)
+    """Make the complete directory ``staged`` the store at ``final`` (old one removed).
+
+    The same swap as overwrites use (:func:`zarr_vectors.core.placement.swap_in`); a crash
+    between its two fallback renames leaves ``.NAME.zv-old-*``, which :func:`recover` puts back.
+    """
+    swap_in(staged, final)
 
 
 def _commit_zip(staged: Path, final: Path) -> None:
