@@ -14,12 +14,12 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.reader import LevelReader
-from zarr_vectors.query.execute import Selection, matching_objects
+from zarr_vectors.query.execute import VERTEX_FILTERED, Selection, matching_objects
 from zarr_vectors.query.planning import ChunkPlan, plan_chunks
 from zarr_vectors.query.predicates import Scope
 from zarr_vectors.query.shapes import in_box
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.conventions import Topology
 from zarr_vectors.spec.metadata import BoundingBox
 from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.types._base import Query
@@ -40,11 +40,8 @@ class CountUnit(StrEnum):
 
 def default_unit(gtype: str) -> CountUnit:
     """Return the unit a read of ``gtype`` returns (vertices for points, graphs, meshes)."""
-    if type_spec(gtype).family_name in (
-        GeometryTypeName.POINT_CLOUD,
-        GeometryTypeName.GRAPH,
-        GeometryTypeName.MESH,
-    ):
+    topology = type_spec(gtype).topology
+    if topology is Topology.NONE or topology in VERTEX_FILTERED:
         return CountUnit.VERTICES
     return CountUnit.OBJECTS
 

@@ -34,7 +34,7 @@ from zarr_vectors.query.planning import ChunkPlan, plan_chunks
 from zarr_vectors.query.predicates import Predicate, Scope, WhereLike, parse_where, resolve
 from zarr_vectors.query.shapes import Sphere, in_box, parse_sphere
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.conventions import GeometryTypeName
+from zarr_vectors.spec.conventions import Topology
 from zarr_vectors.spec.metadata import BoundingBox
 from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.types._base import Query, resolve_user_ids
@@ -69,7 +69,8 @@ SphereLike = Sphere | tuple[Any, float]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-_VERTEX_FILTERED = frozenset({GeometryTypeName.GRAPH, GeometryTypeName.MESH})
+VERTEX_FILTERED = frozenset({Topology.GRAPH, Topology.SURFACE})
+"""Topologies whose reads return vertices (and the links among them), not whole objects."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,14 +207,14 @@ def run(
     """
     if not sel:
         return cls.read(reader, query)
-    gtype = type_spec(cls.name).family_name  # read_graph on a skeleton store filters as a graph
-    if gtype == GeometryTypeName.POINT_CLOUD:
+    topology = type_spec(cls.name).topology  # read_graph on a skeleton store filters as a graph
+    if topology is Topology.NONE:
         return _points(reader, cls, query, sel)
     if reader.n_objects == 0 and not reader.has(L.OBJECT_OFFSETS):
         raise InvalidInputError("this store has no object index; where= cannot select objects")
     with reader.caching():
         ids = matching_objects(reader, query, sel)
-        if gtype not in _VERTEX_FILTERED:
+        if topology not in VERTEX_FILTERED:
             return cls.read(
                 reader, replace(query, object_ids=ids, bbox=query.bbox if query.clip else None)
             )
