@@ -12,6 +12,7 @@ from zarr_vectors.core.multiscale import (
     remove_resolution_level,
     write_multiscale_metadata,
 )
+from zarr_vectors.core.options import FrameBytes, StoreKwargs, StoreOptions
 from zarr_vectors.core.store import create_store, list_resolution_levels, open_store
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.edit import (
@@ -111,11 +112,14 @@ __all__ = [
     "Skeletons",
     "Sphere",
     "StoreExistsError",
+    "StoreKwargs",
+    "StoreOptions",
     "StoreNotFoundError",
     "UpstreamStoreError",
     "WriteSummary",
     "ValidationReport",
     "Writer",
+    "FrameBytes",
     "ZarrVectorsError",
     "__version__",
     "add_resolution_level",

@@ -41,11 +41,12 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import zarr
+from typing_extensions import Unpack
 from zarr.core.common import AccessModeLiteral
 from zarr.storage import MemoryStore, StorePath, ZipStore
 
@@ -55,11 +56,18 @@ from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.multiscale import write_multiscale_metadata
 from zarr_vectors.core.placement import make_spill_dir
-from zarr_vectors.core.reader import BBoxLike, LevelReader
+from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.spill import BatchSummary, spill_batch
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.stream import ProgressCallback, write_assembled
-from zarr_vectors.core.writer import LevelWriter, StoreOptions, WriteSummary, store_options
+from zarr_vectors.core.writer import (
+    LevelWriter,
+    StoreKwargs,
+    StoreOptions,
+    WriteSummary,
+    chunk_ndim,
+    resolve_store_options,
+)
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.multiscale.partition import (
     Partition,
@@ -147,7 +155,7 @@ def _round_task(
         opts.shards,
         existing=True,
         draco=opts.draco,
-        frame_bytes=opts.frame_bytes,
+        frame_bytes=opts.frame_size(),
     )
     try:
         if kind == "vertices":
@@ -208,25 +216,14 @@ def write_distributed(
     geometry_type: str,
     partitions: Sequence[Any],
     *,
-    chunk_shape: Sequence[float],
     load: Loader | None = None,
     client: distributed.Client | str | None = None,
-    bin_shape: Sequence[float] | None = None,
-    bounds: BBoxLike | None = None,
     spill_dir: str | Path | None = None,
     partition_chunks: int = 1,
     memory_limit: int = 256 << 20,
-    zarr_format: Literal[2, 3] = 3,
-    overwrite: bool = False,
-    compressor: CompressorSpec = "default",
-    shards: Sequence[int] | None = None,
-    frame_bytes: int | Literal["auto"] | None = "auto",
-    storage_options: Mapping[str, Any] | None = None,
     directed: bool = False,
     type_metadata: Mapping[str, Any] | None = None,
-    coordinate_system: str = "unknown",
-    axis_units: str | None = None,
-    source_description: str | None = None,
+    **store_kwargs: Unpack[StoreKwargs],
 ) -> WriteSummary:
     """Build a store on a dask.distributed cluster from many input partitions.
 
@@ -240,8 +237,6 @@ def write_distributed(
         One item per input partition, in order; each is (or ``load`` turns it into) a mapping
         with ``data`` plus the batch keywords of :func:`~zarr_vectors.streaming.batch_parts`.
         Partitions hold whole objects; point-cloud objects (``object_ids``) may span them.
-    chunk_shape, bin_shape, bounds, zarr_format, overwrite, compressor, shards, storage_options
-        As in :func:`~zarr_vectors.write_points`.
     load
         Runs on a worker for each partition item (e.g. reads a file); default: identity.
     client
@@ -252,8 +247,14 @@ def write_distributed(
     partition_chunks, memory_limit
         Block size of the shuffle (chunks per axis; with ``shards``, grown to whole shards so
         that each shard is written by one task) and bytes handled per write task.
-    directed, type_metadata, coordinate_system, axis_units, source_description
-        Root metadata.
+    directed, type_metadata
+        Root metadata: graph ``is_directed`` and type-specific root keys.
+
+    Other Parameters
+    ----------------
+    **store_kwargs
+        Store keywords (``chunk_shape`` required, ``bin_shape``, ``compressor``, ...) or
+        ``options=``: see :class:`~zarr_vectors.StoreKwargs`.
 
     Returns
     -------
@@ -263,8 +264,11 @@ def write_distributed(
     gtype = parse_geometry_type(geometry_type)
     _check_reachable(store)
     cl, own_client = _connect(client)
-    opts = store_options(
-        len(chunk_shape), locals(), type_keys(gtype, directed, type_metadata), gtype
+    opts = resolve_store_options(
+        store_kwargs,
+        ndim=chunk_ndim(store_kwargs),
+        geometry_type=gtype,
+        type_metadata=type_keys(gtype, directed, type_metadata),
     )
     block = _whole_shards(partition_chunks, opts.shards)
     tmp = make_spill_dir(spill_dir)

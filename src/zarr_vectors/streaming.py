@@ -17,16 +17,21 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from typing_extensions import Unpack
+
 from zarr_vectors.core.closing import ClosesOnExit
-from zarr_vectors.core.io import CompressorSpec
-from zarr_vectors.core.reader import BBoxLike
 from zarr_vectors.core.store import StoreLike, open_store, read_root_metadata
 from zarr_vectors.core.stream import ProgressCallback, StreamWriter
-from zarr_vectors.core.writer import WriteSummary, store_options
+from zarr_vectors.core.writer import (
+    StoreKwargs,
+    WriteSummary,
+    chunk_ndim,
+    resolve_store_options,
+)
 from zarr_vectors.edit.rewrite import check_type
 from zarr_vectors.edit.stream import AppendingWriter, scratch_for
 from zarr_vectors.errors import InvalidInputError
@@ -100,28 +105,14 @@ def open_writer(
     store: StoreLike,
     geometry_type: str,
     *,
-    chunk_shape: Sequence[float] | None = None,
-    bin_shape: Sequence[float] | None = None,
-    bounds: BBoxLike | None = None,
-    zarr_format: Literal[2, 3] = 3,
-    overwrite: bool = False,
-    compressor: CompressorSpec = "default",
-    shards: Sequence[int] | None = None,
-    frame_bytes: int | Literal["auto"] | None = "auto",
-    storage_options: Mapping[str, Any] | None = None,
     spill_dir: str | Path | None = None,
     partition_chunks: int = 1,
     memory_limit: int = 256 << 20,
     progress: ProgressCallback | None = None,
     directed: bool = False,
-    coordinate_system: str = "unknown",
-    axis_units: str | Sequence[str] | None = None,
-    axis_names: Sequence[str] | None = None,
-    source_description: str | None = None,
-    notes: str | None = None,
-    custom_metadata: Mapping[str, Any] | None = None,
     type_metadata: Mapping[str, Any] | None = None,
     mode: Literal["w", "a"] = "w",
+    **store_kwargs: Unpack[StoreKwargs],
 ) -> Writer | AppendingWriter:
     """Open a streaming writer; the store appears when the writer closes.
 
@@ -131,8 +122,6 @@ def open_writer(
         Where the new store goes (path, URL or zarr store).
     geometry_type
         Any registered type name (``"point_cloud"``, ``"polyline"``, ``"mesh"``, a plug-in's...).
-    chunk_shape, bin_shape, bounds, zarr_format, overwrite, compressor, shards, storage_options
-        As in :func:`~zarr_vectors.write_points`.
     spill_dir
         Directory for temporary batch files (default: the system temp directory).
     partition_chunks
@@ -145,29 +134,44 @@ def open_writer(
         Called as ``progress(stage, done, total)`` while the store is written at close.
     directed
         Graphs: whether edges are directed (``is_directed``).
-    coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
-        Root metadata.
     type_metadata
         Type-specific root keys (e.g. streamline ``step_size``).
     mode
         ``"w"``: write a new store (``chunk_shape`` required).  ``"a"``: append the batches
         to the existing store ``store`` when the writer closes, at one commit point (chunk
-        and bin shape, root metadata and codecs are the store's; see
-        :mod:`zarr_vectors.edit.stream`).
+        and bin shape, root metadata and codecs are the store's, so no store keyword is
+        accepted; see :mod:`zarr_vectors.edit.stream`).
+
+    Other Parameters
+    ----------------
+    **store_kwargs
+        Store keywords of a new store (``chunk_shape`` required, ``bin_shape``,
+        ``compressor``, ...) or ``options=``: see :class:`~zarr_vectors.StoreKwargs`.
 
     Returns
     -------
     Writer or AppendingWriter
         Call ``append`` per batch and ``close`` (or use ``with``).
+
+    Raises
+    ------
+    InvalidInputError
+        An unknown or mistyped store keyword, no ``chunk_shape`` for a new store, or store
+        keywords with ``mode="a"``.
     """
     if mode == "a":
+        if store_kwargs:
+            raise InvalidInputError(
+                f"open_writer(mode='a') appends with the store's own options; "
+                f"got store keywords {sorted(store_kwargs)}"
+            )
         return _appending(store, geometry_type, spill_dir, partition_chunks, memory_limit)
-    if chunk_shape is None:
-        raise InvalidInputError("open_writer needs chunk_shape to write a new store")
     gtype = parse_geometry_type(geometry_type)
-    d = len(chunk_shape)
-    opts = store_options(
-        len(chunk_shape), locals(), type_keys(gtype, directed, type_metadata), gtype
+    opts = resolve_store_options(
+        store_kwargs,
+        ndim=chunk_ndim(store_kwargs),
+        geometry_type=gtype,
+        type_metadata=type_keys(gtype, directed, type_metadata),
     )
     stream = StreamWriter(
         store,

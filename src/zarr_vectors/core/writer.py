@@ -14,11 +14,11 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -30,13 +30,10 @@ from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.gather import GATHER_BYTES, PayloadBatch, Rows, payload_batches, take_rows
 from zarr_vectors.core.io import (
-    DEFAULT_FRAME_BYTES,
     LZ4_LINKS_BLOCK,
-    TREE_FRAME_BYTES,
     Compressor,
     CompressorSpec,
     PayloadArray,
-    check_compressor,
     create_payload_array,
     declare_dense_array,
     open_payload_array,
@@ -45,10 +42,19 @@ from zarr_vectors.core.io import (
     settle_pending_writes,
     write_dense,
 )
+from zarr_vectors.core.options import (
+    FrameBytes,
+    StoreKwargs,
+    StoreOptions,
+    chunk_ndim,
+    default_frame_bytes,
+    frame_bytes_option,
+    make_axes,
+    resolve_store_options,
+)
 from zarr_vectors.core.placement import leftovers, remove_abandoned, staging_dir
 from zarr_vectors.core.plan import FragmentRows, GeometryParts, LevelPlan, LinkPlan, plan_level
 from zarr_vectors.core.ragged import RowOrder, run_starts
-from zarr_vectors.core.reader import parse_bbox
 from zarr_vectors.core.store import (
     StoreHandle,
     StoreLike,
@@ -61,29 +67,27 @@ from zarr_vectors.core.store import (
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
 from zarr_vectors.query.statistics import write_statistics
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.conventions import ArrayKind, Compression, FramePolicy
-from zarr_vectors.spec.jsonvalue import parse_json_object
+from zarr_vectors.spec.conventions import ArrayKind, Compression
 from zarr_vectors.spec.metadata import (
-    Axis,
     BoundingBox,
     ChunkGrid,
     LevelMetadata,
     RootMetadata,
-    parse_axis_units,
     parse_float_tuple,
-    parse_int_tuple,
 )
-from zarr_vectors.spec.typespec import type_spec
 
 __all__ = [
+    "FrameBytes",
     "LevelWriter",
+    "StoreKwargs",
     "StoreOptions",
     "WriteSummary",
     "check_positions",
+    "chunk_ndim",
     "default_frame_bytes",
     "frame_bytes_option",
     "make_axes",
-    "store_options",
+    "resolve_store_options",
     "column_attrs",
     "take_rows",
     "write_level",
@@ -92,127 +96,6 @@ __all__ = [
     "write_store_with",
     "write_store",
 ]
-
-
-@dataclass(frozen=True, kw_only=True)
-class StoreOptions:
-    """Everything about a new store that is not the geometry itself."""
-
-    chunk_shape: tuple[float, ...]
-    """Chunk extent per axis, physical units."""
-    bin_shape: tuple[float, ...] | None = None
-    """Level-0 bin extent (defaults to ``chunk_shape``: one bin per chunk)."""
-    bounds: BoundingBox | None = None
-    """Extent the chunk grid must cover (defaults to the data's extent)."""
-    zarr_format: Literal[2, 3] = 3
-    """Zarr format version of the store."""
-    overwrite: bool = False
-    """Replace existing data at the location."""
-    compressor: CompressorSpec = "default"
-    """Compressor of every array (default ``"lz4"``: Blosc-LZ4 payload blocks), or a
-    mapping from array path (e.g. ``"vertices"``, ``"attributes/intensity"``) to compressor,
-    with ``"*"`` for the rest."""
-    shards: tuple[int, ...] | None = None
-    """Chunks per shard of payload arrays (Zarr v3 sharding), or None."""
-    storage_options: Mapping[str, Any] | None = None
-    """fsspec options for URL stores."""
-    coordinate_system: str = "unknown"
-    """Informational coordinate-system name."""
-    axis_units: str | tuple[str, ...] | None = None
-    """Unit of every axis, or one per axis."""
-    axes: tuple[Axis, ...] | None = None
-    """Axis descriptions (default names x, y, z, t)."""
-    source_description: str | None = None
-    """Free-text origin of the data."""
-    notes: str | None = None
-    """Free-text notes."""
-    custom_metadata: Mapping[str, Any] | None = None
-    """Application metadata, stored verbatim."""
-    type_metadata: Mapping[str, Any] = field(default_factory=dict)
-    """Type-specific root keys (streamline ``step_size``, graph ``is_directed`` ...)."""
-    draco: DracoSettings | None = None
-    """Draco-encode the ``vertices`` payloads (lossy, row order kept; FORMAT.md §9)."""
-    frame_bytes: int | None = None
-    """Decoded bytes per Blosc block of ``"lz4"`` payloads (sub-chunk reads of single objects),
-    or None for c-blosc's own block size; other compressors store one stream per chunk."""
-
-
-def default_frame_bytes(geometry_type: str) -> int | None:
-    """Default seekable-frame size: framed payloads for object types, whole for point clouds.
-
-    Reading one object of a path, graph or mesh store then decodes a few 4 KiB frames per
-    chunk instead of whole chunks; skeletons, read whole tree by tree, use 64 KiB frames
-    (:data:`~zarr_vectors.core.io.TREE_FRAME_BYTES`); point clouds keep one frame per chunk
-    (better compression of quantised coordinates, and box queries read whole chunks anyway).
-    """
-    policy = type_spec(geometry_type).frame_policy
-    if policy is FramePolicy.WHOLE_CHUNK:
-        return None
-    return TREE_FRAME_BYTES if policy is FramePolicy.TREE else DEFAULT_FRAME_BYTES
-
-
-def frame_bytes_option(value: Any, geometry_type: str) -> int | None:
-    """Resolve the writers' ``frame_bytes=`` (int, None or ``"auto"``) for ``geometry_type``."""
-    if isinstance(value, str) and value == "auto":
-        return default_frame_bytes(geometry_type)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 64:
-        raise InvalidInputError(
-            f"frame_bytes must be an integer >= 64, None or 'auto', got {value!r}"
-        )
-    return int(value)
-
-
-def make_axes(
-    names: Sequence[str] | None, units: str | Sequence[str] | None, d: int
-) -> tuple[Axis, ...] | None:
-    """Axis descriptions from user axis names and units (None: the default names)."""
-    if names is None:
-        return None
-    if len(names) != d:
-        raise InvalidInputError(f"axis_names has {len(names)} names, expected {d}")
-    per = [units] * d if units is None or isinstance(units, str) else list(units)
-    return tuple(
-        Axis(name=n, type="time" if n == "t" else "space", unit=u)
-        for n, u in zip(names, per, strict=True)
-    )
-
-
-def store_options(
-    ndim: int,
-    kw: Mapping[str, Any],
-    type_metadata: Mapping[str, Any] | None,
-    geometry_type: str,
-) -> StoreOptions:
-    """Build :class:`StoreOptions` of a ``geometry_type`` store from a ``write_*`` call's keywords.
-
-    ``kw`` maps the keyword names (``chunk_shape``, ``bin_shape``, ``bounds``, ``zarr_format``,
-    ``overwrite``, ``compressor``, ``shards``, ``storage_options``, ``coordinate_system``,
-    ``axis_units``, ``axis_names``, ``source_description``, ``notes``, ``custom_metadata``)
-    to their values; absent names take the defaults (``frame_bytes="auto"`` the geometry
-    type's).  ``None`` type keys are dropped.
-    """
-    units, custom = kw.get("axis_units"), kw.get("custom_metadata")
-    bounds, shards, bins = kw.get("bounds"), kw.get("shards"), kw.get("bin_shape")
-    return StoreOptions(
-        chunk_shape=parse_float_tuple(kw["chunk_shape"], "chunk_shape", positive=True),
-        bin_shape=None if bins is None else parse_float_tuple(bins, "bin_shape", positive=True),
-        bounds=None if bounds is None else parse_bbox(bounds, ndim),
-        zarr_format=kw.get("zarr_format", 3),
-        overwrite=bool(kw.get("overwrite", False)),
-        compressor=check_compressor(kw.get("compressor", "default"), kw.get("zarr_format", 3)),
-        frame_bytes=frame_bytes_option(kw.get("frame_bytes", "auto"), geometry_type),
-        shards=None if shards is None else parse_int_tuple(shards, "shards", minimum=1),
-        storage_options=kw.get("storage_options"),
-        coordinate_system=kw.get("coordinate_system", "unknown"),
-        axis_units=parse_axis_units(units, ndim),
-        axes=make_axes(kw.get("axis_names"), units, ndim),
-        source_description=kw.get("source_description"),
-        notes=kw.get("notes"),
-        custom_metadata=None if custom is None else parse_json_object(custom, "custom_metadata"),
-        type_metadata={k: v for k, v in (type_metadata or {}).items() if v is not None},
-    )
 
 
 @dataclass(frozen=True)
@@ -901,7 +784,7 @@ def write_store_with(
             opts.compressor,
             opts.shards,
             draco=opts.draco,
-            frame_bytes=opts.frame_bytes,
+            frame_bytes=frame_bytes_option(opts.frame_bytes, geometry_type),
         )
         try:
             n_vertices, n_objects, n_chunks = fill(w, layout)

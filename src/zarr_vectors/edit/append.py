@@ -153,7 +153,14 @@ def append_polylines(
 
     Input as :func:`~zarr_vectors.write_polylines`, other arguments as :func:`append_points`.
     """
-    kw = {k: v for k, v in locals().items() if k not in ("store", "polylines", "offsets")}
+    kw = {
+        "attributes": attributes,
+        "object_attributes": object_attributes,
+        "ids": ids,
+        "groups": groups,
+        "group_attributes": group_attributes,
+        "timeout": timeout,
+    }
     return _paths(store, GeometryTypeName.POLYLINE, polylines, offsets, kw)
 
 
@@ -170,7 +177,14 @@ def append_streamlines(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> WriteSummary:
     """Append streamlines to a streamline store (arguments as :func:`append_polylines`)."""
-    kw = {k: v for k, v in locals().items() if k not in ("store", "streamlines", "offsets")}
+    kw = {
+        "attributes": attributes,
+        "object_attributes": object_attributes,
+        "ids": ids,
+        "groups": groups,
+        "group_attributes": group_attributes,
+        "timeout": timeout,
+    }
     return _paths(store, GeometryTypeName.STREAMLINE, streamlines, offsets, kw)
 
 

@@ -43,7 +43,10 @@ __all__ = ["assemble_level", "finish_level", "open_level", "writer_options"]
 def writer_options(plan: PyramidPlan) -> StoreOptions:
     """Options of the payload writers of coarse levels (as the serial build: no frames)."""
     return StoreOptions(
-        chunk_shape=tuple(plan.meta.chunk_shape), compressor=plan.compressor, shards=plan.shards
+        chunk_shape=tuple(plan.meta.chunk_shape),
+        compressor=plan.compressor,
+        shards=plan.shards,
+        frame_bytes=None,
     )
 
 

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from zarr_vectors.core.columns import Column
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import LevelReader, parse_bbox
-from zarr_vectors.core.writer import StoreOptions, store_options
+from zarr_vectors.core.writer import StoreKwargs, StoreOptions, resolve_store_options
 from zarr_vectors.errors import CorruptPayloadError, InvalidInputError, UnknownGeometryTypeError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.metadata import BoundingBox
@@ -226,11 +226,16 @@ def build_query(
 def write_options(
     geometry_type: str,
     parts: GeometryParts,
-    kw: Mapping[str, Any],
+    store: StoreKwargs,
     type_metadata: Mapping[str, Any] | None = None,
 ) -> StoreOptions:
-    """Store options of a ``geometry_type`` ``write_*`` call from its keywords (``locals()``)."""
-    return store_options(parts.positions.shape[1], kw, type_metadata, geometry_type)
+    """Store options of a ``geometry_type`` ``write_*`` call from its ``**store_kwargs``."""
+    return resolve_store_options(
+        store,
+        ndim=parts.positions.shape[1],
+        geometry_type=geometry_type,
+        type_metadata=type_metadata,
+    )
 
 
 def attribute_selection(

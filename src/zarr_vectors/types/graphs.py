@@ -30,14 +30,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from itertools import count
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Unpack
 
 from zarr_vectors.core.columns import Column, normalize_columns
 from zarr_vectors.core.components import connected_components
-from zarr_vectors.core.io import CompressorSpec, decode_threads
+from zarr_vectors.core.io import decode_threads
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts, sort_keys
 from zarr_vectors.core.reader import (
@@ -50,7 +51,7 @@ from zarr_vectors.core.reader import (
 )
 from zarr_vectors.core.scratch import SCRATCH, Lease
 from zarr_vectors.core.store import StoreLike, open_store
-from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
+from zarr_vectors.core.writer import StoreKwargs, WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
 from zarr_vectors.query.execute import SphereLike, WhereLike, no_boundary, run, selection
 from zarr_vectors.query.lod import budget_level
@@ -325,22 +326,8 @@ def write_graph(
     object_attributes: Mapping[str, npt.ArrayLike] | None = None,
     groups: Mapping[str, npt.ArrayLike] | None = None,
     group_attributes: Mapping[str, npt.ArrayLike] | None = None,
-    chunk_shape: Sequence[float],
-    bin_shape: Sequence[float] | None = None,
-    bounds: BBoxLike | None = None,
-    zarr_format: Literal[2, 3] = 3,
-    overwrite: bool = False,
-    compressor: CompressorSpec = "default",
-    shards: Sequence[int] | None = None,
-    frame_bytes: int | Literal["auto"] | None = "auto",
-    storage_options: Mapping[str, Any] | None = None,
-    coordinate_system: str = "unknown",
-    axis_units: str | Sequence[str] | None = None,
-    axis_names: Sequence[str] | None = None,
-    source_description: str | None = None,
-    notes: str | None = None,
-    custom_metadata: Mapping[str, Any] | None = None,
     keep_order: bool = False,
+    **store_kwargs: Unpack[StoreKwargs],
 ) -> WriteSummary:
     """Write a graph to a new ZVF store.
 
@@ -367,16 +354,16 @@ def write_graph(
         row per distinct id in ascending id order (as in :func:`~zarr_vectors.write_points`).
     groups, group_attributes
         Named groups of objects ``{name: object ids}`` and per-group values.
-    chunk_shape, bin_shape
-        Chunk and level-0 bin extent per axis, same units as ``positions``.
-    bounds, zarr_format, overwrite, compressor, shards, storage_options
-        As in :func:`~zarr_vectors.write_points`.
-    coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
-        Root metadata (FORMAT.md §3).
     keep_order
         Also store the input position of every vertex and edge (reserved attribute
         ``_input_index``, smallest unsigned dtype) so that ``read_graph(order="input")`` gives
         back the input order.
+
+    Other Parameters
+    ----------------
+    **store_kwargs
+        Store keywords (``chunk_shape`` required, ``bin_shape``, ``compressor``,
+        ``overwrite``, ...) or ``options=``: see :class:`~zarr_vectors.StoreKwargs`.
 
     Returns
     -------
@@ -419,7 +406,9 @@ def write_graph(
     )
     if keep_order:
         parts = with_input_index(parts)
-    opts = write_options(GeometryTypeName.GRAPH, parts, locals(), {"is_directed": bool(directed)})
+    opts = write_options(
+        GeometryTypeName.GRAPH, parts, store_kwargs, {"is_directed": bool(directed)}
+    )
     return write_store(store, GeometryTypeName.GRAPH, parts, opts)
 
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Unpack
 
-from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
-from zarr_vectors.core.writer import WriteSummary, write_store
+from zarr_vectors.core.writer import StoreKwargs, WriteSummary, write_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.query.execute import SphereLike, WhereLike, run, selection
 from zarr_vectors.query.lod import budget_level
@@ -68,26 +68,12 @@ def write_lines(
     store: StoreLike,
     endpoints: npt.ArrayLike,
     *,
-    chunk_shape: Sequence[float],
-    bin_shape: Sequence[float] | None = None,
     attributes: Mapping[str, npt.ArrayLike] | None = None,
     object_attributes: Mapping[str, npt.ArrayLike] | None = None,
     ids: npt.ArrayLike | None = None,
     groups: Mapping[str, npt.ArrayLike] | None = None,
     group_attributes: Mapping[str, npt.ArrayLike] | None = None,
-    bounds: BBoxLike | None = None,
-    zarr_format: Literal[2, 3] = 3,
-    overwrite: bool = False,
-    compressor: CompressorSpec = "default",
-    shards: Sequence[int] | None = None,
-    frame_bytes: int | Literal["auto"] | None = "auto",
-    storage_options: Mapping[str, Any] | None = None,
-    coordinate_system: str = "unknown",
-    axis_units: str | Sequence[str] | None = None,
-    axis_names: Sequence[str] | None = None,
-    source_description: str | None = None,
-    notes: str | None = None,
-    custom_metadata: Mapping[str, Any] | None = None,
+    **store_kwargs: Unpack[StoreKwargs],
 ) -> WriteSummary:
     """Write line segments to a new ZVF store.
 
@@ -103,10 +89,12 @@ def write_lines(
         Per-segment values, (M, ...).
     ids, groups, group_attributes
         Segment user ids, named groups of segments, per-group values.
-    chunk_shape, bin_shape, bounds, zarr_format, overwrite, compressor, shards, storage_options
-        As in :func:`~zarr_vectors.write_points`.
-    coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
-        Root metadata.
+
+    Other Parameters
+    ----------------
+    **store_kwargs
+        Store keywords (``chunk_shape`` required, ``bin_shape``, ``compressor``,
+        ``overwrite``, ...) or ``options=``: see :class:`~zarr_vectors.StoreKwargs`.
 
     Returns
     -------
@@ -146,7 +134,7 @@ def write_lines(
         groups,
         group_attributes,
     )
-    opts = write_options(GeometryTypeName.LINE, parts, locals(), None)
+    opts = write_options(GeometryTypeName.LINE, parts, store_kwargs, None)
     return write_store(store, GeometryTypeName.LINE, parts, opts)
 
 

@@ -29,11 +29,11 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Unpack
 
 from zarr_vectors.core.columns import Column, normalize_columns
 from zarr_vectors.core.components import connected_components
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
-from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.ragged import (
     change_mask,
@@ -44,7 +44,7 @@ from zarr_vectors.core.ragged import (
 )
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
-from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
+from zarr_vectors.core.writer import StoreKwargs, WriteSummary, check_positions, write_store
 from zarr_vectors.errors import GeometryError, InvalidInputError
 from zarr_vectors.query.execute import SphereLike, WhereLike, no_boundary, run, selection
 from zarr_vectors.query.lod import budget_level
@@ -486,8 +486,6 @@ def write_mesh(
     vertices: MeshInput,
     faces: npt.ArrayLike | None = None,
     *,
-    chunk_shape: Sequence[float],
-    bin_shape: Sequence[float] | None = None,
     object_ids: npt.ArrayLike | None = None,
     attributes: Mapping[str, Any] | None = None,
     face_attributes: Mapping[str, Any] | None = None,
@@ -499,20 +497,8 @@ def write_mesh(
     encoding: Literal["raw", "draco"] | Encoding = "raw",
     quantization_bits: int = 16,
     compression_level: int = 7,
-    bounds: BBoxLike | None = None,
-    zarr_format: Literal[2, 3] = 3,
-    overwrite: bool = False,
-    compressor: CompressorSpec = "default",
-    shards: Sequence[int] | None = None,
-    frame_bytes: int | Literal["auto"] | None = "auto",
-    storage_options: Mapping[str, Any] | None = None,
-    coordinate_system: str = "unknown",
-    axis_units: str | Sequence[str] | None = None,
-    axis_names: Sequence[str] | None = None,
-    source_description: str | None = None,
-    notes: str | None = None,
-    custom_metadata: Mapping[str, Any] | None = None,
     keep_order: bool = False,
+    **store_kwargs: Unpack[StoreKwargs],
 ) -> WriteSummary:
     """Write triangle meshes to a new ZVF store.
 
@@ -526,8 +512,6 @@ def write_mesh(
         mesh-like objects, each list item one object; or a :class:`Meshes` result.
     faces
         (F, 3) integer vertex indices (array input only).  Degenerate faces are kept.
-    chunk_shape, bin_shape
-        Chunk and level-0 bin extent per axis, physical units.
     object_ids
         Array input: (N,) object of each vertex (any integers, e.g. uint64 segment ids); by
         default each connected surface is an object, numbered by first vertex.  List input: one
@@ -548,14 +532,16 @@ def write_mesh(
         ``"raw"`` (exact) or ``"draco"`` (lossy, needs the ``draco`` extra, D <= 3).
     quantization_bits, compression_level
         Draco settings: 1..30 bits per coordinate over each chunk's extent, level 0..10.
-    bounds, zarr_format, overwrite, compressor, shards, storage_options
-        As in :func:`~zarr_vectors.write_points`.
-    coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
-        Root metadata.
     keep_order
         Also store the input position of every vertex and face (reserved attribute
         ``_input_index``, smallest unsigned dtype) so that ``read_mesh(order="input")``
         gives back the input order; input order is the concatenation order for list input.
+
+    Other Parameters
+    ----------------
+    **store_kwargs
+        Store keywords (``chunk_shape`` required, ``bin_shape``, ``compressor``,
+        ``overwrite``, ...) or ``options=``: see :class:`~zarr_vectors.StoreKwargs`.
 
     Returns
     -------
@@ -604,7 +590,7 @@ def write_mesh(
         "winding_order": WindingOrder.parse(winding_order, field="winding_order").value,
         "closed_surface": None if closed_surface is None else bool(closed_surface),
     }
-    opts = write_options(GeometryTypeName.MESH, parts, locals(), meta)
+    opts = write_options(GeometryTypeName.MESH, parts, store_kwargs, meta)
     if Encoding.parse(encoding, field="encoding") is Encoding.DRACO:
         settings = DracoSettings(
             quantization_bits=quantization_bits, compression_level=compression_level

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Unpack
 
 from zarr_vectors.core.columns import Column, GroupTable, normalize_columns
-from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
-from zarr_vectors.core.writer import WriteSummary, check_positions, store_options, write_store
+from zarr_vectors.core.writer import StoreKwargs, WriteSummary, check_positions, write_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.query.execute import SphereLike, WhereLike, run, selection
 from zarr_vectors.query.lod import budget_level
@@ -39,6 +39,7 @@ from zarr_vectors.types._base import (
     dense_object_ids,
     register_geometry_type,
     take_batch_args,
+    write_options,
 )
 from zarr_vectors.types._objects import group_members_out, output_ids
 from zarr_vectors.types._order import (
@@ -140,27 +141,13 @@ def write_points(
     store: StoreLike,
     positions: npt.ArrayLike,
     *,
-    chunk_shape: Sequence[float],
-    bin_shape: Sequence[float] | None = None,
     attributes: Mapping[str, npt.ArrayLike] | None = None,
     object_ids: npt.ArrayLike | None = None,
     object_attributes: Mapping[str, npt.ArrayLike] | None = None,
     groups: Mapping[str, npt.ArrayLike] | None = None,
     group_attributes: Mapping[str, npt.ArrayLike] | None = None,
-    bounds: BBoxLike | None = None,
-    zarr_format: Literal[2, 3] = 3,
-    overwrite: bool = False,
-    compressor: CompressorSpec = "default",
-    shards: Sequence[int] | None = None,
-    frame_bytes: int | Literal["auto"] | None = "auto",
-    storage_options: Mapping[str, Any] | None = None,
-    coordinate_system: str = "unknown",
-    axis_units: str | Sequence[str] | None = None,
-    axis_names: Sequence[str] | None = None,
-    source_description: str | None = None,
-    notes: str | None = None,
-    custom_metadata: Mapping[str, Any] | None = None,
     keep_order: bool = False,
+    **store_kwargs: Unpack[StoreKwargs],
 ) -> WriteSummary:
     """Write a point cloud to a new ZVF store.
 
@@ -170,10 +157,6 @@ def write_points(
         Local path, ``.zip`` path, URL (``s3://...`` with ``storage_options``) or zarr store.
     positions
         (N, D) coordinates, physical units; D = 2, 3 or 4 (any D >= 1 works).
-    chunk_shape
-        Chunk extent per axis, same units as ``positions``.
-    bin_shape
-        Level-0 bin extent per axis; must divide ``chunk_shape`` (default: ``chunk_shape``).
     attributes
         Per-point values by name: (N,) or (N, K) numeric/bool arrays, or strings (stored as
         categories).
@@ -186,33 +169,16 @@ def write_points(
         Named groups of objects: ``{name: object ids}``.
     group_attributes
         Per-group values, one row per group in ``groups`` order.
-    bounds
-        Extent the chunk grid must cover, ``(min, max)``; defaults to the data's extent.
-    zarr_format
-        3 (default) or 2.
-    overwrite
-        Replace existing data at ``store``; otherwise existing data raises.
-    compressor
-        ``"default"``/``"lz4"`` (payload arrays Blosc-LZ4 with byte shuffle in
-        ``frame_bytes`` blocks, object index likewise, other dense arrays zstd), ``"zstd"``
-        (zstd level 3, one frame per chunk), ``"none"``, one codec for every array, a
-        mapping from array path (e.g. ``"vertices"``, ``"attributes/intensity"``, ``"*"``
-        for the rest) to codec, or None.
-    shards
-        Chunks per shard for payload arrays (Zarr v3 sharding codec).
-    frame_bytes
-        Decoded bytes per Blosc block of ``"lz4"`` payloads (reading one object decodes only
-        the blocks holding its rows); None for c-blosc's own block size; ``"auto"``
-        (default): 4096 for object types, 65536 for skeletons (read whole tree by tree),
-        None for point clouds.
-    storage_options
-        fsspec options for URL stores.
-    coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
-        Root metadata (FORMAT.md §3).
     keep_order
         Also store each point's input position (attribute ``_input_index``, the smallest
         unsigned dtype that holds it) so that ``read_points(order="input")`` gives the input
         order back.
+
+    Other Parameters
+    ----------------
+    **store_kwargs
+        Store keywords (``chunk_shape`` required, ``bin_shape``, ``compressor``,
+        ``overwrite``, ...) or ``options=``: see :class:`~zarr_vectors.StoreKwargs`.
 
     Returns
     -------
@@ -245,7 +211,7 @@ def write_points(
     )
     if keep_order:
         parts = with_input_index(parts)
-    opts = store_options(parts.positions.shape[1], locals(), None, GeometryTypeName.POINT_CLOUD)
+    opts = write_options(GeometryTypeName.POINT_CLOUD, parts, store_kwargs)
     return write_store(store, GeometryTypeName.POINT_CLOUD, parts, opts)
 
 

@@ -14,13 +14,13 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Unpack
 
 from zarr_vectors.core.columns import normalize_columns
-from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
-from zarr_vectors.core.writer import WriteSummary, write_store
+from zarr_vectors.core.writer import StoreKwargs, WriteSummary, write_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.query.execute import SphereLike, WhereLike, run, selection
 from zarr_vectors.query.lod import budget_level
@@ -151,27 +151,13 @@ def write_polylines(
     *,
     offsets: npt.ArrayLike | None = None,
     geometry_type: PathType | GeometryTypeName = "polyline",
-    chunk_shape: Sequence[float],
-    bin_shape: Sequence[float] | None = None,
     attributes: Mapping[str, Any] | None = None,
     object_attributes: Mapping[str, npt.ArrayLike] | None = None,
     ids: npt.ArrayLike | None = None,
     groups: Mapping[str, npt.ArrayLike] | None = None,
     group_attributes: Mapping[str, npt.ArrayLike] | None = None,
-    bounds: BBoxLike | None = None,
-    zarr_format: Literal[2, 3] = 3,
-    overwrite: bool = False,
-    compressor: CompressorSpec = "default",
-    shards: Sequence[int] | None = None,
-    frame_bytes: int | Literal["auto"] | None = "auto",
-    storage_options: Mapping[str, Any] | None = None,
-    coordinate_system: str = "unknown",
-    axis_units: str | Sequence[str] | None = None,
-    axis_names: Sequence[str] | None = None,
-    source_description: str | None = None,
-    notes: str | None = None,
-    custom_metadata: Mapping[str, Any] | None = None,
     type_metadata: Mapping[str, Any] | None = None,
+    **store_kwargs: Unpack[StoreKwargs],
 ) -> WriteSummary:
     """Write polylines (or streamlines) to a new ZVF store.
 
@@ -185,8 +171,6 @@ def write_polylines(
         (n + 1,) CSR offsets into the flat positions.
     geometry_type
         ``"polyline"`` or ``"streamline"``.
-    chunk_shape, bin_shape
-        Chunk and level-0 bin extent per axis, physical units.
     attributes
         Per-vertex values: flat (N, ...) arrays or one array per path.
     object_attributes
@@ -195,12 +179,14 @@ def write_polylines(
         Per-path user ids (unique integers, e.g. uint64); default: the input index.
     groups, group_attributes
         Named groups of paths ``{name: ids}`` and per-group values.
-    bounds, zarr_format, overwrite, compressor, shards, storage_options
-        As in :func:`~zarr_vectors.write_points`.
-    coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
-        Root metadata.
     type_metadata
         Extra type-specific root keys (used by :func:`write_streamlines`).
+
+    Other Parameters
+    ----------------
+    **store_kwargs
+        Store keywords (``chunk_shape`` required, ``bin_shape``, ``compressor``,
+        ``overwrite``, ...) or ``options=``: see :class:`~zarr_vectors.StoreKwargs`.
 
     Returns
     -------
@@ -233,7 +219,9 @@ def write_polylines(
         group_attributes,
         finite=False,
     )
-    return write_store(store, gtype, parts, write_options(gtype, parts, locals(), type_metadata))
+    return write_store(
+        store, gtype, parts, write_options(gtype, parts, store_kwargs, type_metadata)
+    )
 
 
 def write_streamlines(

@@ -20,18 +20,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Unpack
 
 from zarr_vectors.core.columns import Column, normalize_columns
-from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader, ObjectRanges
 from zarr_vectors.core.recycle import RESULTS
 from zarr_vectors.core.store import StoreLike, open_store
-from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
+from zarr_vectors.core.writer import StoreKwargs, WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
 from zarr_vectors.query.execute import SphereLike, WhereLike, run, selection
 from zarr_vectors.query.lod import budget_level
@@ -373,21 +373,7 @@ def write_skeleton(
     object_attributes: Mapping[str, npt.ArrayLike] | None = None,
     groups: Mapping[str, npt.ArrayLike] | None = None,
     group_attributes: Mapping[str, npt.ArrayLike] | None = None,
-    chunk_shape: Sequence[float],
-    bin_shape: Sequence[float] | None = None,
-    bounds: BBoxLike | None = None,
-    zarr_format: Literal[2, 3] = 3,
-    overwrite: bool = False,
-    compressor: CompressorSpec = "default",
-    shards: Sequence[int] | None = None,
-    frame_bytes: int | Literal["auto"] | None = "auto",
-    storage_options: Mapping[str, Any] | None = None,
-    coordinate_system: str = "unknown",
-    axis_units: str | Sequence[str] | None = None,
-    axis_names: Sequence[str] | None = None,
-    source_description: str | None = None,
-    notes: str | None = None,
-    custom_metadata: Mapping[str, Any] | None = None,
+    **store_kwargs: Unpack[StoreKwargs],
 ) -> WriteSummary:
     """Write skeletons (trees) to a new ZVF store.
 
@@ -415,10 +401,12 @@ def write_skeleton(
         Per-skeleton values, (n, ...) arrays.
     groups, group_attributes
         Named groups of skeletons ``{name: ids}`` and per-group values.
-    chunk_shape, bin_shape, bounds, zarr_format, overwrite, compressor, shards, storage_options
-        As in :func:`~zarr_vectors.write_points`.
-    coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
-        Root metadata (FORMAT.md §3).
+
+    Other Parameters
+    ----------------
+    **store_kwargs
+        Store keywords (``chunk_shape`` required, ``bin_shape``, ``compressor``,
+        ``overwrite``, ...) or ``options=``: see :class:`~zarr_vectors.StoreKwargs`.
 
     Returns
     -------
@@ -460,7 +448,7 @@ def write_skeleton(
         group_attributes,
     )
     meta = {"swc_compatible": True, "is_directed": True}
-    opts = write_options(GeometryTypeName.SKELETON, parts, locals(), meta)
+    opts = write_options(GeometryTypeName.SKELETON, parts, store_kwargs, meta)
     return write_store(store, GeometryTypeName.SKELETON, parts, opts)
 
 
