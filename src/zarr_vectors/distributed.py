@@ -262,14 +262,14 @@ def write_distributed(
         What was written; the store equals the in-memory writer's for the same data.
     """
     gtype = parse_geometry_type(geometry_type)
-    _check_reachable(store)
-    cl, own_client = _connect(client)
     opts = resolve_store_options(
         store_kwargs,
         ndim=chunk_ndim(store_kwargs),
         geometry_type=gtype,
         type_metadata=type_keys(gtype, directed, type_metadata),
     )
+    _check_reachable(store)
+    cl, own_client = _connect(client)
     block = _whole_shards(partition_chunks, opts.shards)
     tmp = make_spill_dir(spill_dir)
     try:

@@ -251,19 +251,9 @@ def resolve_store_options(
         ``options`` together with other store keywords, an unknown or mistyped keyword, or
         neither ``chunk_shape`` nor ``options``.
     """
-    given = store.get("options")
-    if given is None:
+    opts = _given_options(store)
+    if opts is None:
         opts = parse_store_kwargs(store, ndim=ndim)
-    elif not isinstance(given, StoreOptions):
-        raise InvalidInputError(f"options must be a StoreOptions, got {type(given).__name__}")
-    elif len(store) > 1:
-        others = sorted(k for k in store if k != "options")
-        raise InvalidInputError(
-            f"options= and the store keywords {others} were both given: pass one or the other "
-            "(e.g. dataclasses.replace(options, ...))"
-        )
-    else:
-        opts = given
     return opts.resolve(ndim, geometry_type, type_metadata)
 
 
@@ -272,12 +262,29 @@ def chunk_ndim(store: Mapping[str, Any]) -> int:
 
     Streaming writers learn the axis count from it before any batch arrives.
     """
-    options = store.get("options")
-    if isinstance(options, StoreOptions):
-        return len(options.chunk_shape)
+    opts = _given_options(store)
+    if opts is not None:
+        return len(opts.chunk_shape)
+    _refuse_unknown(store)
     if store.get("chunk_shape") is None:
-        raise InvalidInputError("chunk_shape is required to write a new store")
+        raise InvalidInputError("chunk_shape is required (chunk extent per axis)")
     return len(parse_float_tuple(store["chunk_shape"], "chunk_shape", positive=True))
+
+
+def _given_options(store: Mapping[str, Any]) -> StoreOptions | None:
+    """Return the ``options=`` of store keywords (refused beside others or of another type)."""
+    if "options" not in store:
+        return None
+    given = store["options"]
+    if not isinstance(given, StoreOptions):
+        raise InvalidInputError(f"options must be a StoreOptions, got {type(given).__name__}")
+    if len(store) > 1:
+        others = sorted(k for k in store if k != "options")
+        raise InvalidInputError(
+            f"options= and the store keywords {others} were both given: pass one or the other "
+            "(e.g. dataclasses.replace(options, ...))"
+        )
+    return given
 
 
 def parse_store_kwargs(kw: Mapping[str, Any], *, ndim: int | None = None) -> StoreOptions:
