@@ -9,13 +9,14 @@ chunk shape, so rebuild them with :func:`~zarr_vectors.build_pyramid` on the new
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.parts import read_parts
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, open_store, refuse_overlap
-from zarr_vectors.core.writer import StoreOptions, WriteSummary, frame_bytes_option, write_store
+from zarr_vectors.core.writer import StoreOptions, WriteSummary, write_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.metadata import parse_float_tuple
 from zarr_vectors.spec.typespec import type_spec
@@ -88,17 +89,18 @@ def rechunk(
         )
     parts = read_parts(reader, sequential=type_spec(meta.geometry_type).sequential)
     out_format = zarr_format or root.metadata.zarr_format
-    opts = StoreOptions(
-        chunk_shape=parse_float_tuple(chunk_shape, "chunk_shape", positive=True),
-        bin_shape=None
-        if bin_shape is None
-        else parse_float_tuple(bin_shape, "bin_shape", positive=True),
+    checked = StoreOptions.from_kwargs(  # the new store's keywords, checked as a writer's
+        chunk_shape=chunk_shape,
+        bin_shape=bin_shape,
         zarr_format=out_format,
         overwrite=overwrite,
         compressor=reader.compressor_for(compressor, out_format),
-        shards=None if shards is None else tuple(shards),
-        frame_bytes=frame_bytes_option(frame_bytes, meta.geometry_type),
+        shards=shards,
+        frame_bytes=frame_bytes,
         storage_options=out_storage_options,
+    )
+    opts = replace(  # root metadata carried over from the source
+        checked,
         coordinate_system=meta.coordinate_system,
         axis_units=meta.axis_units,
         axes=meta.multiscales.axes,
@@ -106,5 +108,5 @@ def rechunk(
         notes=meta.notes,
         custom_metadata=meta.custom_metadata,
         type_metadata=meta.type_metadata,
-    )
+    ).resolve(meta.spatial_dims, meta.geometry_type)
     return write_store(out, meta.geometry_type, parts, opts)

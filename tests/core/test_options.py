@@ -145,7 +145,7 @@ def test_store_options_are_frozen_and_typed() -> None:
     assert opts.resolve(2, "polyline").frame_bytes == 4096
     assert opts.resolve(2, "skeleton").frame_bytes == 1 << 16
     with pytest.raises(InvalidInputError, match="options= is already a StoreOptions"):
-        StoreOptions.from_kwargs(options=opts)  # type: ignore[call-arg]
+        StoreOptions.from_kwargs(options=opts)
 
 
 def test_options_axes_must_match_the_data() -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict
 
 import numpy as np
+from typing_extensions import Unpack
 
 from zarr_vectors.core.draco import DracoSettings
 from zarr_vectors.core.io import (
@@ -187,7 +188,7 @@ class StoreOptions:
     ``write_mesh(encoding="draco")``."""
 
     @classmethod
-    def from_kwargs(cls, **kwargs: Any) -> StoreOptions:
+    def from_kwargs(cls, **kwargs: Unpack[StoreKwargs]) -> StoreOptions:
         """Check store keywords (those of :class:`StoreKwargs`, but ``options``).
 
         Raises
