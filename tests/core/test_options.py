@@ -113,6 +113,7 @@ def test_options_and_keywords_together_are_refused(name: str) -> None:
         ({"frame_bytes": "big"}, "frame_bytes"),
         ({"frame_bytes": 8}, "frame_bytes"),
         ({"coordinate_system": 5}, "coordinate_system"),
+        ({"coordinate_system": None}, "coordinate_system"),  # once written as an unreadable null
         ({"storage_options": [("anon", True)]}, "storage_options"),
         ({"axis_names": "uv"}, "axis_names"),
         ({"axis_names": ["u"]}, "axis_names"),
@@ -167,3 +168,13 @@ def test_append_mode_refuses_store_keywords(tmp_path: Path) -> None:
     zv.write_points(str(out), P2, chunk_shape=(10, 10))
     with pytest.raises(InvalidInputError, match=r"mode='a'.*\['chunk_shape'\]"):
         zv.open_writer(str(out), "point_cloud", mode="a", chunk_shape=(10, 10))
+
+
+def test_rechunk_checks_its_store_keywords() -> None:
+    src = MemoryStore()
+    zv.write_points(src, P2, chunk_shape=(10, 10))
+    with pytest.raises(InvalidInputError, match="overwrite must be True or False"):
+        zv.rechunk(src, MemoryStore(), chunk_shape=(5, 5), overwrite="yes")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="frame_bytes"):
+        zv.rechunk(src, MemoryStore(), chunk_shape=(5, 5), frame_bytes=8)
+    assert zv.rechunk(src, MemoryStore(), chunk_shape=(5, 5), shards=(2, 2)).vertex_count == 3
