@@ -267,7 +267,7 @@ def chunk_ndim(store: Mapping[str, Any]) -> int:
     if opts is not None:
         return len(opts.chunk_shape)
     _refuse_unknown(store)
-    if store.get("chunk_shape") is None:
+    if "chunk_shape" not in store:
         raise InvalidInputError("chunk_shape is required (chunk extent per axis)")
     return len(parse_float_tuple(store["chunk_shape"], "chunk_shape", positive=True))
 
@@ -295,7 +295,7 @@ def parse_store_kwargs(kw: Mapping[str, Any], *, ndim: int | None = None) -> Sto
     ``axis_units`` and ``axis_names`` must match.
     """
     _refuse_unknown(kw)
-    if kw.get("chunk_shape") is None:
+    if "chunk_shape" not in kw:
         raise InvalidInputError("chunk_shape is required (chunk extent per axis)")
     chunk = parse_float_tuple(kw["chunk_shape"], "chunk_shape", positive=True)
     d = len(chunk) if ndim is None else ndim
