@@ -8,7 +8,9 @@ What each geometry type returns (every rule is "the plain read, filtered"):
   vertex satisfying ``bbox`` ∧ ``sphere`` ∧ every vertex condition (the same vertex), and
   whose object attributes satisfy the object conditions; the "touching" rule of boxes extended
   to the other conditions.  Objects come in ascending id order (``object_ids`` order when
-  given); ``clip=True`` still cuts to ``bbox`` only.
+  given).  ``clip=True`` cuts each path to its maximal runs of consecutive vertices inside
+  ``bbox`` ∧ ``sphere`` (no vertex is interpolated on the surface; vertex conditions select,
+  they do not cut), each run a path with its parent's id and object attributes.
 * ``graph``, ``mesh``: the vertices satisfying ``bbox`` ∧ ``sphere`` ∧ vertex conditions of
   objects satisfying the object conditions, and the edges/faces whose vertices are all
   returned and which satisfy the link conditions; objects in ascending id order, vertices in
@@ -32,7 +34,7 @@ from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.query.planning import ChunkPlan, plan_chunks
 from zarr_vectors.query.predicates import Predicate, Scope, WhereLike, parse_where, resolve
-from zarr_vectors.query.shapes import Sphere, in_box, parse_sphere
+from zarr_vectors.query.shapes import Sphere, in_box, inside_runs, parse_sphere
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Topology
 from zarr_vectors.spec.metadata import BoundingBox
@@ -215,6 +217,9 @@ def run(
     with reader.caching():
         ids = matching_objects(reader, query, sel)
         if topology not in VERTEX_FILTERED:
+            if query.clip and sel.sphere is not None:
+                whole = cls.read(reader, replace(query, object_ids=ids, bbox=None, clip=False))
+                return cast(R_co, _clip_paths(whole, query.bbox, sel.sphere))
             return cls.read(
                 reader, replace(query, object_ids=ids, bbox=query.bbox if query.clip else None)
             )
@@ -230,6 +235,22 @@ def run(
         else tuple(link_attributes)
     )
     return cast(R_co, _filter_linked(reader, got, query.bbox, sel, wanted, links))
+
+
+def _clip_paths(got: Any, box: BoundingBox | None, sphere: Sphere) -> Any:
+    """Cut whole paths to their runs of vertices in ``sphere`` (and ``box``), as box clips do."""
+    inside = sphere.contains(got.positions)
+    if box is not None:
+        inside &= in_box(got.positions, box)
+    rows, offsets, owner = inside_runs(got.offsets, inside)
+    return replace(
+        got,
+        positions=got.positions[rows],
+        offsets=offsets,
+        object_ids=got.object_ids[owner],
+        attributes={k: v[rows] for k, v in got.attributes.items()},
+        object_attributes={k: v[owner] for k, v in got.object_attributes.items()},
+    )
 
 
 def no_boundary(query: Query, include_boundary: bool) -> Query:
