@@ -26,6 +26,11 @@ runs, ours and the peer alternating):
 * ``max_vertices_1e5``: ``reader.read(max_vertices=100_000)`` over the whole extent, after
   ``build_pyramid(store, [(2,2,2), (2,2,5), (5,5,5)])`` (build time reported separately).
 
+With ``--dask``: the per-object mean of docs/guides/dask.md on ``--points`` spots in 50,000
+cells (12-bit intensities, so the float64 sums are exact), ``to_dask`` + ``groupby().mean()``
+on a ``LocalCluster`` of 2 worker processes (1 thread each); wall seconds of the compute,
+median of ``--repeat``, result checked equal to NumPy.
+
 Results are checked against NumPy on the input.  Usage::
 
     python -m benchmarks.bench_query                    # 10M points, repeat 3
@@ -51,6 +56,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import zarr_vectors as zv
+from distributed import Client, LocalCluster
 
 LABELS = np.array([f"c{i:02d}" for i in range(20)])
 BOX_SIDE = 1000 * 0.01 ** (1 / 3)  # a cube holding 1 % of the volume
@@ -189,6 +195,49 @@ def run(n: int, coherent: bool, root: Path, repeat: int, row_group: int) -> dict
     }
 
 
+def run_dask(n: int, root: Path, repeat: int) -> dict[str, Any]:
+    """Per-object mean intensity over ``n`` spots on a 2-process LocalCluster."""
+    rng = np.random.default_rng(1)
+    pos = rng.uniform(0, 1000, (n, 3)).astype(np.float32)
+    cell = rng.integers(0, 50_000, n)
+    intensity = (rng.integers(0, 4096, n) / 4096).astype(np.float32)
+    path = root / f"q_cells_{n}.zarrvectors"
+    out: dict[str, Any] = {}
+    if not path.exists():
+        _, out["write_s"] = _time(
+            lambda: zv.write_points(
+                str(path),
+                pos,
+                chunk_shape=(100, 100, 100),
+                attributes={"intensity": intensity},
+                object_ids=cell,
+            )
+        )
+    ids, inverse = np.unique(cell, return_inverse=True)
+    want = np.bincount(inverse, weights=intensity.astype(np.float64)) / np.bincount(inverse)
+    walls = []
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            host="127.0.0.1",
+        ) as cluster,
+        Client(cluster),
+    ):
+        for _ in range(repeat):
+            start = time.perf_counter()
+            df = zv.to_dask(str(path), attributes=["intensity"])
+            df = df.assign(intensity=df["intensity"].astype("float64"))
+            means = df.groupby("object_id")["intensity"].mean(split_out=1).compute().sort_index()
+            walls.append(time.perf_counter() - start)
+            assert np.array_equal(means.index.to_numpy(), ids)
+            assert np.array_equal(means.to_numpy(), want)
+    out.update(wall_s=statistics.median(walls), walls=walls, partitions=df.npartitions)
+    return out
+
+
 def _summary(label: str, res: dict[str, Any]) -> str:
     t = {k: v["cpu"] for k, v in res["times"].items()}
     lines = [f"{label}: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in t.items())]
@@ -211,12 +260,16 @@ def main() -> None:
     parser.add_argument("--layouts", default="coherent,random")
     parser.add_argument("--workdir", type=Path, default=None, help="keep stores here (reused)")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--dask", action="store_true", help="only the Dask per-object mean")
     args = parser.parse_args()
     root = args.workdir or Path(tempfile.mkdtemp(prefix="bench_query_"))
     root.mkdir(parents=True, exist_ok=True)
     out: dict[str, Any] = {}
     try:
-        for label in args.layouts.split(","):
+        if args.dask:
+            out["dask"] = run_dask(args.points, root, args.repeat)
+            print("dask per-object mean", out["dask"], flush=True)
+        for label in [] if args.dask else args.layouts.split(","):
             out[label] = run(args.points, label == "coherent", root, args.repeat, args.row_group)
             print(_summary(label, out[label]), flush=True)
     finally:
