@@ -32,11 +32,19 @@ from typing import Any, Protocol, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.core.columns import Column
 from zarr_vectors.core.ragged import unique_sorted
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.query.planning import ChunkPlan, plan_chunks
-from zarr_vectors.query.predicates import Predicate, Scope, WhereLike, parse_where, resolve
+from zarr_vectors.query.predicates import (
+    Clause,
+    Predicate,
+    Scope,
+    WhereLike,
+    parse_where,
+    resolve,
+)
 from zarr_vectors.query.shapes import Sphere, in_box, inside_runs, parse_sphere
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Topology
@@ -257,46 +265,90 @@ def _point_rows(reader: LevelReader, got: Any, sel: Selection) -> IntArray:
     return np.flatnonzero(keep)
 
 
+def _column_mask(clause: Clause, col: Column) -> BoolArray:
+    """Rows of ``col`` satisfying ``clause``; categories compared as their stored codes."""
+    if col.categories is None:
+        return clause.mask(col.values)
+    if clause.values is None:
+        raise InvalidInputError(
+            f"where: {clause.name!r} is categorical; use a set of labels, not a range"
+        )
+    index = {c: i for i, c in enumerate(col.categories)}
+    codes = [index[v] for v in clause.values if isinstance(v, str) and v in index]
+    return np.isin(col.values.reshape(len(col.values)), np.asarray(codes, dtype=np.int64))
+
+
+def _point_block(
+    reader: LevelReader,
+    cls: ReadsLevel[Any],
+    query: Query,
+    sel: Selection,
+    block: IntArray,
+    wanted: Sequence[str],
+) -> Any:
+    """Read chunks ``block``; return the read restricted to the rows satisfying the query.
+
+    Conditions are evaluated on the stored columns, and only the kept rows of the returned
+    attributes are decoded (categories resolved to strings).
+    """
+    allowed = np.zeros(reader.layout.n_chunks, dtype=bool)
+    allowed[block] = True
+    got: Any = cls.read(_PrunedReader(reader, allowed), replace(query, bbox=None, attributes=()))
+    keep = _vertex_mask(got.positions, {}, query.bbox, replace(sel, predicate=Predicate()))
+    cols = {}
+    for name in dict.fromkeys((*wanted, *(c.name for c in sel.predicate.of(Scope.VERTEX)))):
+        cols[name] = reader.column(f"{L.ATTRIBUTES}/{name}", block)
+    for clause in sel.predicate.of(Scope.VERTEX):
+        keep &= _column_mask(clause, cols[clause.name])
+    if sel.predicate.of(Scope.OBJECT) and got.object_ids is not None and keep.any():
+        users, inverse = np.unique(got.object_ids, return_inverse=True)
+        dense = resolve_user_ids(reader, users)
+        keep &= _object_mask(reader, dense, sel.predicate)[inverse.ravel()]
+    rows = np.flatnonzero(keep)
+    return _kept(got, rows, decode_columns({k: cols[k].take(rows) for k in wanted}))
+
+
+def _kept(got: Any, rows: IntArray, attributes: Mapping[str, npt.NDArray[Any]]) -> Any:
+    """Return a point read restricted to ``rows`` (``attributes`` are restricted already)."""
+    ids = None if got.object_ids is None else got.object_ids[rows]
+    return replace(got, positions=got.positions[rows], attributes=attributes, object_ids=ids)
+
+
 def _points(reader: LevelReader, cls: ReadsLevel[R_co], query: Query, sel: Selection) -> R_co:
     wanted = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
-    extra = tuple(c.name for c in sel.predicate.of(Scope.VERTEX) if c.name not in wanted)
-    full = replace(query, attributes=wanted + tuple(dict.fromkeys(extra)))
-    parts: list[tuple[Any, IntArray]] = []
+    parts: list[Any] = []
     if query.object_ids is not None:
-        got: Any = cls.read(reader, full)
-        parts.append((got, _point_rows(reader, got, sel)))
+        extra = tuple(c.name for c in sel.predicate.of(Scope.VERTEX) if c.name not in wanted)
+        got: Any = cls.read(reader, replace(query, attributes=wanted + tuple(dict.fromkeys(extra))))
+        rows = _point_rows(reader, got, sel)
+        parts.append(_kept(got, rows, {k: got.attributes[k][rows] for k in wanted}))
     else:
         plan = plan_chunks(reader, query.bbox, sel.sphere, sel.predicate)
         total = 0
         for block in _chunk_blocks(reader, plan.candidates, sel.limit):
-            allowed = np.zeros(reader.layout.n_chunks, dtype=bool)
-            allowed[block] = True
-            got = cls.read(_PrunedReader(reader, allowed), full)
-            parts.append((got, _point_rows(reader, got, sel)))
-            total += len(parts[-1][1])
+            parts.append(_point_block(reader, cls, query, sel, block, wanted))
+            total += len(parts[-1].positions)
             if sel.limit is not None and total >= sel.limit:
                 break
     return cast(R_co, _merge_points(reader, parts, wanted, sel.limit))
 
 
 def _merge_points(
-    reader: LevelReader,
-    parts: Sequence[tuple[Any, IntArray]],
-    wanted: Sequence[str],
-    limit: int | None,
+    reader: LevelReader, parts: Sequence[Any], wanted: Sequence[str], limit: int | None
 ) -> Any:
-    """One point result from the kept rows of block reads (in block order), ``limit`` applied."""
-    first = parts[0][0]
-    pos = np.concatenate([g.positions[r] for g, r in parts])
+    """Return one point result from block reads restricted to their kept rows.
+
+    Blocks in order, ``limit`` applied; per-object fields describe the kept points' objects.
+    """
+    first = parts[0]
+    pos = np.concatenate([g.positions for g in parts])
     n = len(pos) if limit is None else min(limit, len(pos))
     changes: dict[str, Any] = {
         "positions": pos[:n],
-        "attributes": {
-            k: np.concatenate([g.attributes[k][r] for g, r in parts])[:n] for k in wanted
-        },
+        "attributes": {k: np.concatenate([g.attributes[k] for g in parts])[:n] for k in wanted},
     }
     if first.object_ids is not None:
-        users = np.concatenate([g.object_ids[r] for g, r in parts])[:n]
+        users = np.concatenate([g.object_ids for g in parts])[:n]
         dense = np.unique(resolve_user_ids(reader, np.unique(users))) if n else users[:0]
         obj_attrs = decode_columns(reader.object_attributes(dense.astype(np.int64)))
         obj_attrs.pop("id", None)  # the user ids: returned as ``objects``
