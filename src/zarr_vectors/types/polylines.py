@@ -404,7 +404,7 @@ def read_polylines(
     attributes
         True for all per-vertex attributes, False for none, or names.
     clip
-        Cut paths to the box.
+        Cut paths to the box and the sphere (runs of consecutive vertices inside both).
     where, sphere, limit, max_vertices
         Attribute conditions (``{"intensity": (0.5, None), "label": {3, 7}}``), a ball
         ``(center, radius)``, the first N items, a vertex budget choosing the finest level
