@@ -164,10 +164,10 @@ def _hits(
     A matching vertex satisfies the box, the sphere and every vertex condition.
     """
     pos = reader.rows(L.VERTICES, flats).values
-    names = {c.name for c in sel.predicate.of(Scope.VERTEX)}
-    attrs = {n: reader.column(f"{L.ATTRIBUTES}/{n}", flats).decoded() for n in names}
-    obj = reader.vertex_object_ids(flats)
-    return unique_sorted(obj[_vertex_mask(pos, attrs, box, sel)])
+    keep = _vertex_mask(pos, {}, box, replace(sel, predicate=Predicate()))
+    for clause in sel.predicate.of(Scope.VERTEX):
+        keep &= _column_mask(clause, reader.column(f"{L.ATTRIBUTES}/{clause.name}", flats))
+    return unique_sorted(reader.vertex_object_ids(flats)[keep])
 
 
 def _present(reader: LevelReader) -> IntArray:
