@@ -17,7 +17,7 @@ from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.query.execute import VERTEX_FILTERED, Selection, matching_objects
 from zarr_vectors.query.planning import ChunkPlan, plan_chunks
 from zarr_vectors.query.predicates import Scope
-from zarr_vectors.query.shapes import in_box
+from zarr_vectors.query.shapes import box_axes_inside, in_box_chunks
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Topology
 from zarr_vectors.spec.metadata import BoundingBox
@@ -51,11 +51,14 @@ def _decoded_count(
 ) -> int:
     if len(flats) == 0:
         return 0
-    keep = np.ones(int(reader.vertex_counts[flats].sum()), dtype=bool)
+    counts = reader.vertex_counts[flats]
+    keep = np.ones(int(counts.sum()), dtype=bool)
     if box is not None or sel.sphere is not None:
         pos = reader.rows(L.VERTICES, flats).values
-        if box is not None:
-            keep &= in_box(pos, box)
+        if box is not None:  # per chunk, only the axes the box cuts (rows are chunk-ordered)
+            dtype = np.dtype(str(reader.node(L.VERTICES).attrs.get("dtype", "<f8")))
+            axes = box_axes_inside(box, reader.layout, flats, dtype)
+            keep &= in_box_chunks(pos, counts, axes, box)
         if sel.sphere is not None:
             keep &= sel.sphere.contains(pos)
     for clause in sel.predicate.of(Scope.VERTEX):

@@ -8,36 +8,50 @@ What each geometry type returns (every rule is "the plain read, filtered"):
   vertex satisfying ``bbox`` ∧ ``sphere`` ∧ every vertex condition (the same vertex), and
   whose object attributes satisfy the object conditions; the "touching" rule of boxes extended
   to the other conditions.  Objects come in ascending id order (``object_ids`` order when
-  given); ``clip=True`` still cuts to ``bbox`` only.
+  given).  ``clip=True`` cuts each path to its maximal runs of consecutive vertices inside
+  ``bbox`` ∧ ``sphere`` (no vertex is interpolated on the surface; vertex conditions select,
+  they do not cut), each run a path with its parent's id and object attributes.
 * ``graph``, ``mesh``: the vertices satisfying ``bbox`` ∧ ``sphere`` ∧ vertex conditions of
   objects satisfying the object conditions, and the edges/faces whose vertices are all
   returned and which satisfy the link conditions; objects in ascending id order, vertices in
   traversal order (the order of a whole-object read).
 
 ``limit=N`` keeps the first N items of that order: points of a point cloud, objects of every
-other type.  Chunks that cannot hold a match (shape tests, statistics) are never read.
+other type (before ``clip`` cuts them into pieces).  Chunks that cannot hold a match (shape
+tests, statistics) are never read, and a limited read stops reading once N items match:
+points are read chunk block by chunk block in ascending flat chunk order (the storage order),
+objects block by block in output order, each block's chunks read once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.core.columns import Column
 from zarr_vectors.core.ragged import unique_sorted
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.query.planning import ChunkPlan, plan_chunks
-from zarr_vectors.query.predicates import Predicate, Scope, WhereLike, parse_where, resolve
-from zarr_vectors.query.shapes import Sphere, in_box, parse_sphere
+from zarr_vectors.query.predicates import (
+    Clause,
+    Predicate,
+    Scope,
+    WhereLike,
+    parse_where,
+    resolve,
+)
+from zarr_vectors.query.shapes import Sphere, in_box, inside_runs, parse_sphere
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Topology
 from zarr_vectors.spec.metadata import BoundingBox
 from zarr_vectors.spec.typespec import type_spec
-from zarr_vectors.types._base import Query, resolve_user_ids
+from zarr_vectors.types._base import Query, decode_columns, resolve_user_ids
+from zarr_vectors.types._objects import group_members_out, output_ids
 
 __all__ = [
     "Selection",
@@ -142,56 +156,211 @@ def _object_mask(reader: LevelReader, dense: IntArray, pred: Predicate) -> BoolA
     return keep
 
 
+def _hits(
+    reader: LevelReader, flats: IntArray, box: BoundingBox | None, sel: Selection
+) -> IntArray:
+    """Return the dense ids (sorted) of objects with a matching vertex in chunks ``flats``.
+
+    A matching vertex satisfies the box, the sphere and every vertex condition.
+    """
+    pos = reader.rows(L.VERTICES, flats).values
+    keep = _vertex_mask(pos, {}, box, replace(sel, predicate=Predicate()))
+    for clause in sel.predicate.of(Scope.VERTEX):
+        keep &= _column_mask(clause, reader.column(f"{L.ATTRIBUTES}/{clause.name}", flats))
+    return unique_sorted(reader.vertex_object_ids(flats)[keep])
+
+
+def _present(reader: LevelReader) -> IntArray:
+    """Dense ids of the level's objects in id order (coarse levels keep only some)."""
+    ids = np.arange(reader.n_objects, dtype=np.int64)
+    if reader.level_meta.level > 0:
+        ids = ids[np.diff(reader.object_offsets) > 0]
+    return ids
+
+
+def _first_matching(reader: LevelReader, query: Query, sel: Selection, plan: ChunkPlan) -> IntArray:
+    """Return the first ``sel.limit`` matching objects in output order, reading few chunks.
+
+    Objects are taken in blocks (``limit`` objects, then doubling) in output order; a block's
+    candidate chunks not read yet are read, and its objects with a hit so far match (every
+    chunk that could hold a hit of theirs has then been read).  Reading stops once ``limit``
+    objects match.
+    """
+    limit = cast(int, sel.limit)
+    order = _present(reader) if query.object_ids is None else query.object_ids
+    allowed = plan.allowed(reader.layout.n_chunks)
+    done = np.zeros(reader.layout.n_chunks, dtype=bool)
+    hits = np.zeros(0, dtype=np.int64)
+    found: list[IntArray] = [np.zeros(0, dtype=np.int64)]
+    n_found, at, step = 0, 0, max(limit, 1)
+    while n_found < limit and at < len(order):
+        block = order[at : at + step]
+        at, step = at + step, 2 * step
+        block = block[_object_mask(reader, block, sel.predicate)]
+        chunks = np.unique(reader.locate_objects(block).chunks) if len(block) else block
+        new = chunks[allowed[chunks] & ~done[chunks]]
+        if len(new):
+            done[new] = True
+            hits = np.union1d(hits, _hits(reader, new, query.bbox, sel))
+        matched = block[np.isin(block, hits)]
+        found.append(matched)
+        n_found += len(matched)
+    return np.concatenate(found)[:limit]
+
+
 def matching_objects(
     reader: LevelReader, query: Query, sel: Selection, plan: ChunkPlan | None = None
 ) -> IntArray:
-    """Dense ids of objects with a vertex satisfying shape and vertex conditions."""
+    """Dense ids of objects with a vertex satisfying shape and vertex conditions.
+
+    With ``sel.limit`` the first ``limit`` of them in output order, found by reading chunks
+    only until that many match (see :func:`_first_matching`).
+    """
     spatial = query.bbox is not None or sel.sphere is not None or sel.predicate.of(Scope.VERTEX)
     if spatial:
         plan = plan or plan_chunks(reader, query.bbox, sel.sphere, sel.predicate)
+        if sel.limit is not None:
+            return _first_matching(reader, query, sel, plan)
         flats = plan.candidates
         if query.object_ids is not None and len(flats):
             flats = np.intersect1d(flats, reader.gather_objects(query.object_ids).chunks)
-        pos = reader.rows(L.VERTICES, flats).values
-        names = {c.name for c in sel.predicate.of(Scope.VERTEX)}
-        attrs = {n: reader.column(f"{L.ATTRIBUTES}/{n}", flats).decoded() for n in names}
-        obj = reader.vertex_object_ids(flats)
-        ids = unique_sorted(obj[_vertex_mask(pos, attrs, query.bbox, sel)])
+        ids = _hits(reader, flats, query.bbox, sel)
     else:
-        ids = np.arange(reader.n_objects, dtype=np.int64)
-        if reader.level_meta.level > 0:  # coarse levels hold only the objects they kept
-            ids = ids[np.diff(reader.object_offsets) > 0]
+        ids = _present(reader)
     if query.object_ids is not None:
         ids = query.object_ids[np.isin(query.object_ids, ids)]
     ids = ids[_object_mask(reader, ids, sel.predicate)]
     return ids if sel.limit is None else ids[: sel.limit]
 
 
-def _points(reader: LevelReader, cls: ReadsLevel[R_co], query: Query, sel: Selection) -> R_co:
-    pruned: LevelReader = reader
-    if query.object_ids is None:
-        plan = plan_chunks(reader, query.bbox, sel.sphere, sel.predicate)
-        pruned = _PrunedReader(reader, plan.allowed(reader.layout.n_chunks))
-    wanted = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
-    extra = tuple(c.name for c in sel.predicate.of(Scope.VERTEX) if c.name not in wanted)
-    got: Any = cls.read(pruned, replace(query, attributes=wanted + tuple(dict.fromkeys(extra))))
+def _chunk_blocks(
+    reader: LevelReader, candidates: IntArray, limit: int | None
+) -> Iterator[IntArray]:
+    """Consecutive blocks of ``candidates`` (ascending) to read until ``limit`` points match.
+
+    The first block is the shortest prefix holding ``limit`` vertices (enough when every
+    vertex matches); each further block doubles the chunks read so far.
+    """
+    if limit is None:
+        yield candidates
+        return
+    cum = np.cumsum(reader.vertex_counts[candidates])
+    end = 0 if limit == 0 else int(np.searchsorted(cum, limit)) + 1
+    start = 0
+    while True:
+        end = min(end, len(candidates))
+        yield candidates[start:end]
+        if end >= len(candidates):
+            return
+        start, end = end, 2 * end
+
+
+def _point_rows(reader: LevelReader, got: Any, sel: Selection) -> IntArray:
+    """Rows of a point read satisfying the vertex and object conditions (and sphere)."""
     keep = _vertex_mask(got.positions, got.attributes, None, sel)
     if sel.predicate.of(Scope.OBJECT) and got.object_ids is not None and keep.any():
         users, inverse = np.unique(got.object_ids, return_inverse=True)
         dense = resolve_user_ids(reader, users)
         keep &= _object_mask(reader, dense, sel.predicate)[inverse.ravel()]
+    return np.flatnonzero(keep)
+
+
+def _column_mask(clause: Clause, col: Column) -> BoolArray:
+    """Rows of ``col`` satisfying ``clause``; categories compared as their stored codes."""
+    if col.categories is None:
+        return clause.mask(col.values)
+    if clause.values is None:
+        raise InvalidInputError(
+            f"where: {clause.name!r} is categorical; use a set of labels, not a range"
+        )
+    index = {c: i for i, c in enumerate(col.categories)}
+    codes = [index[v] for v in clause.values if isinstance(v, str) and v in index]
+    return np.isin(col.values.reshape(len(col.values)), np.asarray(codes, dtype=np.int64))
+
+
+def _point_block(
+    reader: LevelReader,
+    cls: ReadsLevel[Any],
+    query: Query,
+    sel: Selection,
+    block: IntArray,
+    wanted: Sequence[str],
+) -> Any:
+    """Read chunks ``block``; return the read restricted to the rows satisfying the query.
+
+    Conditions are evaluated on the stored columns, and only the kept rows of the returned
+    attributes are decoded (categories resolved to strings).
+    """
+    allowed = np.zeros(reader.layout.n_chunks, dtype=bool)
+    allowed[block] = True
+    got: Any = cls.read(_PrunedReader(reader, allowed), replace(query, bbox=None, attributes=()))
+    keep = _vertex_mask(got.positions, {}, query.bbox, replace(sel, predicate=Predicate()))
+    cols = {}
+    for name in dict.fromkeys((*wanted, *(c.name for c in sel.predicate.of(Scope.VERTEX)))):
+        cols[name] = reader.column(f"{L.ATTRIBUTES}/{name}", block)
+    for clause in sel.predicate.of(Scope.VERTEX):
+        keep &= _column_mask(clause, cols[clause.name])
+    if sel.predicate.of(Scope.OBJECT) and got.object_ids is not None and keep.any():
+        users, inverse = np.unique(got.object_ids, return_inverse=True)
+        dense = resolve_user_ids(reader, users)
+        keep &= _object_mask(reader, dense, sel.predicate)[inverse.ravel()]
     rows = np.flatnonzero(keep)
-    if sel.limit is not None:
-        rows = rows[: sel.limit]
-    return cast(
-        R_co,
-        replace(
-            got,
-            positions=got.positions[rows],
-            attributes={k: got.attributes[k][rows] for k in wanted},
-            object_ids=None if got.object_ids is None else got.object_ids[rows],
-        ),
-    )
+    return _kept(got, rows, decode_columns({k: cols[k].take(rows) for k in wanted}))
+
+
+def _kept(got: Any, rows: IntArray, attributes: Mapping[str, npt.NDArray[Any]]) -> Any:
+    """Return a point read restricted to ``rows`` (``attributes`` are restricted already)."""
+    ids = None if got.object_ids is None else got.object_ids[rows]
+    return replace(got, positions=got.positions[rows], attributes=attributes, object_ids=ids)
+
+
+def _points(reader: LevelReader, cls: ReadsLevel[R_co], query: Query, sel: Selection) -> R_co:
+    wanted = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
+    parts: list[Any] = []
+    if query.object_ids is not None:
+        extra = tuple(c.name for c in sel.predicate.of(Scope.VERTEX) if c.name not in wanted)
+        got: Any = cls.read(reader, replace(query, attributes=wanted + tuple(dict.fromkeys(extra))))
+        rows = _point_rows(reader, got, sel)
+        parts.append(_kept(got, rows, {k: got.attributes[k][rows] for k in wanted}))
+    else:
+        plan = plan_chunks(reader, query.bbox, sel.sphere, sel.predicate)
+        total = 0
+        for block in _chunk_blocks(reader, plan.candidates, sel.limit):
+            parts.append(_point_block(reader, cls, query, sel, block, wanted))
+            total += len(parts[-1].positions)
+            if sel.limit is not None and total >= sel.limit:
+                break
+    return cast(R_co, _merge_points(reader, parts, wanted, sel.limit))
+
+
+def _merge_points(
+    reader: LevelReader, parts: Sequence[Any], wanted: Sequence[str], limit: int | None
+) -> Any:
+    """Return one point result from block reads restricted to their kept rows.
+
+    Blocks in order, ``limit`` applied; per-object fields describe the kept points' objects.
+    """
+    first = parts[0]
+    pos = np.concatenate([g.positions for g in parts])
+    n = len(pos) if limit is None else min(limit, len(pos))
+    changes: dict[str, Any] = {
+        "positions": pos[:n],
+        "attributes": {k: np.concatenate([g.attributes[k] for g in parts])[:n] for k in wanted},
+    }
+    if first.object_ids is not None:
+        users = np.concatenate([g.object_ids for g in parts])[:n]
+        dense = np.unique(resolve_user_ids(reader, np.unique(users))) if n else users[:0]
+        obj_attrs = decode_columns(reader.object_attributes(dense.astype(np.int64)))
+        obj_attrs.pop("id", None)  # the user ids: returned as ``objects``
+        groups, group_attrs = group_members_out(reader, dense.astype(np.int64))
+        changes.update(
+            object_ids=users,
+            objects=output_ids(reader, dense.astype(np.int64)),
+            object_attributes=obj_attrs,
+            groups=groups,
+            group_attributes=group_attrs,
+        )
+    return replace(first, **changes)
 
 
 def run(
@@ -215,6 +384,9 @@ def run(
     with reader.caching():
         ids = matching_objects(reader, query, sel)
         if topology not in VERTEX_FILTERED:
+            if query.clip and sel.sphere is not None:
+                whole = cls.read(reader, replace(query, object_ids=ids, bbox=None, clip=False))
+                return cast(R_co, _clip_paths(whole, query.bbox, sel.sphere))
             return cls.read(
                 reader, replace(query, object_ids=ids, bbox=query.bbox if query.clip else None)
             )
@@ -230,6 +402,22 @@ def run(
         else tuple(link_attributes)
     )
     return cast(R_co, _filter_linked(reader, got, query.bbox, sel, wanted, links))
+
+
+def _clip_paths(got: Any, box: BoundingBox | None, sphere: Sphere) -> Any:
+    """Cut whole paths to their runs of vertices in ``sphere`` (and ``box``), as box clips do."""
+    inside = sphere.contains(got.positions)
+    if box is not None:
+        inside &= in_box(got.positions, box)
+    rows, offsets, owner = inside_runs(got.offsets, inside)
+    return replace(
+        got,
+        positions=got.positions[rows],
+        offsets=offsets,
+        object_ids=got.object_ids[owner],
+        attributes={k: v[rows] for k, v in got.attributes.items()},
+        object_attributes={k: v[owner] for k, v in got.object_attributes.items()},
+    )
 
 
 def no_boundary(query: Query, include_boundary: bool) -> Query:

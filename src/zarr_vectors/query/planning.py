@@ -60,10 +60,11 @@ def _may_match(stats: AttributeStatistics, clause: Clause, flats: IntArray) -> B
     lo, hi = stats.minimum[flats], stats.maximum[flats]
     if clause.values is None:
         ok = np.ones(len(flats), dtype=bool)
-        if clause.low is not None:
-            ok &= hi >= clause.low
-        if clause.high is not None:
-            ok &= lo < clause.high
+        low, high = clause.bounds(lo.dtype)  # exact, as the values themselves are compared
+        if low is not None:
+            ok &= hi >= low
+        if high is not None:
+            ok &= lo < high
         # a chunk whose values are all NaN has NaN statistics and matches nothing
         if lo.dtype.kind == "f":
             ok &= ~np.isnan(lo)

@@ -75,6 +75,20 @@ class Clause:
         """Whether the clause is a range (else a value set)."""
         return self.values is None
 
+    def bounds(self, dtype: np.dtype[Any]) -> tuple[Any, Any]:
+        """Return the range's ends for comparing with values of ``dtype``.
+
+        Float ends become float64 scalars: a Python float next to a float32 array would be
+        rounded to float32 (numpy's promotion rules), so ``v < 0.51`` would drop the float32
+        value just below 0.51.  Values are compared exactly, as boxes compare coordinates.
+        """
+        if dtype.kind != "f":
+            return self.low, self.high
+        return (
+            None if self.low is None else np.float64(self.low),
+            None if self.high is None else np.float64(self.high),
+        )
+
     def mask(self, values: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
         """Return which of ``values`` (decoded: categories as strings) satisfy the clause."""
         v = values.reshape(len(values)) if values.ndim > 1 else values
@@ -90,11 +104,12 @@ class Clause:
                 f"where: {self.name!r} is categorical; use a set of labels, not a range"
             )
         keep = np.ones(len(v), dtype=bool)
+        low, high = self.bounds(v.dtype)
         # comparisons with NaN are False: NaN is outside every range
-        if self.low is not None:
-            keep &= v >= self.low
-        if self.high is not None:
-            keep &= v < self.high
+        if low is not None:
+            keep &= v >= low
+        if high is not None:
+            keep &= v < high
         if self.low is None and self.high is None and v.dtype.kind == "f":
             keep &= ~np.isnan(v)  # an open range still excludes NaN
         return keep

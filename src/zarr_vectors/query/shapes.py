@@ -21,7 +21,16 @@ from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.metadata import BoundingBox
 
-__all__ = ["Sphere", "box_chunks_inside", "chunk_boxes", "in_box", "parse_sphere"]
+__all__ = [
+    "Sphere",
+    "box_axes_inside",
+    "box_chunks_inside",
+    "chunk_boxes",
+    "in_box",
+    "in_box_chunks",
+    "inside_runs",
+    "parse_sphere",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -104,6 +113,23 @@ def in_box(pos: npt.NDArray[np.floating], box: BoundingBox) -> npt.NDArray[np.bo
     return keep
 
 
+def inside_runs(
+    offsets: npt.NDArray[np.int64], inside: npt.NDArray[np.bool_]
+) -> tuple[IntArray, IntArray, IntArray]:
+    """Cut paths to their maximal runs of consecutive vertices where ``inside`` holds.
+
+    ``offsets`` (n + 1,) delimit the paths' rows.  Returns the rows kept, the offsets of the
+    runs over those rows, and the path each run comes from (runs in row order).
+    """
+    owner = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    rows = np.flatnonzero(inside)
+    start = np.ones(len(rows), dtype=bool)
+    start[1:] = (rows[1:] != rows[:-1] + 1) | (owner[rows[1:]] != owner[rows[:-1]])
+    piece_start = np.flatnonzero(start)
+    new_off = np.append(piece_start, len(rows)).astype(np.int64)
+    return rows.astype(np.int64), new_off, owner[rows[piece_start]].astype(np.int64)
+
+
 def chunk_boxes(layout: ChunkLayout, flats: IntArray) -> tuple[FloatArray, FloatArray]:
     """Lower and upper corners (N, D) of grid chunks ``flats``."""
     lo, hi = layout.chunk_box(layout.coords_of_flat(flats))
@@ -120,12 +146,44 @@ def box_chunks_inside(
     ``floor(max / C) >= c + 1``; ``prev`` is the largest value of the vertices' ``dtype``
     below ``min``.
     """
+    out: npt.NDArray[np.bool_] = np.all(box_axes_inside(box, layout, flats, dtype), axis=1)
+    return out
+
+
+def box_axes_inside(
+    box: BoundingBox, layout: ChunkLayout, flats: IntArray, dtype: np.dtype[Any]
+) -> npt.NDArray[np.bool_]:
+    """(N, D): on axis d, every vertex chunk ``flats[i]`` can hold satisfies the box's bounds.
+
+    Where it holds, a membership test need not look at that axis (see
+    :func:`box_chunks_inside`, which is the all-axes case).
+    """
     coords = layout.coords_of_flat(flats).astype(np.float64)
     c = np.asarray(layout.chunk_shape, dtype=np.float64)
     below = _largest_below(np.asarray(box.min, dtype=np.float64), dtype) / c
     above = np.floor(np.asarray(box.max, dtype=np.float64) / c)
-    out: npt.NDArray[np.bool_] = np.all((below < coords) & (above >= coords + 1), axis=1)
+    out: npt.NDArray[np.bool_] = (below < coords) & (above >= coords + 1)
     return out
+
+
+def in_box_chunks(
+    pos: npt.NDArray[np.floating],
+    counts: IntArray,
+    axes_inside: npt.NDArray[np.bool_],
+    box: BoundingBox,
+) -> npt.NDArray[np.bool_]:
+    """Return :func:`in_box` of rows grouped by chunk (``counts`` rows each).
+
+    Only the axes ``axes_inside`` (from :func:`box_axes_inside`) leaves open are tested.
+    """
+    keep = np.ones(len(pos), dtype=bool)
+    ends = np.cumsum(counts)
+    for i, end in enumerate(ends.tolist()):
+        start = end - int(counts[i])
+        for d in np.flatnonzero(~axes_inside[i]).tolist():
+            col = pos[start:end, d]
+            keep[start:end] &= (col >= np.float64(box.min[d])) & (col < np.float64(box.max[d]))
+    return keep
 
 
 def _largest_below(values: FloatArray, dtype: np.dtype[Any]) -> FloatArray:

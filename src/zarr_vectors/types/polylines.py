@@ -24,6 +24,7 @@ from zarr_vectors.core.writer import StoreKwargs, WriteSummary, write_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.query.execute import SphereLike, WhereLike, run, selection
 from zarr_vectors.query.lod import budget_level
+from zarr_vectors.query.shapes import inside_runs
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.typespec import parse_geometry_type, type_spec
@@ -326,14 +327,7 @@ def _clip(
 ) -> Polylines:
     """Keep only the runs of vertices inside the box; each run becomes its own path."""
     assert query.bbox is not None
-    inside = in_box(pos, query.bbox)
-    owner = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
-    rows = np.flatnonzero(inside)
-    start = np.ones(len(rows), dtype=bool)
-    start[1:] = (rows[1:] != rows[:-1] + 1) | (owner[rows[1:]] != owner[rows[:-1]])
-    piece_start = np.flatnonzero(start)
-    piece_owner = owner[rows[piece_start]]
-    new_off = np.append(piece_start, len(rows)).astype(np.int64)
+    rows, new_off, piece_owner = inside_runs(offsets, in_box(pos, query.bbox))
     return Polylines(
         pos[rows],
         new_off,
@@ -398,7 +392,7 @@ def read_polylines(
     attributes
         True for all per-vertex attributes, False for none, or names.
     clip
-        Cut paths to the box.
+        Cut paths to the box and the sphere (runs of consecutive vertices inside both).
     where, sphere, limit, max_vertices
         Attribute conditions (``{"intensity": (0.5, None), "label": {3, 7}}``), a ball
         ``(center, radius)``, the first N items, a vertex budget choosing the finest level
