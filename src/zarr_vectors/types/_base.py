@@ -18,12 +18,13 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column
+from zarr_vectors.core.links.keys import sorted_unique
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.reader import LevelReader, parse_bbox
+from zarr_vectors.core.reader import BBoxLike, LevelReader, parse_bbox
+from zarr_vectors.core.select import Query, user_ids
 from zarr_vectors.core.writer import StoreOptions, store_options
 from zarr_vectors.errors import CorruptPayloadError, InvalidInputError, UnknownGeometryTypeError
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.metadata import BoundingBox
 from zarr_vectors.spec.typespec import (
     TypeSpec,
     load_geometry_entry_point,
@@ -41,27 +42,15 @@ __all__ = [
     "build_query",
     "dense_object_ids",
     "get_geometry_type",
+    "object_query",
     "register_geometry_type",
+    "resolve_user_ids",
     "take_batch_args",
     "user_ids",
     "write_options",
 ]
 
 IntArray = npt.NDArray[np.int64]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Query:
-    """A normalised read request."""
-
-    bbox: BoundingBox | None = None
-    """Half-open box ``min <= p < max``, or None for everything."""
-    object_ids: IntArray | None = None
-    """Dense object ids to read, or None."""
-    attributes: tuple[str, ...] | None = None
-    """Per-vertex attribute names to return (None = all)."""
-    clip: bool = False
-    """Paths: cut objects to the box instead of returning them whole."""
 
 
 @dataclass(frozen=True)
@@ -169,14 +158,6 @@ def dense_object_ids(
     return dense.astype(np.int64), distinct, identity
 
 
-def user_ids(reader: LevelReader) -> npt.NDArray[Any] | None:
-    """Return the stored user ids (``object_attributes/id``) or None when ids are dense."""
-    path = f"{L.OBJECT_ATTRIBUTES}/id"
-    if not reader.has(path):
-        return None
-    return reader.object_attributes(None)["id"].values
-
-
 def resolve_user_ids(reader: LevelReader, ids: npt.ArrayLike) -> IntArray:
     """Map user object ids to dense ids, with an error naming an unknown id."""
     arr = np.atleast_1d(np.asarray(ids))
@@ -220,6 +201,36 @@ def build_query(
         object_ids=ids,
         attributes=attribute_selection(visible(reader.names(L.ATTRIBUTES)), attributes),
         clip=clip,
+    )
+
+
+def object_query(
+    reader: LevelReader,
+    allowed: tuple[str, ...],
+    bbox: BBoxLike | None,
+    object_ids: npt.ArrayLike | None,
+    group: str | int | None,
+    attributes: bool | str | Sequence[str],
+) -> Query:
+    """Validate read arguments for a graph-like store and build the query."""
+    if type_spec(reader.meta.geometry_type).family_name not in allowed:
+        names = ", ".join(repr(str(a)) for a in allowed)
+        raise InvalidInputError(
+            f"store holds {str(reader.meta.geometry_type)!r}; this reader needs {names}"
+        )
+    ids = None
+    if object_ids is not None:
+        ids = resolve_user_ids(reader, object_ids)
+    if group is not None:
+        table = reader.groups
+        if table is None:
+            raise InvalidInputError("this store has no groups")
+        members = table.members_of(group)
+        ids = sorted_unique(members) if ids is None else ids[np.isin(ids, members)]
+    return Query(
+        bbox=None if bbox is None else parse_bbox(bbox, reader.layout.ndim),
+        object_ids=ids,
+        attributes=attribute_selection(visible(reader.names(L.ATTRIBUTES)), attributes),
     )
 
 

@@ -43,6 +43,7 @@ from zarr_vectors.core.ragged import (
     sort_order,
 )
 from zarr_vectors.core.reader import BBoxLike, LevelReader
+from zarr_vectors.core.select import in_box
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import GeometryError, InvalidInputError
@@ -69,7 +70,6 @@ from zarr_vectors.types._objects import (
     flatten_ragged,
     group_members_out,
     groups_table,
-    in_box,
     output_ids,
     ragged_columns,
 )

@@ -19,6 +19,7 @@ from zarr_vectors.core.columns import normalize_columns
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader
+from zarr_vectors.core.select import in_box, read_objects, select_objects
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, write_store
 from zarr_vectors.errors import InvalidInputError
@@ -43,11 +44,8 @@ from zarr_vectors.types._objects import (
     flatten_ragged,
     group_members_out,
     groups_table,
-    in_box,
     output_ids,
     ragged_columns,
-    read_objects,
-    select_objects,
 )
 
 __all__ = [

@@ -27,9 +27,17 @@ import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, normalize_columns
 from zarr_vectors.core.io import CompressorSpec
+from zarr_vectors.core.links.keys import first_appearance
+from zarr_vectors.core.links.read import (
+    Tasks,
+    cross_link_piece,
+    local_link_parents,
+    read_with_links,
+)
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader, ObjectRanges
 from zarr_vectors.core.recycle import RESULTS
+from zarr_vectors.core.select import Query, select_objects
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, check_positions, write_store
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
@@ -41,9 +49,9 @@ from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.types._base import (
     Batch,
     GeometryType,
-    Query,
     batch_ids,
     decode_columns,
+    object_query,
     register_geometry_type,
     take_batch_args,
     write_options,
@@ -55,17 +63,8 @@ from zarr_vectors.types._objects import (
     groups_table,
     output_ids,
     ragged_columns,
-    select_objects,
 )
-from zarr_vectors.types.graphs import (
-    Tasks,
-    check_edges,
-    cross_link_piece,
-    first_appearance,
-    local_link_parents,
-    object_query,
-    read_with_links,
-)
+from zarr_vectors.types.graphs import check_edges
 
 __all__ = ["Skeleton", "Skeletons", "read_skeleton", "write_skeleton"]
 
@@ -470,7 +469,7 @@ def write_skeleton(
 class _ParentWork:
     """Parent of each returned node from the stored ``[child, parent]`` links (-1: a root).
 
-    Two tasks (:class:`~zarr_vectors.types.graphs.Tasks`): the local links, then the
+    Two tasks (:class:`~zarr_vectors.core.links.read.Tasks`): the local links, then the
     cross-chunk links, the latter for whichever thread of the read is free first.
     ``index`` maps each row of the chunks ``where.chunks`` to its returned position.
     """
