@@ -128,17 +128,21 @@ class KeySpace:
         keys += np.repeat(self.start(flats), np.diff(block.offsets))[:, None]
         return keys
 
-    def cross_keys(self, reader: LevelReader, cross: npt.NDArray[Any]) -> IntArray:
-        """``cross_chunk_links`` records as keys (-1: endpoint outside the space), checked."""
+    def cross_keys(self, reader: LevelReader, cross: npt.NDArray[Any], arity: int = 2) -> IntArray:
+        """``cross_chunk_links`` records as keys (-1: endpoint outside the space), checked.
+
+        ``arity`` endpoints per record: 2 for edges, 3 for triangles.
+        """
         d = reader.layout.ndim
-        if cross.shape[1] != 2 * (d + 1):
+        if cross.shape[1] != arity * (d + 1):
+            what = "edges" if arity == 2 else f"{arity} endpoints"
             raise CorruptPayloadError(
                 f"{L.CROSS_CHUNK_LINKS} rows have width {cross.shape[1]}, "
-                f"expected {2 * (d + 1)} for edges"
+                f"expected {arity * (d + 1)} for {what}"
             )
         cols = np.ascontiguousarray(cross.T, dtype=np.int64)  # one pass, then contiguous columns
-        out = np.empty((2, len(cross)), dtype=np.int64)
-        for j in range(2):
+        out = np.empty((arity, len(cross)), dtype=np.int64)
+        for j in range(arity):
             flat = flat_chunks(reader, cols[j * (d + 1) : j * (d + 1) + d].T)
             row = cols[j * (d + 1) + d]
             if (row.view(np.uint64) >= self.counts[flat].view(np.uint64)).any():  # -1 wraps: big
@@ -148,7 +152,7 @@ class KeySpace:
             start = self.start(flat)
             np.add(start, row, out=out[j])
             out[j][start < 0] = -1
-        return out.T  # (E, 2) view of the (2, E) keys
+        return out.T  # (E, arity) view of the (arity, E) keys
 
 
 def flat_chunks(reader: LevelReader, coords: IntArray) -> IntArray:
