@@ -75,7 +75,14 @@ from zarr_vectors.types._order import (
     with_input_index,
 )
 
-__all__ = ["Graph", "check_edges", "connected_components", "read_graph", "write_graph"]
+__all__ = [
+    "Graph",
+    "check_edges",
+    "connected_components",
+    "graph_parts",
+    "read_graph",
+    "write_graph",
+]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.floating]
@@ -220,7 +227,7 @@ def traversal_rank(vertex_object: IntArray) -> IntArray:
     return rank
 
 
-def _graph_parts(
+def graph_parts(
     positions: Any,
     edges: Any,
     directed: bool,
@@ -231,6 +238,7 @@ def _graph_parts(
     groups: Mapping[str, Any] | None,
     group_attributes: Mapping[str, Any] | None,
 ) -> GeometryParts:
+    """Check ``write_graph`` arguments and return them as write-pipeline parts."""
     pos = check_positions(positions)
     n = len(pos)
     e = check_edges(edges, n)
@@ -359,7 +367,7 @@ def write_graph(
     >>> read_graph(store, bbox=([90, 90], [99, 99])).n_vertices
     0
     """
-    parts = _graph_parts(
+    parts = graph_parts(
         positions,
         edges,
         directed,
@@ -431,7 +439,7 @@ class GraphType(GeometryType):
         )
         if edges is None:
             raise InvalidInputError("graph batches need edges=")
-        parts = _graph_parts(
+        parts = graph_parts(
             data,
             edges,
             bool(meta.get("is_directed", False)),
@@ -571,3 +579,6 @@ def _in_input_order(g: Graph) -> Graph:
     ranked = np.argsort(before, kind="stable")
     moved = ranked[np.searchsorted(before[ranked], out.objects)]
     return replace(out, object_attributes={k: v[moved] for k, v in g.object_attributes.items()})
+
+
+_graph_parts = graph_parts  # the name zarr_vectors.edit.append imports

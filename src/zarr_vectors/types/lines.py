@@ -31,7 +31,7 @@ from zarr_vectors.types._base import (
     take_batch_args,
     write_options,
 )
-from zarr_vectors.types.polylines import _path_parts, path_query, read_paths
+from zarr_vectors.types.polylines import path_parts, path_query, read_paths
 
 __all__ = ["Lines", "read_lines", "write_lines"]
 
@@ -137,7 +137,7 @@ def write_lines(
             )
         flat_attrs[name] = arr.reshape(2 * m, *arr.shape[2:])
     offsets = np.arange(0, 2 * m + 1, 2, dtype=np.int64)
-    parts = _path_parts(
+    parts = path_parts(
         ends.reshape(2 * m, d),
         offsets,
         flat_attrs,
@@ -187,7 +187,7 @@ class LineType(GeometryType):
             k: np.asarray(v).reshape(2 * m, *np.asarray(v).shape[2:])
             for k, v in (attributes or {}).items()
         }
-        parts = _path_parts(
+        parts = path_parts(
             ends.reshape(2 * m, d), np.arange(0, 2 * m + 1, 2), flat, obj_attrs, None, None, None
         )
         return Batch(parts, object_ids=batch_ids(ids))

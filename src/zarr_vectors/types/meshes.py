@@ -89,6 +89,7 @@ __all__ = [
     "MeshLike",
     "Meshes",
     "as_meshes",
+    "mesh_parts",
     "connected_components",
     "read_mesh",
     "write_mesh",
@@ -425,7 +426,7 @@ def _result_input(m: Meshes) -> dict[str, Any]:
     }
 
 
-def _mesh_parts(data: MeshInput, faces: Any, **kw: Any) -> GeometryParts:
+def mesh_parts(data: MeshInput, faces: Any, **kw: Any) -> GeometryParts:
     """Normalise every accepted input form to :class:`GeometryParts`."""
     if isinstance(data, Meshes):
         if faces is not None or any(v is not None for v in kw.values()):
@@ -579,7 +580,7 @@ def write_mesh(
     >>> len(read_mesh(store, bbox=([90, 90, 90], [99, 99, 99])))
     0
     """
-    parts = _mesh_parts(
+    parts = mesh_parts(
         vertices,
         faces,
         object_ids=object_ids,
@@ -630,7 +631,7 @@ def as_meshes(
     >>> m.ids.tolist(), m[1].faces.tolist()
     ([7, 3], [[2, 1, 0]])
     """
-    parts = _mesh_parts(
+    parts = mesh_parts(
         vertices,
         faces,
         object_ids=object_ids,
@@ -780,7 +781,7 @@ class MeshType(GeometryType):
             "groups",
             "group_attributes",
         )
-        parts = _mesh_parts(
+        parts = mesh_parts(
             data,
             faces,
             object_ids=None,
@@ -909,3 +910,6 @@ def _in_input_order(m: Meshes) -> Meshes:
         face_attributes={k: v[fperm] for k, v in face_attrs.items()},
         input_order=True,
     )
+
+
+_mesh_parts = mesh_parts  # the name zarr_vectors.edit.append imports

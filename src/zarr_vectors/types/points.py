@@ -49,7 +49,7 @@ from zarr_vectors.types._order import (
     with_input_index,
 )
 
-__all__ = ["Points", "read_points", "write_points"]
+__all__ = ["Points", "points_parts", "read_points", "write_points"]
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ class Points:
         return int(self.positions.shape[1])
 
 
-def _points_parts(
+def points_parts(
     positions: Any,
     attributes: Mapping[str, Any] | None,
     object_ids: Any,
@@ -96,6 +96,7 @@ def _points_parts(
     groups: Mapping[str, Any] | None,
     group_attributes: Mapping[str, Any] | None,
 ) -> GeometryParts:
+    """Check ``write_points`` arguments and return them as write-pipeline parts."""
     pos = check_positions(positions)
     n = len(pos)
     attrs = normalize_columns(attributes, n, "attribute")
@@ -240,7 +241,7 @@ def write_points(
     >>> len(zv.read_points(store, bbox=([50, 50, 50], [60, 60, 60])))
     0
     """
-    parts = _points_parts(
+    parts = points_parts(
         positions, attributes, object_ids, object_attributes, groups, group_attributes
     )
     if keep_order:
@@ -311,7 +312,7 @@ class PointCloudType(GeometryType):
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
         """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
         attributes, object_ids = take_batch_args(kw, "attributes", "object_ids")
-        parts = _points_parts(data, attributes, None, None, None, None)
+        parts = points_parts(data, attributes, None, None, None, None)
         if object_ids is None:
             return Batch(parts)
         ids = np.asarray(object_ids)
@@ -414,3 +415,6 @@ def _query(
             f"store holds {str(reader.meta.geometry_type)!r}, not 'point_cloud'"
         )
     return build_query(reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes)
+
+
+_points_parts = points_parts  # the name zarr_vectors.edit.append imports

@@ -50,6 +50,7 @@ from zarr_vectors.types._objects import (
 
 __all__ = [
     "Polylines",
+    "path_parts",
     "read_polylines",
     "read_streamlines",
     "write_polylines",
@@ -112,7 +113,7 @@ class Polylines:
         return self.attributes[name][self.offsets[i] : self.offsets[i + 1]]
 
 
-def _path_parts(
+def path_parts(
     paths: Any,
     offsets: Any,
     attributes: Mapping[str, Any] | None,
@@ -221,7 +222,7 @@ def write_polylines(
     gtype = parse_geometry_type(geometry_type)
     if type_spec(gtype).family_name not in (GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE):
         raise InvalidInputError(f"geometry_type must be 'polyline' or 'streamline', got {gtype}")
-    parts = _path_parts(
+    parts = path_parts(
         polylines,
         offsets,
         attributes,
@@ -295,7 +296,7 @@ class PolylineType(GeometryType):
         offsets, attrs, obj_attrs, ids, groups, group_attrs = take_batch_args(
             kw, "offsets", "attributes", "object_attributes", "ids", "groups", "group_attributes"
         )
-        parts = _path_parts(data, offsets, attrs, obj_attrs, None, groups, group_attrs)
+        parts = path_parts(data, offsets, attrs, obj_attrs, None, groups, group_attrs)
         return Batch(parts, object_ids=batch_ids(ids))
 
 
@@ -430,3 +431,6 @@ def read_polylines(
 def read_streamlines(store: StoreLike, **kwargs: Any) -> Polylines:
     """Read streamlines; same arguments as :func:`read_polylines`."""
     return read_polylines(store, **kwargs)
+
+
+_path_parts = path_parts  # the name zarr_vectors.edit.append imports

@@ -66,7 +66,7 @@ from zarr_vectors.types._objects import (
 )
 from zarr_vectors.types.graphs import check_edges
 
-__all__ = ["Skeleton", "Skeletons", "read_skeleton", "write_skeleton"]
+__all__ = ["Skeleton", "Skeletons", "read_skeleton", "skeleton_parts", "write_skeleton"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.floating]
@@ -321,7 +321,7 @@ def _node_attributes(
     return cols
 
 
-def _skeleton_parts(
+def skeleton_parts(
     positions: Any,
     parents: Any,
     offsets: Any,
@@ -333,6 +333,7 @@ def _skeleton_parts(
     groups: Mapping[str, Any] | None,
     group_attributes: Mapping[str, Any] | None,
 ) -> GeometryParts:
+    """Check ``write_skeleton`` arguments and return them as write-pipeline parts."""
     if parents is None:
         pos, par, off = _from_pairs(positions)
         seg_off: IntArray | None = off
@@ -446,7 +447,7 @@ def write_skeleton(
     >>> len(read_skeleton(store, bbox=([90, 90, 90], [99, 99, 99])))
     0
     """
-    parts = _skeleton_parts(
+    parts = skeleton_parts(
         positions,
         parents,
         offsets,
@@ -554,7 +555,7 @@ class SkeletonType(GeometryType):
             "groups",
             "group_attributes",
         )
-        parts = _skeleton_parts(
+        parts = skeleton_parts(
             data, parents, offsets, None, radius, swc_type, attrs, o_attrs, groups, g_attrs
         )
         return Batch(parts, object_ids=batch_ids(ids))
@@ -622,3 +623,6 @@ def read_skeleton(
     reader = LevelReader(root, budget_level(root, level, bbox, sphere, max_vertices))
     query = object_query(reader, (GeometryTypeName.SKELETON,), bbox, object_ids, group, attributes)
     return run(reader, SkeletonType, query, selection(reader, where, sphere, limit))
+
+
+_skeleton_parts = skeleton_parts  # the name zarr_vectors.edit.append imports
