@@ -9,15 +9,16 @@ can register through the ``zarr_vectors.geometry_types`` entry-point group.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column
+from zarr_vectors.core.engine import LINKED_TOPOLOGIES, Gathered, gather
 from zarr_vectors.core.links.keys import sorted_unique
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader, parse_bbox
@@ -51,6 +52,7 @@ __all__ = [
 ]
 
 IntArray = npt.NDArray[np.int64]
+_Result = TypeVar("_Result")
 
 
 @dataclass(frozen=True)
@@ -65,12 +67,13 @@ class Batch:
     """Per-object user ids of the batch's objects."""
 
 
-class GeometryType(ABC):
+class GeometryType(ABC, Generic[_Result]):
     """Base class of every geometry type (built-in or plug-in); subclasses are stateless.
 
     A subclass sets :attr:`spec` (its :class:`~zarr_vectors.spec.typespec.TypeSpec`) and
-    implements :meth:`read`; :meth:`batch` (streaming and distributed writes) and
-    :meth:`scene_result` (drawing) are optional.
+    implements :meth:`assemble` (how gathered rows become its result) or :meth:`read`;
+    :meth:`batch` (streaming and distributed writes) and :meth:`scene_result` (drawing) are
+    optional.
     """
 
     spec: ClassVar[TypeSpec]
@@ -84,9 +87,24 @@ class GeometryType(ABC):
             cls.name = cls.spec.name
 
     @classmethod
-    @abstractmethod
-    def read(cls, reader: LevelReader, query: Query) -> Any:
-        """Run ``query`` on one level and return this type's typed result."""
+    def read(cls, reader: LevelReader, query: Query) -> _Result:
+        """Run ``query`` on one level and return this type's typed result.
+
+        The shared pipeline: :func:`~zarr_vectors.core.engine.gather` (the engine of
+        ``spec.topology``, every visible edge or face attribute) then :meth:`assemble`.
+        """
+        linked = cls.spec.topology in LINKED_TOPOLOGIES
+        links = visible(reader.names(L.LINK_ATTRIBUTES)) if linked else ()
+        return cls.assemble(reader, query, gather(reader, query, cls.spec, links))
+
+    @classmethod
+    def assemble(cls, reader: LevelReader, query: Query, rows: Gathered) -> _Result:
+        """Build this type's result from the rows gathered for ``query``.
+
+        The hook each type implements (unless it overrides :meth:`read`): ``rows`` is what
+        :func:`~zarr_vectors.core.engine.gather` returned for the type's topology.
+        """
+        raise UnknownGeometryTypeError(f"geometry type {cls.spec.name!r} cannot build results")
 
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
@@ -99,17 +117,19 @@ class GeometryType(ABC):
         return result
 
 
-_REGISTRY: dict[str, type[GeometryType]] = {}
+_Type = TypeVar("_Type", bound=type[GeometryType[Any]])
+
+_REGISTRY: dict[str, type[GeometryType[Any]]] = {}
 
 
-def register_geometry_type(cls: type[GeometryType]) -> type[GeometryType]:
+def register_geometry_type(cls: _Type) -> _Type:
     """Register a geometry type class and its spec under ``cls.spec.name`` (a decorator)."""
     register_type_spec(cls.spec)
     _REGISTRY[cls.spec.name] = cls
     return cls
 
 
-def get_geometry_type(name: str) -> type[GeometryType]:
+def get_geometry_type(name: str) -> type[GeometryType[Any]]:
     """Return the registered class for ``name``, loading its entry point on first miss."""
     key = type_spec(name).name
     if key not in _REGISTRY:

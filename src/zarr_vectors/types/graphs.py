@@ -35,9 +35,10 @@ import numpy.typing as npt
 
 from zarr_vectors.core.columns import normalize_columns
 from zarr_vectors.core.components import connected_components
+from zarr_vectors.core.engine import Gathered, gather, rows_as
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.links.keys import first_appearance
-from zarr_vectors.core.links.rows import GraphRows, gather_graph
+from zarr_vectors.core.links.rows import GraphRows
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.select import Query
@@ -413,16 +414,15 @@ def _is_directed(reader: LevelReader) -> bool:
 
 
 @register_geometry_type
-class GraphType(GeometryType):
+class GraphType(GeometryType[Graph]):
     """Plug-in for ``graph`` stores."""
 
     spec = type_spec(GeometryTypeName.GRAPH)
 
     @classmethod
-    def read(cls, reader: LevelReader, query: Query) -> Graph:
-        """Return the vertices and edges selected by ``query`` (all edge attributes)."""
-        edge_names = visible(reader.names(L.LINK_ATTRIBUTES))
-        return graph_result(reader, gather_graph(reader, query, edge_names), _is_directed(reader))
+    def assemble(cls, reader: LevelReader, query: Query, rows: Gathered) -> Graph:
+        """Build the :class:`Graph` of gathered vertices and edges."""
+        return graph_result(reader, rows_as(rows, GraphRows, cls.spec), _is_directed(reader))
 
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
@@ -538,8 +538,8 @@ def read_graph(
     if sel:  # vertices and edges filtered like a box (zarr_vectors.query.execute)
         g = run(reader, GraphType, no_boundary(query, include_boundary_edges), sel, edge_names)
     else:
-        rows = gather_graph(reader, query, edge_names, include_boundary_edges)
-        g = graph_result(reader, rows, _is_directed(reader))
+        rows = gather(reader, query, GraphType.spec, edge_names, include_boundary_edges)
+        g = GraphType.assemble(reader, query, rows)
     return _in_input_order(g) if in_input else g
 
 

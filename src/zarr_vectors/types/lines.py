@@ -13,6 +13,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.core.engine import Gathered, PathRows, rows_as
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
@@ -31,7 +32,7 @@ from zarr_vectors.types._base import (
     take_batch_args,
     write_options,
 )
-from zarr_vectors.types.polylines import path_parts, path_query, read_paths
+from zarr_vectors.types.polylines import path_parts, path_query, paths_result
 
 __all__ = ["Lines", "read_lines", "write_lines"]
 
@@ -151,15 +152,15 @@ def write_lines(
 
 
 @register_geometry_type
-class LineType(GeometryType):
+class LineType(GeometryType[Lines]):
     """Plug-in for ``line`` stores."""
 
     spec = type_spec(GeometryTypeName.LINE)
 
     @classmethod
-    def read(cls, reader: LevelReader, query: Query) -> Lines:
-        """Return whole segments selected by ``query``."""
-        pl = read_paths(reader, query)
+    def assemble(cls, reader: LevelReader, query: Query, rows: Gathered) -> Lines:
+        """Build the :class:`Lines` of gathered whole segments."""
+        pl = paths_result(reader, query, rows_as(rows, PathRows, cls.spec))
         if not np.all(np.diff(pl.offsets) == 2):
             raise InvalidInputError(
                 "a line store holds an object that is not two vertices "

@@ -33,8 +33,9 @@ import numpy.typing as npt
 from zarr_vectors.core.columns import normalize_columns
 from zarr_vectors.core.components import connected_components
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
+from zarr_vectors.core.engine import Gathered, gather, rows_as
 from zarr_vectors.core.io import CompressorSpec
-from zarr_vectors.core.links.faces import FaceRows, gather_faces
+from zarr_vectors.core.links.faces import FaceRows
 from zarr_vectors.core.links.keys import sorted_unique
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.ragged import (
@@ -733,9 +734,8 @@ def _assemble(
 # -- read ------------------------------------------------------------------------------------
 
 
-def _read(reader: LevelReader, query: Query, face_names: Sequence[str], boundary: bool) -> Meshes:
-    """Run a mesh query (:func:`~zarr_vectors.core.links.faces.gather_faces`), build the result."""
-    rows = gather_faces(reader, query, face_names, boundary)
+def _meshes_of(reader: LevelReader, rows: FaceRows) -> Meshes:
+    """Build the :class:`Meshes` of gathered vertices and faces."""
     objs = rows.objects
     obj_attrs = decode_columns(reader.object_attributes(objs))
     obj_attrs.pop("id", None)
@@ -758,15 +758,15 @@ def _winding(reader: LevelReader) -> WindingOrder:
 
 
 @register_geometry_type
-class MeshType(GeometryType):
+class MeshType(GeometryType[Meshes]):
     """Plug-in for ``mesh`` stores."""
 
     spec = type_spec(GeometryTypeName.MESH)
 
     @classmethod
-    def read(cls, reader: LevelReader, query: Query) -> Meshes:
-        """Return the vertices and faces selected by ``query`` (all face attributes)."""
-        return _read(reader, query, visible(reader.names(L.LINK_ATTRIBUTES)), boundary=False)
+    def assemble(cls, reader: LevelReader, query: Query, rows: Gathered) -> Meshes:
+        """Build the :class:`Meshes` of gathered vertices and faces."""
+        return _meshes_of(reader, rows_as(rows, FaceRows, cls.spec))
 
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
@@ -891,7 +891,9 @@ def read_mesh(
     if sel:  # vertices and faces filtered like a box (zarr_vectors.query.execute)
         got = run(reader, MeshType, no_boundary(query, include_boundary_faces), sel, names)
     else:
-        got = _read(reader, query, names, include_boundary_faces)
+        got = MeshType.assemble(
+            reader, query, gather(reader, query, MeshType.spec, names, include_boundary_faces)
+        )
     return got if how is ElementOrder.STORAGE else _in_input_order(got)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, GroupTable, normalize_columns
+from zarr_vectors.core.engine import Gathered, PointRows, rows_as
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader
@@ -251,47 +252,16 @@ def write_points(
 
 
 @register_geometry_type
-class PointCloudType(GeometryType):
+class PointCloudType(GeometryType[Points]):
     """Plug-in for ``point_cloud`` stores."""
 
     spec = type_spec(GeometryTypeName.POINT_CLOUD)
 
     @classmethod
-    def read(cls, reader: LevelReader, query: Query) -> Points:
-        """Return the points selected by ``query``."""
-        names = (
-            query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
-        )
-        has_objects = reader.has(L.OBJECT_OFFSETS)
-        if query.object_ids is not None:
-            objs = reader.gather_objects(query.object_ids)
-            flats, rows = objs.chunks, objs.rows
-        else:
-            flats = reader.chunks(query.bbox)
-            rows = None
-            if has_objects and query.bbox is None:
-                # a whole-level read costs O(refs) anyway; it must agree with what an
-                # object_ids= read would return, so the index it skips is checked here
-                reader.check_object_index()
-        pos = reader.rows(L.VERTICES, flats).values
-        obj = reader.vertex_object_ids(flats) if has_objects else None
-        if rows is not None:
-            pos = pos[rows]
-            obj = None if obj is None else obj[rows]
-        keep = None
-        if query.bbox is not None:
-            lo, hi = np.asarray(query.bbox.min), np.asarray(query.bbox.max)
-            keep = np.flatnonzero(np.all((pos >= lo) & (pos < hi), axis=1))
-            pos = pos[keep]
-            obj = None if obj is None else obj[keep]
-        attrs: dict[str, Column] = {}
-        for name in names:
-            col = reader.column(f"{L.ATTRIBUTES}/{name}", flats)
-            if rows is not None:
-                col = col.take(rows)
-            if keep is not None:
-                col = col.take(keep)
-            attrs[name] = col
+    def assemble(cls, reader: LevelReader, query: Query, rows: Gathered) -> Points:
+        """Build the :class:`Points` of gathered rows."""
+        got = rows_as(rows, PointRows, cls.spec)
+        pos, obj, attrs = got.positions, got.vertex_object, got.attributes
         if obj is None:
             return Points(pos, decode_columns(attrs))
         dense = np.unique(obj)

@@ -16,16 +16,16 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import normalize_columns
+from zarr_vectors.core.engine import Gathered, PathRows, gather_paths, rows_as
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader
-from zarr_vectors.core.select import in_box, read_objects, select_objects
+from zarr_vectors.core.select import in_box
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import WriteSummary, write_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.query.execute import SphereLike, WhereLike, run, selection
 from zarr_vectors.query.lod import budget_level
-from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.typespec import parse_geometry_type, type_spec
 from zarr_vectors.types._base import (
@@ -280,15 +280,15 @@ def write_streamlines(
 
 
 @register_geometry_type
-class PolylineType(GeometryType):
+class PolylineType(GeometryType[Polylines]):
     """Plug-in for ``polyline`` stores."""
 
     spec = type_spec(GeometryTypeName.POLYLINE)
 
     @classmethod
-    def read(cls, reader: LevelReader, query: Query) -> Polylines:
-        """Return whole paths selected by ``query``."""
-        return read_paths(reader, query)
+    def assemble(cls, reader: LevelReader, query: Query, rows: Gathered) -> Polylines:
+        """Build the :class:`Polylines` of gathered whole paths (cut to the box with ``clip``)."""
+        return paths_result(reader, query, rows_as(rows, PathRows, cls.spec))
 
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
@@ -309,10 +309,12 @@ class StreamlineType(PolylineType):
 
 def read_paths(reader: LevelReader, query: Query) -> Polylines:
     """Run a query on a path store (shared by polylines, streamlines and lines)."""
-    names = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
-    with reader.caching():
-        dense = select_objects(reader, query)
-        got = read_objects(reader, dense, names)
+    return paths_result(reader, query, gather_paths(reader, query))
+
+
+def paths_result(reader: LevelReader, query: Query, rows: PathRows) -> Polylines:
+    """Build the :class:`Polylines` of gathered whole paths (cut to the box with ``clip``)."""
+    dense, got = rows.objects, rows.vertices
     obj_attrs = decode_columns(reader.object_attributes(dense))
     obj_attrs.pop("id", None)
     groups, group_attrs = group_members_out(reader, dense)
