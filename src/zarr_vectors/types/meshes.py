@@ -655,15 +655,11 @@ def as_meshes(
         groups_out = {
             name: ids[parts.groups.members_of(i)] for i, name in enumerate(parts.groups.names)
         }
+    rows = FaceRows(
+        parts.positions[order], obj[order], np.arange(parts.n_objects), where[parts.links], {}, {}
+    )
     return _assemble(
-        FaceRows(
-            parts.positions[order],
-            obj[order],
-            np.arange(parts.n_objects, dtype=np.int64),
-            where[parts.links],
-            {},
-            {},
-        ),
+        rows,
         ids,
         {k: c.take(order).decoded() for k, c in parts.vertex_attributes.items()},
         decode_columns(parts.link_attributes),
