@@ -94,8 +94,25 @@ class GeometryType(ABC, Generic[_Result]):
         ``spec.topology``, every visible edge or face attribute) then :meth:`assemble`.
         """
         linked = cls.spec.topology in LINKED_TOPOLOGIES
-        links = visible(reader.names(L.LINK_ATTRIBUTES)) if linked else ()
-        return cls.assemble(reader, query, gather(reader, query, cls.spec, links))
+        return cls.read_with(
+            reader, query, visible(reader.names(L.LINK_ATTRIBUTES)) if linked else ()
+        )
+
+    @classmethod
+    def read_with(
+        cls,
+        reader: LevelReader,
+        query: Query,
+        link_attributes: Sequence[str] = (),
+        boundary: bool = False,
+    ) -> _Result:
+        """:meth:`read` with the edge or face attributes to return and boundary links.
+
+        ``boundary``: with a box, also the links with one end in it and their outside
+        vertices (graphs, meshes).
+        """
+        rows = gather(reader, query, cls.spec, link_attributes, boundary)
+        return cls.assemble(reader, query, rows)
 
     @classmethod
     def assemble(cls, reader: LevelReader, query: Query, rows: Gathered) -> _Result:

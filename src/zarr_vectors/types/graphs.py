@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from zarr_vectors.core.columns import normalize_columns
 from zarr_vectors.core.components import connected_components
-from zarr_vectors.core.engine import Gathered, gather, rows_as
+from zarr_vectors.core.engine import Gathered, rows_as
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.links.keys import first_appearance
 from zarr_vectors.core.links.rows import GraphRows
@@ -538,8 +538,7 @@ def read_graph(
     if sel:  # vertices and edges filtered like a box (zarr_vectors.query.execute)
         g = run(reader, GraphType, no_boundary(query, include_boundary_edges), sel, edge_names)
     else:
-        rows = gather(reader, query, GraphType.spec, edge_names, include_boundary_edges)
-        g = GraphType.assemble(reader, query, rows)
+        g = GraphType.read_with(reader, query, edge_names, include_boundary_edges)
     return _in_input_order(g) if in_input else g
 
 

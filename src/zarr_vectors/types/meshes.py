@@ -33,7 +33,7 @@ import numpy.typing as npt
 from zarr_vectors.core.columns import normalize_columns
 from zarr_vectors.core.components import connected_components
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
-from zarr_vectors.core.engine import Gathered, gather, rows_as
+from zarr_vectors.core.engine import Gathered, rows_as
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.links.faces import FaceRows
 from zarr_vectors.core.links.keys import sorted_unique
@@ -887,9 +887,7 @@ def read_mesh(
     if sel:  # vertices and faces filtered like a box (zarr_vectors.query.execute)
         got = run(reader, MeshType, no_boundary(query, include_boundary_faces), sel, names)
     else:
-        got = MeshType.assemble(
-            reader, query, gather(reader, query, MeshType.spec, names, include_boundary_faces)
-        )
+        got = MeshType.read_with(reader, query, names, include_boundary_faces)
     return got if how is ElementOrder.STORAGE else _in_input_order(got)
 
 
