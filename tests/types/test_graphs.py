@@ -21,6 +21,7 @@ from zarr.core.buffer import Buffer, BufferPrototype
 from zarr.storage import LocalStore, MemoryStore
 
 import zarr_vectors as zv
+from zarr_vectors.core.links.read import row_index
 from zarr_vectors.core.ragged import sort_keys as _sort_keys
 from zarr_vectors.core.reader import LevelReader, ObjectRanges, RowRanges
 from zarr_vectors.errors import GeometryError, InvalidInputError
@@ -28,7 +29,6 @@ from zarr_vectors.testing.strategies import bboxes, graphs, object_id_arrays
 from zarr_vectors.types._base import Query, get_geometry_type
 from zarr_vectors.types.graphs import (
     Graph,
-    _row_index,
     connected_components,
     first_appearance,
     read_graph,
@@ -658,7 +658,7 @@ def test_row_index_equals_a_scatter(lengths: list[int], seed: int, keep: float) 
     expected = np.full(size, -1, dtype=np.int64)
     rows = np.concatenate([np.arange(s, s + c) for s, c in zip(starts, counts, strict=True)])
     expected[rows] = np.arange(len(rows))
-    np.testing.assert_array_equal(_row_index(where, size), expected)
+    np.testing.assert_array_equal(row_index(where, size), expected)
 
 
 # -- input order (docs/spec.md §8.8) --------------------------------------------------------

@@ -21,12 +21,12 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.core.io import PayloadArray, quiet_vlen
+from zarr_vectors.core.links import read as linkread
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
 
 IntArrayT = npt.NDArray[np.int64]
 from zarr_vectors.testing.strategies import bboxes, trees
-from zarr_vectors.types import graphs
 from zarr_vectors.types._base import Query, get_geometry_type
 from zarr_vectors.types.graphs import read_graph
 from zarr_vectors.types.skeletons import (
@@ -374,7 +374,7 @@ def test_long_chunks_map_links_chunk_by_chunk(
     compressor: str | None, decode_each: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Both ways of mapping long chunks' links: each decoded just before, or all read first."""
-    monkeypatch.setattr(graphs, "_DECODE_EACH_ROWS", 1 if decode_each else 1 << 40)
+    monkeypatch.setattr(linkread, "DECODE_EACH_ROWS", 1 if decode_each else 1 << 40)
     store, pos, parents = _long_chunk_store(compressor)
     full = read_skeleton(store)
     assert full.parents.tolist() == parents.tolist()
@@ -515,7 +515,7 @@ def test_big_reads_share_the_link_tasks(
 ) -> None:
     """Local and cross-chunk links go to whichever thread is free; errors still surface."""
     store, pos, parents = _long_chunk_store(compressor, 40_000, crossing=True)
-    assert len(pos) >= graphs._OVERLAP_ROWS  # the two-thread path
+    assert len(pos) >= linkread.OVERLAP_ROWS  # the two-thread path
     full = read_skeleton(store)
     assert full.parents.tolist() == parents.tolist()
     np.testing.assert_array_equal(full.positions, pos)
@@ -532,7 +532,7 @@ def test_big_reads_share_the_link_tasks(
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("row map failed")
 
-    monkeypatch.setattr(graphs, "_row_index", boom)  # the worker fails before any link
+    monkeypatch.setattr(linkread, "row_index", boom)  # the worker fails before any link
     with pytest.raises(RuntimeError, match="row map failed"):
         read_skeleton(store)
 
@@ -540,7 +540,7 @@ def test_big_reads_share_the_link_tasks(
 def test_tasks_run_once_whoever_claims_them() -> None:
     import threading
 
-    from zarr_vectors.types.graphs import Tasks
+    from zarr_vectors.core.links.read import Tasks
 
     done = [0] * 200
     lock = threading.Lock()

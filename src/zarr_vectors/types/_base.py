@@ -9,21 +9,23 @@ can register through the ``zarr_vectors.geometry_types`` entry-point group.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column
+from zarr_vectors.core.engine import LINKED_TOPOLOGIES, Gathered, gather
+from zarr_vectors.core.links.keys import sorted_unique
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.reader import LevelReader, parse_bbox
+from zarr_vectors.core.reader import BBoxLike, LevelReader, parse_bbox
+from zarr_vectors.core.select import Query, user_ids
 from zarr_vectors.core.writer import StoreKwargs, StoreOptions, resolve_store_options
 from zarr_vectors.errors import CorruptPayloadError, InvalidInputError, UnknownGeometryTypeError
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.metadata import BoundingBox
 from zarr_vectors.spec.typespec import (
     TypeSpec,
     load_geometry_entry_point,
@@ -41,27 +43,16 @@ __all__ = [
     "build_query",
     "dense_object_ids",
     "get_geometry_type",
+    "object_query",
     "register_geometry_type",
+    "resolve_user_ids",
     "take_batch_args",
     "user_ids",
     "write_options",
 ]
 
 IntArray = npt.NDArray[np.int64]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Query:
-    """A normalised read request."""
-
-    bbox: BoundingBox | None = None
-    """Half-open box ``min <= p < max``, or None for everything."""
-    object_ids: IntArray | None = None
-    """Dense object ids to read, or None."""
-    attributes: tuple[str, ...] | None = None
-    """Per-vertex attribute names to return (None = all)."""
-    clip: bool = False
-    """Paths: cut objects to the box instead of returning them whole."""
+_Result = TypeVar("_Result")
 
 
 @dataclass(frozen=True)
@@ -76,12 +67,13 @@ class Batch:
     """Per-object user ids of the batch's objects."""
 
 
-class GeometryType(ABC):
+class GeometryType(ABC, Generic[_Result]):
     """Base class of every geometry type (built-in or plug-in); subclasses are stateless.
 
     A subclass sets :attr:`spec` (its :class:`~zarr_vectors.spec.typespec.TypeSpec`) and
-    implements :meth:`read`; :meth:`batch` (streaming and distributed writes) and
-    :meth:`scene_result` (drawing) are optional.
+    implements :meth:`assemble` (how gathered rows become its result) or :meth:`read`;
+    :meth:`batch` (streaming and distributed writes) and :meth:`scene_result` (drawing) are
+    optional.
     """
 
     spec: ClassVar[TypeSpec]
@@ -95,9 +87,41 @@ class GeometryType(ABC):
             cls.name = cls.spec.name
 
     @classmethod
-    @abstractmethod
-    def read(cls, reader: LevelReader, query: Query) -> Any:
-        """Run ``query`` on one level and return this type's typed result."""
+    def read(cls, reader: LevelReader, query: Query) -> _Result:
+        """Run ``query`` on one level and return this type's typed result.
+
+        The shared pipeline: :func:`~zarr_vectors.core.engine.gather` (the engine of
+        ``spec.topology``, every visible edge or face attribute) then :meth:`assemble`.
+        """
+        linked = cls.spec.topology in LINKED_TOPOLOGIES
+        return cls.read_with(
+            reader, query, visible(reader.names(L.LINK_ATTRIBUTES)) if linked else ()
+        )
+
+    @classmethod
+    def read_with(
+        cls,
+        reader: LevelReader,
+        query: Query,
+        link_attributes: Sequence[str] = (),
+        boundary: bool = False,
+    ) -> _Result:
+        """:meth:`read` with the edge or face attributes to return and boundary links.
+
+        ``boundary``: with a box, also the links with one end in it and their outside
+        vertices (graphs, meshes).
+        """
+        rows = gather(reader, query, cls.spec, link_attributes, boundary)
+        return cls.assemble(reader, query, rows)
+
+    @classmethod
+    def assemble(cls, reader: LevelReader, query: Query, rows: Gathered) -> _Result:
+        """Build this type's result from the rows gathered for ``query``.
+
+        The hook each type implements (unless it overrides :meth:`read`): ``rows`` is what
+        :func:`~zarr_vectors.core.engine.gather` returned for the type's topology.
+        """
+        raise UnknownGeometryTypeError(f"geometry type {cls.spec.name!r} cannot build results")
 
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
@@ -110,17 +134,19 @@ class GeometryType(ABC):
         return result
 
 
-_REGISTRY: dict[str, type[GeometryType]] = {}
+_Type = TypeVar("_Type", bound=type[GeometryType[Any]])
+
+_REGISTRY: dict[str, type[GeometryType[Any]]] = {}
 
 
-def register_geometry_type(cls: type[GeometryType]) -> type[GeometryType]:
+def register_geometry_type(cls: _Type) -> _Type:
     """Register a geometry type class and its spec under ``cls.spec.name`` (a decorator)."""
     register_type_spec(cls.spec)
     _REGISTRY[cls.spec.name] = cls
     return cls
 
 
-def get_geometry_type(name: str) -> type[GeometryType]:
+def get_geometry_type(name: str) -> type[GeometryType[Any]]:
     """Return the registered class for ``name``, loading its entry point on first miss."""
     key = type_spec(name).name
     if key not in _REGISTRY:
@@ -169,14 +195,6 @@ def dense_object_ids(
     return dense.astype(np.int64), distinct, identity
 
 
-def user_ids(reader: LevelReader) -> npt.NDArray[Any] | None:
-    """Return the stored user ids (``object_attributes/id``) or None when ids are dense."""
-    path = f"{L.OBJECT_ATTRIBUTES}/id"
-    if not reader.has(path):
-        return None
-    return reader.object_attributes(None)["id"].values
-
-
 def resolve_user_ids(reader: LevelReader, ids: npt.ArrayLike) -> IntArray:
     """Map user object ids to dense ids, with an error naming an unknown id."""
     arr = np.atleast_1d(np.asarray(ids))
@@ -220,6 +238,36 @@ def build_query(
         object_ids=ids,
         attributes=attribute_selection(visible(reader.names(L.ATTRIBUTES)), attributes),
         clip=clip,
+    )
+
+
+def object_query(
+    reader: LevelReader,
+    allowed: tuple[str, ...],
+    bbox: BBoxLike | None,
+    object_ids: npt.ArrayLike | None,
+    group: str | int | None,
+    attributes: bool | str | Sequence[str],
+) -> Query:
+    """Validate read arguments for a graph-like store and build the query."""
+    if type_spec(reader.meta.geometry_type).family_name not in allowed:
+        names = ", ".join(repr(str(a)) for a in allowed)
+        raise InvalidInputError(
+            f"store holds {str(reader.meta.geometry_type)!r}; this reader needs {names}"
+        )
+    ids = None
+    if object_ids is not None:
+        ids = resolve_user_ids(reader, object_ids)
+    if group is not None:
+        table = reader.groups
+        if table is None:
+            raise InvalidInputError("this store has no groups")
+        members = table.members_of(group)
+        ids = sorted_unique(members) if ids is None else ids[np.isin(ids, members)]
+    return Query(
+        bbox=None if bbox is None else parse_bbox(bbox, reader.layout.ndim),
+        object_ids=ids,
+        attributes=attribute_selection(visible(reader.names(L.ATTRIBUTES)), attributes),
     )
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Unpack
 
+from zarr_vectors.core.engine import Gathered, PathRows, rows_as
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import StoreKwargs, WriteSummary, write_store
@@ -31,7 +32,7 @@ from zarr_vectors.types._base import (
     take_batch_args,
     write_options,
 )
-from zarr_vectors.types.polylines import _path_parts, path_query, read_paths
+from zarr_vectors.types.polylines import path_parts, path_query, paths_result
 
 __all__ = ["Lines", "read_lines", "write_lines"]
 
@@ -125,7 +126,7 @@ def write_lines(
             )
         flat_attrs[name] = arr.reshape(2 * m, *arr.shape[2:])
     offsets = np.arange(0, 2 * m + 1, 2, dtype=np.int64)
-    parts = _path_parts(
+    parts = path_parts(
         ends.reshape(2 * m, d),
         offsets,
         flat_attrs,
@@ -139,15 +140,15 @@ def write_lines(
 
 
 @register_geometry_type
-class LineType(GeometryType):
+class LineType(GeometryType[Lines]):
     """Plug-in for ``line`` stores."""
 
     spec = type_spec(GeometryTypeName.LINE)
 
     @classmethod
-    def read(cls, reader: LevelReader, query: Query) -> Lines:
-        """Return whole segments selected by ``query``."""
-        pl = read_paths(reader, query)
+    def assemble(cls, reader: LevelReader, query: Query, rows: Gathered) -> Lines:
+        """Build the :class:`Lines` of gathered whole segments."""
+        pl = paths_result(reader, query, rows_as(rows, PathRows, cls.spec))
         if not np.all(np.diff(pl.offsets) == 2):
             raise InvalidInputError(
                 "a line store holds an object that is not two vertices "
@@ -175,7 +176,7 @@ class LineType(GeometryType):
             k: np.asarray(v).reshape(2 * m, *np.asarray(v).shape[2:])
             for k, v in (attributes or {}).items()
         }
-        parts = _path_parts(
+        parts = path_parts(
             ends.reshape(2 * m, d), np.arange(0, 2 * m + 1, 2), flat, obj_attrs, None, None, None
         )
         return Batch(parts, object_ids=batch_ids(ids))

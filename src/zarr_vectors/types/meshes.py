@@ -31,9 +31,12 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Unpack
 
-from zarr_vectors.core.columns import Column, normalize_columns
+from zarr_vectors.core.columns import normalize_columns
 from zarr_vectors.core.components import connected_components
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
+from zarr_vectors.core.engine import Gathered, rows_as
+from zarr_vectors.core.links.faces import FaceRows
+from zarr_vectors.core.links.keys import sorted_unique
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.ragged import (
     change_mask,
@@ -69,7 +72,6 @@ from zarr_vectors.types._objects import (
     flatten_ragged,
     group_members_out,
     groups_table,
-    in_box,
     output_ids,
     ragged_columns,
 )
@@ -88,6 +90,7 @@ __all__ = [
     "MeshLike",
     "Meshes",
     "as_meshes",
+    "mesh_parts",
     "connected_components",
     "read_mesh",
     "write_mesh",
@@ -292,16 +295,6 @@ def _checked_faces(faces: Any, n_vertices: int, what: str) -> tuple[IntArray, _S
     return np.ascontiguousarray(arr, dtype=np.int64), spans
 
 
-def _distinct(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """Return the sorted distinct values.
-
-    Sort-based on purpose: numpy 2.4's ``np.unique`` is much slower on arrays with many
-    distinct integers.
-    """
-    s = np.sort(values)
-    return s[np.r_[True, s[1:] != s[:-1]]] if s.size else s
-
-
 def _is_mesh_like(obj: Any) -> bool:
     return hasattr(obj, "vertices") and hasattr(obj, "faces")
 
@@ -420,7 +413,7 @@ def _check_face_objects(
 def _result_input(m: Meshes) -> dict[str, Any]:
     """Array-form arguments equivalent to a :class:`Meshes` (object attributes re-ordered)."""
     order = np.argsort(m.ids, kind="stable")
-    if len(_distinct(np.asarray(m.object_ids))) != len(m.ids):
+    if len(sorted_unique(np.asarray(m.object_ids))) != len(m.ids):
         raise InvalidInputError("Meshes input: every object needs at least one vertex")
     return {
         "vertices": m.vertices,
@@ -434,7 +427,7 @@ def _result_input(m: Meshes) -> dict[str, Any]:
     }
 
 
-def _mesh_parts(data: MeshInput, faces: Any, **kw: Any) -> GeometryParts:
+def mesh_parts(data: MeshInput, faces: Any, **kw: Any) -> GeometryParts:
     """Normalise every accepted input form to :class:`GeometryParts`."""
     if isinstance(data, Meshes):
         if faces is not None or any(v is not None for v in kw.values()):
@@ -574,7 +567,7 @@ def write_mesh(
     >>> len(read_mesh(store, bbox=([90, 90, 90], [99, 99, 99])))
     0
     """
-    parts = _mesh_parts(
+    parts = mesh_parts(
         vertices,
         faces,
         object_ids=object_ids,
@@ -625,7 +618,7 @@ def as_meshes(
     >>> m.ids.tolist(), m[1].faces.tolist()
     ([7, 3], [[2, 1, 0]])
     """
-    parts = _mesh_parts(
+    parts = mesh_parts(
         vertices,
         faces,
         object_ids=object_ids,
@@ -648,8 +641,11 @@ def as_meshes(
         groups_out = {
             name: ids[parts.groups.members_of(i)] for i, name in enumerate(parts.groups.names)
         }
+    rows = FaceRows(
+        parts.positions[order], obj[order], np.arange(parts.n_objects), where[parts.links], {}, {}
+    )
     return _assemble(
-        _Picked(parts.positions[order], obj[order], parts.n_objects, where[parts.links]),
+        rows,
         ids,
         {k: c.take(order).decoded() for k, c in parts.vertex_attributes.items()},
         decode_columns(parts.link_attributes),
@@ -658,18 +654,6 @@ def as_meshes(
         {} if parts.groups is None else decode_columns(parts.groups.attributes),
         WindingOrder.parse(winding_order, field="winding_order"),
     )
-
-
-@dataclass(frozen=True)
-class _Picked:
-    """Returned vertices in result order and the returned faces (any order)."""
-
-    vertices: npt.NDArray[np.floating]
-    objpos: IntArray
-    """Result position of each vertex's object (non-decreasing)."""
-    n_objects: int
-    faces: IntArray
-    """(F, 3) indices into ``vertices``."""
 
 
 def _sorted_faces(faces: IntArray, n: int, with_order: bool) -> tuple[IntArray, IntArray | None]:
@@ -699,7 +683,7 @@ def _sorted_faces(faces: IntArray, n: int, with_order: bool) -> tuple[IntArray, 
 
 
 def _assemble(
-    picked: _Picked,
+    picked: FaceRows,
     ids: AnyArray,
     attrs: dict[str, AnyArray],
     face_attrs: dict[str, AnyArray],
@@ -709,15 +693,15 @@ def _assemble(
     winding: WindingOrder,
 ) -> Meshes:
     """Sort faces by vertex indices (grouping them by object) and build the result."""
-    f, order = _sorted_faces(picked.faces, max(len(picked.vertices), 1), bool(face_attrs))
+    f, order = _sorted_faces(picked.faces, max(len(picked.positions), 1), bool(face_attrs))
     face_obj = picked.objpos[f[:, 0]] if len(f) else np.zeros(0, dtype=np.int64)
     return Meshes(
-        vertices=picked.vertices,
+        vertices=picked.positions,
         faces=f,
         object_ids=ids[picked.objpos],
         ids=ids,
-        offsets=offsets_from_counts(np.bincount(picked.objpos, minlength=picked.n_objects)),
-        face_offsets=offsets_from_counts(np.bincount(face_obj, minlength=picked.n_objects)),
+        offsets=offsets_from_counts(np.bincount(picked.objpos, minlength=len(picked.objects))),
+        face_offsets=offsets_from_counts(np.bincount(face_obj, minlength=len(picked.objects))),
         attributes=attrs,
         face_attributes={k: np.take(v, order, axis=0) for k, v in face_attrs.items()}
         if order is not None
@@ -732,152 +716,22 @@ def _assemble(
 # -- read ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Fetched:
-    """Rows of some chunks: positions, objects and which rows the query selects."""
-
-    flats: IntArray
-    positions: npt.NDArray[np.floating]
-    objects: IntArray
-    keep: npt.NDArray[np.bool_]
-
-
-def _fetch(reader: LevelReader, flats: IntArray, query: Query) -> _Fetched:
-    pos = reader.rows(L.VERTICES, flats).values
-    obj = reader.vertex_object_ids(flats)
-    keep = np.ones(len(pos), dtype=bool)
-    if query.object_ids is not None:
-        keep &= np.isin(obj, query.object_ids)
-    if query.bbox is not None:
-        keep &= in_box(pos, query.bbox)
-    return _Fetched(flats, pos, obj, keep)
-
-
-def _object_refs(reader: LevelReader, ids: IntArray) -> tuple[IntArray, IntArray, IntArray]:
-    """Manifest refs of ``ids``: level row id of each ref's first row, count, traversal start."""
-    refs, per_object = reader.object_refs(ids)
-    d = reader.layout.ndim
-    level_start = offsets_from_counts(reader.vertex_counts)
-    flat = reader.layout.flat_index(refs[:, :d]) if len(refs) else np.zeros(0, np.int64)
-    counts = refs[:, d + 1]
-    before = offsets_from_counts(counts)
-    first_ref = offsets_from_counts(per_object)[:-1]
-    trav = before[:-1] - np.repeat(before[first_ref], per_object)
-    return level_start[flat] + refs[:, d], counts, trav
-
-
-def _object_chunks(reader: LevelReader, ids: IntArray) -> IntArray:
-    refs, _ = reader.object_refs(ids)
-    d = reader.layout.ndim
-    return _distinct(reader.layout.flat_index(refs[:, :d])) if len(refs) else refs[:, 0]
-
-
-def _level_rows(reader: LevelReader, flats: IntArray) -> IntArray:
-    """Level-wide row id (rank over all chunks in flat order) of every row of ``flats``."""
-    counts = reader.vertex_counts[flats]
-    shift = offsets_from_counts(reader.vertex_counts)[flats] - offsets_from_counts(counts)[:-1]
-    return np.repeat(shift, counts) + np.arange(int(counts.sum()), dtype=np.int64)
-
-
-def _traversal_rank(reader: LevelReader, objs: IntArray, level_rows: IntArray) -> IntArray:
-    """Position of each row inside its object's traversal order (from the manifest)."""
-    ref_start, _, trav = _object_refs(reader, objs)
-    o = np.argsort(ref_start, kind="stable")
-    j = o[np.searchsorted(ref_start[o], level_rows, side="right") - 1]
-    return trav[j] + level_rows - ref_start[j]
-
-
-def _boundary_chunks(reader: LevelReader, got: _Fetched) -> IntArray:
-    """Chunks holding faces that touch the selected rows, and their other vertices."""
-    if not reader.has(L.CROSS_CHUNK_LINKS) or not got.keep.any():
-        return got.flats
-    touching = _object_chunks(reader, _distinct(got.objects[got.keep]))
-    candidates = _distinct(np.concatenate([got.flats, touching]))
-    cross = reader.rows(L.CROSS_CHUNK_LINKS, candidates).values
-    d = reader.layout.ndim
-    level_start = offsets_from_counts(reader.vertex_counts)
-    inside = np.sort(_level_rows(reader, got.flats)[got.keep])
-    ends = []
-    touches = np.zeros(len(cross), dtype=bool)
-    for j in range(cross.shape[1] // (d + 1)):  # three endpoints
-        flat = reader.layout.flat_index(cross[:, j * (d + 1) : j * (d + 1) + d])
-        rows = level_start[flat] + cross[:, j * (d + 1) + d]
-        pos = np.minimum(np.searchsorted(inside, rows), max(len(inside) - 1, 0))
-        touches |= inside[pos] == rows
-        ends.append(flat)
-    return _distinct(np.concatenate([got.flats, np.stack(ends, axis=1)[touches].ravel()]))
-
-
-def _faces(
-    reader: LevelReader, got: _Fetched, names: Sequence[str], boundary: bool
-) -> tuple[npt.NDArray[np.bool_], IntArray, dict[str, Column]]:
-    """Faces stored in the fetched chunks that the query returns, and the rows it returns."""
-    block = reader.links(got.flats, names)
-    ends = block.ends
-    if (ends.size == 0 or ends.min() >= 0) and got.keep.all():  # every face returned
-        return got.keep, ends, dict(block.attributes)
-    whole = np.all(ends >= 0, axis=1)
-    safe = np.where(ends >= 0, ends, 0)
-    hit = got.keep[safe] & (ends >= 0)
-    take = whole & (hit.any(axis=1) if boundary else hit.all(axis=1))
-    returned = got.keep.copy()
-    if boundary:  # a face never joins two objects, so its object is a selected one
-        returned[ends[take].ravel()] = True
-    idx = np.flatnonzero(take)
-    return returned, ends[idx], {k: c.take(idx) for k, c in block.attributes.items()}
-
-
-def _read(reader: LevelReader, query: Query, face_names: Sequence[str], boundary: bool) -> Meshes:
-    """Run a mesh query: pick rows, order them by object and traversal, remap faces."""
-    ids = query.object_ids
-    if ids is not None:
-        first = np.sort(np.unique(ids, return_index=True)[1])  # sort-based: fast
-        ids = ids[first]
-    with reader.caching():
-        flats = reader.chunks(query.bbox)
-        if ids is not None:
-            flats = flats[np.isin(flats, _object_chunks(reader, ids))]
-        got = _fetch(reader, flats, query)
-        if boundary and query.bbox is not None:
-            got = _fetch(reader, _boundary_chunks(reader, got), query)
-        returned, faces, face_cols = _faces(reader, got, face_names, boundary)
-        rows = np.flatnonzero(returned)
-        obj = got.objects[rows]
-        objs = _result_objects(reader, ids, obj, query.bbox is not None)
-        objpos = np.full(max(reader.n_objects, 1), -1, dtype=np.int64)
-        objpos[objs] = np.arange(len(objs), dtype=np.int64)
-        rank = _traversal_rank(reader, objs, _level_rows(reader, got.flats)[rows])
-        n_rank = int(rank.max()) + 1 if len(rank) else 1
-        order = rows[sort_order([objpos[obj], rank], [len(objs), n_rank])]
-        where = np.full(len(got.positions), -1, dtype=np.int64)
-        where[order] = np.arange(len(order), dtype=np.int64)
-        attrs = {
-            n: reader.column(f"{L.ATTRIBUTES}/{n}", got.flats).take(order).decoded()
-            for n in query.attributes or ()
-        }
+def _meshes_of(reader: LevelReader, rows: FaceRows) -> Meshes:
+    """Build the :class:`Meshes` of gathered vertices and faces."""
+    objs = rows.objects
     obj_attrs = decode_columns(reader.object_attributes(objs))
     obj_attrs.pop("id", None)
     groups, group_attrs = group_members_out(reader, objs)
     return _assemble(
-        _Picked(got.positions[order], objpos[got.objects[order]], len(objs), where[faces]),
+        rows,
         output_ids(reader, objs),
-        attrs,
-        decode_columns(face_cols),
+        {n: c.decoded() for n, c in rows.attributes.items()},
+        decode_columns(rows.face_attributes),
         obj_attrs,
         groups,
         group_attrs,
         _winding(reader),
     )
-
-
-def _result_objects(
-    reader: LevelReader, ids: IntArray | None, row_objects: IntArray, boxed: bool
-) -> IntArray:
-    """Objects of the result: requested ones (or all); with a box, only those it returns."""
-    if not boxed:
-        return np.arange(reader.n_objects, dtype=np.int64) if ids is None else ids
-    present = _distinct(row_objects)
-    return present if ids is None else ids[np.isin(ids, present)]
 
 
 def _winding(reader: LevelReader) -> WindingOrder:
@@ -886,15 +740,15 @@ def _winding(reader: LevelReader) -> WindingOrder:
 
 
 @register_geometry_type
-class MeshType(GeometryType):
+class MeshType(GeometryType[Meshes]):
     """Plug-in for ``mesh`` stores."""
 
     spec = type_spec(GeometryTypeName.MESH)
 
     @classmethod
-    def read(cls, reader: LevelReader, query: Query) -> Meshes:
-        """Return the vertices and faces selected by ``query`` (all face attributes)."""
-        return _read(reader, query, visible(reader.names(L.LINK_ATTRIBUTES)), boundary=False)
+    def assemble(cls, reader: LevelReader, query: Query, rows: Gathered) -> Meshes:
+        """Build the :class:`Meshes` of gathered vertices and faces."""
+        return _meshes_of(reader, rows_as(rows, FaceRows, cls.spec))
 
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
@@ -909,7 +763,7 @@ class MeshType(GeometryType):
             "groups",
             "group_attributes",
         )
-        parts = _mesh_parts(
+        parts = mesh_parts(
             data,
             faces,
             object_ids=None,
@@ -1019,7 +873,7 @@ def read_mesh(
     if sel:  # vertices and faces filtered like a box (zarr_vectors.query.execute)
         got = run(reader, MeshType, no_boundary(query, include_boundary_faces), sel, names)
     else:
-        got = _read(reader, query, names, include_boundary_faces)
+        got = MeshType.read_with(reader, query, names, include_boundary_faces)
     return got if how is ElementOrder.STORAGE else _in_input_order(got)
 
 
@@ -1038,3 +892,6 @@ def _in_input_order(m: Meshes) -> Meshes:
         face_attributes={k: v[fperm] for k, v in face_attrs.items()},
         input_order=True,
     )
+
+
+_mesh_parts = mesh_parts  # the name zarr_vectors.edit.append imports

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from typing_extensions import Unpack
 
 from zarr_vectors.core.columns import Column, GroupTable, normalize_columns
+from zarr_vectors.core.engine import Gathered, PointRows, rows_as
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
@@ -50,7 +51,7 @@ from zarr_vectors.types._order import (
     with_input_index,
 )
 
-__all__ = ["Points", "read_points", "write_points"]
+__all__ = ["Points", "points_parts", "read_points", "write_points"]
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ class Points:
         return int(self.positions.shape[1])
 
 
-def _points_parts(
+def points_parts(
     positions: Any,
     attributes: Mapping[str, Any] | None,
     object_ids: Any,
@@ -97,6 +98,7 @@ def _points_parts(
     groups: Mapping[str, Any] | None,
     group_attributes: Mapping[str, Any] | None,
 ) -> GeometryParts:
+    """Check ``write_points`` arguments and return them as write-pipeline parts."""
     pos = check_positions(positions)
     n = len(pos)
     attrs = normalize_columns(attributes, n, "attribute")
@@ -206,7 +208,7 @@ def write_points(
     >>> len(zv.read_points(store, bbox=([50, 50, 50], [60, 60, 60])))
     0
     """
-    parts = _points_parts(
+    parts = points_parts(
         positions, attributes, object_ids, object_attributes, groups, group_attributes
     )
     if keep_order:
@@ -216,47 +218,16 @@ def write_points(
 
 
 @register_geometry_type
-class PointCloudType(GeometryType):
+class PointCloudType(GeometryType[Points]):
     """Plug-in for ``point_cloud`` stores."""
 
     spec = type_spec(GeometryTypeName.POINT_CLOUD)
 
     @classmethod
-    def read(cls, reader: LevelReader, query: Query) -> Points:
-        """Return the points selected by ``query``."""
-        names = (
-            query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
-        )
-        has_objects = reader.has(L.OBJECT_OFFSETS)
-        if query.object_ids is not None:
-            objs = reader.gather_objects(query.object_ids)
-            flats, rows = objs.chunks, objs.rows
-        else:
-            flats = reader.chunks(query.bbox)
-            rows = None
-            if has_objects and query.bbox is None:
-                # a whole-level read costs O(refs) anyway; it must agree with what an
-                # object_ids= read would return, so the index it skips is checked here
-                reader.check_object_index()
-        pos = reader.rows(L.VERTICES, flats).values
-        obj = reader.vertex_object_ids(flats) if has_objects else None
-        if rows is not None:
-            pos = pos[rows]
-            obj = None if obj is None else obj[rows]
-        keep = None
-        if query.bbox is not None:
-            lo, hi = np.asarray(query.bbox.min), np.asarray(query.bbox.max)
-            keep = np.flatnonzero(np.all((pos >= lo) & (pos < hi), axis=1))
-            pos = pos[keep]
-            obj = None if obj is None else obj[keep]
-        attrs: dict[str, Column] = {}
-        for name in names:
-            col = reader.column(f"{L.ATTRIBUTES}/{name}", flats)
-            if rows is not None:
-                col = col.take(rows)
-            if keep is not None:
-                col = col.take(keep)
-            attrs[name] = col
+    def assemble(cls, reader: LevelReader, query: Query, rows: Gathered) -> Points:
+        """Build the :class:`Points` of gathered rows."""
+        got = rows_as(rows, PointRows, cls.spec)
+        pos, obj, attrs = got.positions, got.vertex_object, got.attributes
         if obj is None:
             return Points(pos, decode_columns(attrs))
         dense = np.unique(obj)
@@ -277,7 +248,7 @@ class PointCloudType(GeometryType):
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
         """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
         attributes, object_ids = take_batch_args(kw, "attributes", "object_ids")
-        parts = _points_parts(data, attributes, None, None, None, None)
+        parts = points_parts(data, attributes, None, None, None, None)
         if object_ids is None:
             return Batch(parts)
         ids = np.asarray(object_ids)
@@ -380,3 +351,6 @@ def _query(
             f"store holds {str(reader.meta.geometry_type)!r}, not 'point_cloud'"
         )
     return build_query(reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes)
+
+
+_points_parts = points_parts  # the name zarr_vectors.edit.append imports

@@ -17,15 +17,16 @@ import numpy.typing as npt
 from typing_extensions import Unpack
 
 from zarr_vectors.core.columns import normalize_columns
+from zarr_vectors.core.engine import Gathered, PathRows, gather_paths, rows_as
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader
+from zarr_vectors.core.select import in_box
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import StoreKwargs, WriteSummary, write_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.query.execute import SphereLike, WhereLike, run, selection
 from zarr_vectors.query.lod import budget_level
 from zarr_vectors.query.shapes import inside_runs
-from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.typespec import parse_geometry_type, type_spec
 from zarr_vectors.types._base import (
@@ -44,15 +45,13 @@ from zarr_vectors.types._objects import (
     flatten_ragged,
     group_members_out,
     groups_table,
-    in_box,
     output_ids,
     ragged_columns,
-    read_objects,
-    select_objects,
 )
 
 __all__ = [
     "Polylines",
+    "path_parts",
     "read_polylines",
     "read_streamlines",
     "write_polylines",
@@ -115,7 +114,7 @@ class Polylines:
         return self.attributes[name][self.offsets[i] : self.offsets[i + 1]]
 
 
-def _path_parts(
+def path_parts(
     paths: Any,
     offsets: Any,
     attributes: Mapping[str, Any] | None,
@@ -210,7 +209,7 @@ def write_polylines(
     gtype = parse_geometry_type(geometry_type)
     if type_spec(gtype).family_name not in (GeometryTypeName.POLYLINE, GeometryTypeName.STREAMLINE):
         raise InvalidInputError(f"geometry_type must be 'polyline' or 'streamline', got {gtype}")
-    parts = _path_parts(
+    parts = path_parts(
         polylines,
         offsets,
         attributes,
@@ -270,15 +269,15 @@ def write_streamlines(
 
 
 @register_geometry_type
-class PolylineType(GeometryType):
+class PolylineType(GeometryType[Polylines]):
     """Plug-in for ``polyline`` stores."""
 
     spec = type_spec(GeometryTypeName.POLYLINE)
 
     @classmethod
-    def read(cls, reader: LevelReader, query: Query) -> Polylines:
-        """Return whole paths selected by ``query``."""
-        return read_paths(reader, query)
+    def assemble(cls, reader: LevelReader, query: Query, rows: Gathered) -> Polylines:
+        """Build the :class:`Polylines` of gathered whole paths (cut to the box with ``clip``)."""
+        return paths_result(reader, query, rows_as(rows, PathRows, cls.spec))
 
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
@@ -286,7 +285,7 @@ class PolylineType(GeometryType):
         offsets, attrs, obj_attrs, ids, groups, group_attrs = take_batch_args(
             kw, "offsets", "attributes", "object_attributes", "ids", "groups", "group_attributes"
         )
-        parts = _path_parts(data, offsets, attrs, obj_attrs, None, groups, group_attrs)
+        parts = path_parts(data, offsets, attrs, obj_attrs, None, groups, group_attrs)
         return Batch(parts, object_ids=batch_ids(ids))
 
 
@@ -299,10 +298,12 @@ class StreamlineType(PolylineType):
 
 def read_paths(reader: LevelReader, query: Query) -> Polylines:
     """Run a query on a path store (shared by polylines, streamlines and lines)."""
-    names = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
-    with reader.caching():
-        dense = select_objects(reader, query)
-        got = read_objects(reader, dense, names)
+    return paths_result(reader, query, gather_paths(reader, query))
+
+
+def paths_result(reader: LevelReader, query: Query, rows: PathRows) -> Polylines:
+    """Build the :class:`Polylines` of gathered whole paths (cut to the box with ``clip``)."""
+    dense, got = rows.objects, rows.vertices
     obj_attrs = decode_columns(reader.object_attributes(dense))
     obj_attrs.pop("id", None)
     groups, group_attrs = group_members_out(reader, dense)
@@ -414,3 +415,6 @@ def read_polylines(
 def read_streamlines(store: StoreLike, **kwargs: Any) -> Polylines:
     """Read streamlines; same arguments as :func:`read_polylines`."""
     return read_polylines(store, **kwargs)
+
+
+_path_parts = path_parts  # the name zarr_vectors.edit.append imports

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,23 +26,24 @@ import numpy.typing as npt
 from typing_extensions import Unpack
 
 from zarr_vectors.core.columns import Column, normalize_columns
+from zarr_vectors.core.engine import Gathered, rows_as
+from zarr_vectors.core.links.parents import TreeRows
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.reader import BBoxLike, LevelReader, ObjectRanges
-from zarr_vectors.core.recycle import RESULTS
+from zarr_vectors.core.reader import BBoxLike, LevelReader
+from zarr_vectors.core.select import Query
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import StoreKwargs, WriteSummary, check_positions, write_store
-from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
+from zarr_vectors.errors import GeometryError, InvalidInputError
 from zarr_vectors.query.execute import SphereLike, WhereLike, run, selection
 from zarr_vectors.query.lod import budget_level
-from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.types._base import (
     Batch,
     GeometryType,
-    Query,
     batch_ids,
     decode_columns,
+    object_query,
     register_geometry_type,
     take_batch_args,
     write_options,
@@ -55,19 +55,10 @@ from zarr_vectors.types._objects import (
     groups_table,
     output_ids,
     ragged_columns,
-    select_objects,
 )
-from zarr_vectors.types.graphs import (
-    Tasks,
-    check_edges,
-    cross_link_piece,
-    first_appearance,
-    local_link_parents,
-    object_query,
-    read_with_links,
-)
+from zarr_vectors.types.graphs import check_edges
 
-__all__ = ["Skeleton", "Skeletons", "read_skeleton", "write_skeleton"]
+__all__ = ["Skeleton", "Skeletons", "read_skeleton", "skeleton_parts", "write_skeleton"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.floating]
@@ -322,7 +313,7 @@ def _node_attributes(
     return cols
 
 
-def _skeleton_parts(
+def skeleton_parts(
     positions: Any,
     parents: Any,
     offsets: Any,
@@ -334,6 +325,7 @@ def _skeleton_parts(
     groups: Mapping[str, Any] | None,
     group_attributes: Mapping[str, Any] | None,
 ) -> GeometryParts:
+    """Check ``write_skeleton`` arguments and return them as write-pipeline parts."""
     if parents is None:
         pos, par, off = _from_pairs(positions)
         seg_off: IntArray | None = off
@@ -435,7 +427,7 @@ def write_skeleton(
     >>> len(read_skeleton(store, bbox=([90, 90, 90], [99, 99, 99])))
     0
     """
-    parts = _skeleton_parts(
+    parts = skeleton_parts(
         positions,
         parents,
         offsets,
@@ -455,78 +447,30 @@ def write_skeleton(
 # -- reading --------------------------------------------------------------------------------
 
 
-class _ParentWork:
-    """Parent of each returned node from the stored ``[child, parent]`` links (-1: a root).
-
-    Two tasks (:class:`~zarr_vectors.types.graphs.Tasks`): the local links, then the
-    cross-chunk links, the latter for whichever thread of the read is free first.
-    ``index`` maps each row of the chunks ``where.chunks`` to its returned position.
-    """
-
-    def __init__(self, reader: LevelReader, where: ObjectRanges, index: IntArray) -> None:
-        self._reader, self._where, self._index = reader, where, index
-        self.parents = RESULTS.empty(where.n_rows, np.int64)
-        self.parents.fill(-1)
-        self._n_local = self._n_cross = 0
-        self._tasks = Tasks(self._local, self._cross)
-
-    def share(self) -> None:
-        """Set the parents of the tasks no other thread has taken."""
-        self._tasks.run()
-
-    def _local(self) -> None:
-        if self._reader.has(L.LINKS):
-            where = self._where
-            self._n_local = local_link_parents(
-                self._reader, where.chunks, self._index, self.parents
-            )
-
-    def _cross(self) -> None:
-        if self._reader.has(L.CROSS_CHUNK_LINKS):
-            reader, flats = self._reader, self._where.chunks
-            block = reader.rows(L.CROSS_CHUNK_LINKS, flats)
-            piece = cross_link_piece(reader, flats, self._index, (), block)
-            self.parents[piece.source] = piece.target
-            self._n_cross = len(piece)
-
-    def result(self) -> IntArray:
-        """Return the parents, checked to set each node once."""
-        if np.count_nonzero(self.parents >= 0) != self._n_local + self._n_cross:
-            # a child written twice
-            raise CorruptPayloadError(f"{self._reader.group.path}: a skeleton node has two parents")
-        return self.parents
-
-
-def _read_skeletons(reader: LevelReader, query: Query) -> Skeletons:
-    names = query.attributes if query.attributes is not None else tuple(reader.names(L.ATTRIBUTES))
-    with reader.caching():
-        dense = first_appearance(select_objects(reader, query))
-        got, parents = read_with_links(reader, dense, names, partial(_ParentWork, reader))
-    obj_attrs = decode_columns(reader.object_attributes(dense))
-    obj_attrs.pop("id", None)
-    groups, group_attrs = group_members_out(reader, dense)
-    return Skeletons(
-        got.positions,
-        parents,
-        got.offsets,
-        output_ids(reader, dense),
-        decode_columns(got.attributes),
-        obj_attrs,
-        groups,
-        group_attrs,
-    )
-
-
 @register_geometry_type
-class SkeletonType(GeometryType):
+class SkeletonType(GeometryType[Skeletons]):
     """Plug-in for ``skeleton`` stores."""
 
     spec = type_spec(GeometryTypeName.SKELETON)
 
     @classmethod
-    def read(cls, reader: LevelReader, query: Query) -> Skeletons:
-        """Return whole skeletons selected by ``query``."""
-        return _read_skeletons(reader, query)
+    def assemble(cls, reader: LevelReader, query: Query, rows: Gathered) -> Skeletons:
+        """Build the :class:`Skeletons` of gathered whole trees."""
+        tree = rows_as(rows, TreeRows, cls.spec)
+        dense, got = tree.objects, tree.vertices
+        obj_attrs = decode_columns(reader.object_attributes(dense))
+        obj_attrs.pop("id", None)
+        groups, group_attrs = group_members_out(reader, dense)
+        return Skeletons(
+            got.positions,
+            tree.parents,
+            got.offsets,
+            output_ids(reader, dense),
+            decode_columns(got.attributes),
+            obj_attrs,
+            groups,
+            group_attrs,
+        )
 
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
@@ -543,7 +487,7 @@ class SkeletonType(GeometryType):
             "groups",
             "group_attributes",
         )
-        parts = _skeleton_parts(
+        parts = skeleton_parts(
             data, parents, offsets, None, radius, swc_type, attrs, o_attrs, groups, g_attrs
         )
         return Batch(parts, object_ids=batch_ids(ids))
@@ -611,3 +555,6 @@ def read_skeleton(
     reader = LevelReader(root, budget_level(root, level, bbox, sphere, max_vertices))
     query = object_query(reader, (GeometryTypeName.SKELETON,), bbox, object_ids, group, attributes)
     return run(reader, SkeletonType, query, selection(reader, where, sphere, limit))
+
+
+_skeleton_parts = skeleton_parts  # the name zarr_vectors.edit.append imports

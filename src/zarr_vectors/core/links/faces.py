@@ -1,0 +1,187 @@
+"""A query on a level whose links are faces (meshes, FORMAT.md §6–§9).
+
+Rows are picked chunk by chunk (box, objects), put in object then traversal order (the
+manifest gives each row's place in its object) and the stored faces among them (``links`` and
+``cross_chunk_links``, any arity) are remapped to the returned rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.core.columns import Column
+from zarr_vectors.core.links.keys import KeySpace, sorted_unique, take_rows
+from zarr_vectors.core.ragged import offsets_from_counts, sort_order
+from zarr_vectors.core.reader import LevelReader
+from zarr_vectors.core.select import Query, in_box
+from zarr_vectors.spec import layout as L
+
+__all__ = [
+    "FaceRows",
+    "Fetched",
+    "face_boundary_chunks",
+    "fetch_rows",
+    "gather_faces",
+    "object_chunks",
+    "object_refs",
+    "rank_in_object",
+    "result_objects",
+    "returned_faces",
+]
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class FaceRows:
+    """Returned vertices in result order (object, then traversal) and the returned faces."""
+
+    positions: npt.NDArray[np.floating]
+    """(N, D) returned vertices."""
+    objpos: IntArray
+    """(N,) result position of each vertex's object (non-decreasing)."""
+    objects: IntArray
+    """Dense ids of the returned objects, in result order."""
+    faces: IntArray
+    """(F, k) faces as indices into ``positions``, in stored order."""
+    attributes: dict[str, Column]
+    """Per-vertex attributes aligned with ``positions``."""
+    face_attributes: dict[str, Column]
+    """Per-face attributes aligned with ``faces``."""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """Rows of some chunks: positions, objects and which rows the query selects."""
+
+    flats: IntArray
+    positions: npt.NDArray[np.floating]
+    objects: IntArray
+    keep: npt.NDArray[np.bool_]
+
+
+def fetch_rows(reader: LevelReader, flats: IntArray, query: Query) -> Fetched:
+    """Positions and objects of the rows of chunks ``flats``, and which the query selects."""
+    pos = reader.rows(L.VERTICES, flats).values
+    obj = reader.vertex_object_ids(flats)
+    keep = np.ones(len(pos), dtype=bool)
+    if query.object_ids is not None:
+        keep &= np.isin(obj, query.object_ids)
+    if query.bbox is not None:
+        keep &= in_box(pos, query.bbox)
+    return Fetched(flats, pos, obj, keep)
+
+
+def object_refs(reader: LevelReader, ids: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """Manifest refs of ``ids``: level row id of each ref's first row, count, traversal start."""
+    refs, per_object = reader.object_refs(ids)
+    d = reader.layout.ndim
+    level_start = offsets_from_counts(reader.vertex_counts)
+    flat = reader.layout.flat_index(refs[:, :d]) if len(refs) else np.zeros(0, np.int64)
+    counts = refs[:, d + 1]
+    before = offsets_from_counts(counts)
+    first_ref = offsets_from_counts(per_object)[:-1]
+    trav = before[:-1] - np.repeat(before[first_ref], per_object)
+    return level_start[flat] + refs[:, d], counts, trav
+
+
+def object_chunks(reader: LevelReader, ids: IntArray) -> IntArray:
+    """Chunks (flat indices, ascending) holding a vertex of objects ``ids``."""
+    refs, _ = reader.object_refs(ids)
+    d = reader.layout.ndim
+    return sorted_unique(reader.layout.flat_index(refs[:, :d])) if len(refs) else refs[:, 0]
+
+
+def rank_in_object(reader: LevelReader, objs: IntArray, level_rows: IntArray) -> IntArray:
+    """Position of each row inside its object's traversal order (from the manifest)."""
+    ref_start, _, trav = object_refs(reader, objs)
+    o = np.argsort(ref_start, kind="stable")
+    j = o[np.searchsorted(ref_start[o], level_rows, side="right") - 1]
+    return trav[j] + level_rows - ref_start[j]
+
+
+def face_boundary_chunks(reader: LevelReader, got: Fetched) -> IntArray:
+    """Chunks holding faces that touch the selected rows, and their other vertices."""
+    if not reader.has(L.CROSS_CHUNK_LINKS) or not got.keep.any():
+        return got.flats
+    touching = object_chunks(reader, sorted_unique(got.objects[got.keep]))
+    candidates = sorted_unique(np.concatenate([got.flats, touching]))
+    ks = KeySpace.of(reader)
+    cross = reader.rows(L.CROSS_CHUNK_LINKS, candidates).values
+    keys = ks.cross_keys(reader, cross, cross.shape[1] // (reader.layout.ndim + 1))
+    inside = np.sort(ks.keys_of(got.flats)[got.keep])
+    pos = np.minimum(np.searchsorted(inside, keys), max(len(inside) - 1, 0))
+    touches = (inside[pos] == keys).any(axis=1)  # inside is not empty: some row is kept
+    ends = ks.flat_of(take_rows(keys, np.flatnonzero(touches)).ravel())
+    return sorted_unique(np.concatenate([got.flats, ends]))
+
+
+def returned_faces(
+    reader: LevelReader, got: Fetched, names: Sequence[str], boundary: bool
+) -> tuple[npt.NDArray[np.bool_], IntArray, dict[str, Column]]:
+    """Faces stored in the fetched chunks that the query returns, and the rows it returns."""
+    block = reader.links(got.flats, names)
+    ends = block.ends
+    if (ends.size == 0 or ends.min() >= 0) and got.keep.all():  # every face returned
+        return got.keep, ends, dict(block.attributes)
+    whole = np.all(ends >= 0, axis=1)
+    safe = np.where(ends >= 0, ends, 0)
+    hit = got.keep[safe] & (ends >= 0)
+    take = whole & (hit.any(axis=1) if boundary else hit.all(axis=1))
+    returned = got.keep.copy()
+    if boundary:  # a face never joins two objects, so its object is a selected one
+        returned[ends[take].ravel()] = True
+    idx = np.flatnonzero(take)
+    return returned, ends[idx], {k: c.take(idx) for k, c in block.attributes.items()}
+
+
+def gather_faces(
+    reader: LevelReader, query: Query, face_names: Sequence[str], boundary: bool
+) -> FaceRows:
+    """Run a query on a mesh level: pick rows, order them by object and traversal, remap faces.
+
+    ``boundary``: with a box, also the faces with a vertex in the box, and their other vertices.
+    """
+    ids = query.object_ids
+    if ids is not None:
+        first = np.sort(np.unique(ids, return_index=True)[1])  # sort-based: fast
+        ids = ids[first]
+    with reader.caching():
+        flats = reader.chunks(query.bbox)
+        if ids is not None:
+            flats = flats[np.isin(flats, object_chunks(reader, ids))]
+        got = fetch_rows(reader, flats, query)
+        if boundary and query.bbox is not None:
+            got = fetch_rows(reader, face_boundary_chunks(reader, got), query)
+        returned, faces, face_cols = returned_faces(reader, got, face_names, boundary)
+        rows = np.flatnonzero(returned)
+        obj = got.objects[rows]
+        objs = result_objects(reader, ids, obj, query.bbox is not None)
+        objpos = np.full(max(reader.n_objects, 1), -1, dtype=np.int64)
+        objpos[objs] = np.arange(len(objs), dtype=np.int64)
+        rank = rank_in_object(reader, objs, KeySpace.of(reader).keys_of(got.flats)[rows])
+        n_rank = int(rank.max()) + 1 if len(rank) else 1
+        order = rows[sort_order([objpos[obj], rank], [len(objs), n_rank])]
+        where = np.full(len(got.positions), -1, dtype=np.int64)
+        where[order] = np.arange(len(order), dtype=np.int64)
+        attrs = {
+            n: reader.column(f"{L.ATTRIBUTES}/{n}", got.flats).take(order)
+            for n in query.attributes or ()
+        }
+    return FaceRows(
+        got.positions[order], objpos[got.objects[order]], objs, where[faces], attrs, face_cols
+    )
+
+
+def result_objects(
+    reader: LevelReader, ids: IntArray | None, row_objects: IntArray, boxed: bool
+) -> IntArray:
+    """Objects of the result: requested ones (or all); with a box, only those it returns."""
+    if not boxed:
+        return np.arange(reader.n_objects, dtype=np.int64) if ids is None else ids
+    present = sorted_unique(row_objects)
+    return present if ids is None else ids[np.isin(ids, present)]
