@@ -40,7 +40,9 @@ def _expected(
     chosen = []
     for i, (p, v) in enumerate(zip(paths, values, strict=True)):
         shape = box_mask(p, box) & sphere_mask(p, center, radius)
-        if (shape & range_mask(v, rng)).any():
+        # no where= at all (rng unbounded) keeps NaN values; a range never matches NaN
+        matches = np.ones(len(v), dtype=bool) if rng == (None, None) else range_mask(v, rng)
+        if (shape & matches).any():
             chosen.append(i)
     if limit is not None:
         chosen = chosen[:limit]
