@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.parts import read_parts
+from zarr_vectors.core.payload.compression import CompressorSpec
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, open_store, refuse_overlap
 from zarr_vectors.core.writer import StoreOptions, WriteSummary, frame_bytes_option, write_store

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from zarr_vectors.core.closing import ClosesOnExit
-from zarr_vectors.core.io import CompressorSpec
+from zarr_vectors.core.payload.compression import CompressorSpec
 from zarr_vectors.core.reader import BBoxLike
 from zarr_vectors.core.store import StoreLike, open_store, read_root_metadata
 from zarr_vectors.core.stream import ProgressCallback, StreamWriter

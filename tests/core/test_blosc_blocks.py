@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from numcodecs import blosc
 
 import zarr_vectors as zv
-from zarr_vectors.core import io as zv_io
 from zarr_vectors.core.blosc_blocks import (
     _C_BLOSC,
     _encode_lz4_blocks,
@@ -27,6 +26,9 @@ from zarr_vectors.core.blosc_blocks import (
     encode_lz4_blocks,
     table_length,
 )
+from zarr_vectors.core.payload import codec as zv_codec
+from zarr_vectors.core.payload import compression as zv_compression
+from zarr_vectors.core.payload import create as zv_create
 from zarr_vectors.errors import CorruptPayloadError
 from zarr_vectors.testing.examples import random_walk_paths
 
@@ -286,14 +288,14 @@ def test_lz4_preset_metadata_and_plain_zarr(tmp_path: Path) -> None:
     assert blosc_cfg["configuration"] == {
         "typesize": 4,
         "cname": "lz4",
-        "clevel": zv_io.LZ4_LEVEL,
+        "clevel": zv_compression.LZ4_LEVEL,
         "shuffle": "shuffle",
         "blocksize": 4096,
     }
     assert _codecs(level / "vertex_fragments")[1]["configuration"]["typesize"] == 8
     index = _codecs(level / "object_index" / "manifest")[1]
     assert index["name"] == "blosc"
-    assert index["configuration"]["blocksize"] == zv_io.DENSE_FRAME_BYTES
+    assert index["configuration"]["blocksize"] == zv_compression.DENSE_FRAME_BYTES
     assert _codecs(level / "vertex_counts")[1]["name"] == "zstd"
     man = np.asarray(zarr.open_array(level / "object_index" / "manifest", mode="r")[...])
     assert int(man[:, -1].sum()) == len(pos)  # plain zarr decodes the index too
@@ -351,7 +353,9 @@ def test_every_type_round_trips_with_lz4(tmp_path: Path, write: Any) -> None:
     reader = zv.open(fast)
     result = reader.read()
     # the same data written with the default compressor reads back identically
-    with mock.patch.object(zv_io, "_lz4_blosc", lambda fmt, t, b: zv_io._default_compressor(fmt)):
+    with mock.patch.object(
+        zv_compression, "lz4_blosc", lambda fmt, t, b: zv_compression.default_compressor(fmt)
+    ):
         write(plain)
     expected = zv.open(plain).read()
     for name in ("positions", "vertices", "edges", "faces", "parents", "object_ids"):
@@ -422,7 +426,7 @@ def test_lz4_block_payloads_read_in_part_with_and_without_checksum(
 ) -> None:
     """Stores written before checksums (no ``crc32c``) and new ones decode the same rows."""
     root = zarr.open_group(zarr.storage.LocalStore(tmp_path / "s"), mode="w")
-    arr = zv_io.create_payload_array(
+    arr = zv_create.create_payload_array(
         root, "p", (4,), attributes={"zv_array": "vertices", "dtype": "<f4"},
         compressor="lz4", frame_bytes=4096, checksum=checksum,
     )  # fmt: skip
@@ -449,14 +453,14 @@ def test_ordinary_blosc_encodes_are_deterministic_beside_block_encodes() -> None
 
     comp = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
     data = np.random.default_rng(3).random(200_000).astype("<f4").tobytes()
-    alone = zv_io._encode_plain(comp, data)
+    alone = zv_codec.encode_plain(comp, data)
     raw = np.random.default_rng(4).random(400_000).astype("<f4").tobytes()
 
     def blocks(_: int) -> object:
         return encode_lz4_blocks(raw, 4, 4096)
 
     def plain(_: int) -> bytes:
-        return zv_io._encode_plain(comp, data)
+        return zv_codec.encode_plain(comp, data)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = [pool.submit(blocks if k % 2 else plain, k) for k in range(40)]

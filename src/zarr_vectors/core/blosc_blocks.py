@@ -3,7 +3,7 @@
 A Blosc buffer is a 16-byte header, a table of block start offsets (``bstarts``, one
 little-endian int32 per block) and the independently compressed blocks; each block holds
 ``blocksize`` decoded bytes (the last one the remainder).  So, like the seekable zstd payloads
-of :mod:`zarr_vectors.core.io`, a reader that wants some rows can decode just the blocks
+of :mod:`zarr_vectors.core.payload.zstd_frames`, a reader that wants some rows can decode just the blocks
 holding them.  Blosc's own partial-decode entry point (``blosc_getitem``) is not exposed by
 numcodecs 0.16, so a run of consecutive blocks is cut out into a small, valid Blosc buffer of
 its own (same header flags, re-based block offsets) and handed to ``numcodecs.blosc``.

@@ -29,22 +29,23 @@ from zarr_vectors.core.chunking import ChunkLayout, axis_bounds, grid_for_bounds
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.gather import GATHER_BYTES, PayloadBatch, Rows, payload_batches, take_rows
-from zarr_vectors.core.io import (
+from zarr_vectors.core.payload.compression import (
     DEFAULT_FRAME_BYTES,
     LZ4_LINKS_BLOCK,
     TREE_FRAME_BYTES,
     Compressor,
     CompressorSpec,
-    PayloadArray,
     check_compressor,
+    preset,
+)
+from zarr_vectors.core.payload.create import (
     create_payload_array,
     declare_dense_array,
     open_payload_array,
-    preset,
-    set_many,
-    settle_pending_writes,
-    write_dense,
 )
+from zarr_vectors.core.payload.dense import write_dense
+from zarr_vectors.core.payload.rows import PayloadArray
+from zarr_vectors.core.payload.store_io import set_many, settle_pending_writes
 from zarr_vectors.core.placement import leftovers, remove_abandoned, staging_dir
 from zarr_vectors.core.plan import FragmentRows, GeometryParts, LevelPlan, LinkPlan, plan_level
 from zarr_vectors.core.ragged import RowOrder, run_starts
@@ -142,7 +143,7 @@ def default_frame_bytes(geometry_type: str) -> int | None:
 
     Reading one object of a path, graph or mesh store then decodes a few 4 KiB frames per
     chunk instead of whole chunks; skeletons, read whole tree by tree, use 64 KiB frames
-    (:data:`~zarr_vectors.core.io.TREE_FRAME_BYTES`); point clouds keep one frame per chunk
+    (:data:`~zarr_vectors.core.payload.compression.TREE_FRAME_BYTES`); point clouds keep one frame per chunk
     (better compression of quantised coordinates, and box queries read whole chunks anyway).
     """
     policy = type_spec(geometry_type).frame_policy

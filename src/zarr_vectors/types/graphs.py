@@ -37,7 +37,8 @@ import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, normalize_columns
 from zarr_vectors.core.components import connected_components
-from zarr_vectors.core.io import CompressorSpec, decode_threads
+from zarr_vectors.core.payload.compression import CompressorSpec
+from zarr_vectors.core.payload.concurrency import decode_threads
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts, sort_keys
 from zarr_vectors.core.reader import (

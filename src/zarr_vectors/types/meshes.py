@@ -33,7 +33,7 @@ import numpy.typing as npt
 from zarr_vectors.core.columns import Column, normalize_columns
 from zarr_vectors.core.components import connected_components
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
-from zarr_vectors.core.io import CompressorSpec
+from zarr_vectors.core.payload.compression import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.ragged import (
     change_mask,

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, normalize_columns
-from zarr_vectors.core.io import CompressorSpec
+from zarr_vectors.core.payload.compression import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader, ObjectRanges
 from zarr_vectors.core.recycle import RESULTS
