@@ -18,17 +18,11 @@ from hypothesis import strategies as st
 from numcodecs import blosc
 
 import zarr_vectors as zv
-from zarr_vectors.core.blosc_blocks import (
-    _C_BLOSC,
-    _encode_lz4_blocks,
-    blosc_table,
-    decode_blocks,
-    encode_lz4_blocks,
-    table_length,
-)
 from zarr_vectors.core.payload import codec as zv_codec
 from zarr_vectors.core.payload import compression as zv_compression
 from zarr_vectors.core.payload import create as zv_create
+from zarr_vectors.core.payload.blosc_blocks import blosc_table, decode_blocks, table_length
+from zarr_vectors.core.payload.lz4_blocks import _C_BLOSC, _encode_lz4_blocks, encode_lz4_blocks
 from zarr_vectors.errors import CorruptPayloadError
 from zarr_vectors.testing.examples import random_walk_paths
 
@@ -466,3 +460,43 @@ def test_ordinary_blosc_encodes_are_deterministic_beside_block_encodes() -> None
         futures = [pool.submit(blocks if k % 2 else plain, k) for k in range(40)]
         got = [f.result() for k, f in enumerate(futures) if k % 2 == 0]
     assert all(g == alone for g in got)
+
+
+_LARGE = st.one_of(
+    st.binary(min_size=128, max_size=300_000),
+    st.tuples(st.integers(32, 75_000), st.integers(0, 2**32 - 1)).map(
+        lambda p: np.cumsum(np.random.default_rng(p[1]).normal(size=p[0])).astype("<f4").tobytes()
+    ),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    raw=_LARGE,
+    typesize=st.sampled_from([1, 2, 4, 8, 12]),
+    blocksize=st.sampled_from([64, 1000, 4096, 16384, 65536]),
+    pairs=_PAIRS,
+)
+def test_c_blosc_block_encoder_against_the_public_decoder(
+    raw: bytes, typesize: int, blocksize: int, pairs: list[tuple[int, int]]
+) -> None:
+    """The ctypes encoder writes what numcodecs decodes, as the Python encoder does.
+
+    Both encoders' buffers decode (whole, with ``numcodecs.Blosc``; in part, with
+    :func:`decode_blocks`) to the input, with blocks of at most the requested size.  When
+    c-blosc would not write such blocks (block sizes below its minimum), the Python encoder's
+    buffer is the one stored.
+    """
+    assert _C_BLOSC.available
+    data = np.frombuffer(raw, dtype=np.uint8)
+    fast = _C_BLOSC.encode(data, typesize, blocksize)
+    slow = _encode_lz4_blocks(data, typesize, blocksize)
+    stored = bytes(encode_lz4_blocks(raw, typesize, blocksize))
+    assert stored == (slow if fast is None else bytes(fast))
+    public = numcodecs.Blosc(cname="lz4")
+    for enc in (slow,) if fast is None else (bytes(fast), slow):
+        assert bytes(public.decode(enc)) == raw
+        table = blosc_table(enc, "x")
+        assert table.memcpyed or table.blocksize <= blocksize
+        assert table.memcpyed or table.n_blocks == -(-len(raw) // table.blocksize)
+        _check_partial(enc, raw, 8, pairs)

@@ -299,7 +299,7 @@ def test_lz4_links_are_single_lz4_blocks(tmp_path: Path) -> None:
 
     The other arrays read whole keep c-blosc's own blocks.
     """
-    from zarr_vectors.core.blosc_blocks import blosc_table
+    from zarr_vectors.core.payload.blosc_blocks import blosc_table
     from zarr_vectors.core.payload.compression import LZ4_LINKS_BLOCK
 
     rng = np.random.default_rng(1)

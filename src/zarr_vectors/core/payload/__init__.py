@@ -25,10 +25,11 @@ zarr-python does.  One module per job:
 ``store_io``       batched raw key reads and writes, chunk key names
 ``local_nodes``    opening local Zarr v3 hierarchies quickly
 ``concurrency``    threads of encodes and decodes
+``blosc_blocks``   the Blosc 1 format: block tables, decoding only some blocks
+``lz4_blocks``     encoding Blosc-LZ4 in blocks of exact size (the only ``ctypes`` use)
 ``caches``         the process-wide memo tables
 =================  ==========================================================================
 
-Blosc block tables live in :mod:`zarr_vectors.core.blosc_blocks`; zarr-python internals are
-reached only through :mod:`zarr_vectors.core.zarr_adapter`.  Import from the modules
+zarr-python internals are reached only through :mod:`zarr_vectors.core.zarr_adapter`.  Import from the modules
 themselves: this package re-exports nothing.
 """

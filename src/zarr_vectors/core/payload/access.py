@@ -16,10 +16,10 @@ import numpy.typing as npt
 import zarr
 from numcodecs import blosc
 
-from zarr_vectors.core.blosc_blocks import BLOSC_HEADER_BYTES
 from zarr_vectors.core.checksums import strip_crc32c
 from zarr_vectors.core.codec_policy import check_codecs
 from zarr_vectors.core.payload import store_io
+from zarr_vectors.core.payload.blosc_blocks import BLOSC_HEADER_BYTES
 from zarr_vectors.core.payload.chain import FastCodec, cached_element_codec
 from zarr_vectors.core.payload.codec import DIRECT_CODECS
 from zarr_vectors.core.payload.element import HEADER, Blob, check_declared, check_element_header

@@ -11,15 +11,13 @@ import numpy as np
 import numpy.typing as npt
 from numcodecs.abc import Codec as NumcodecsCodec
 
-from zarr_vectors.core.blosc_blocks import (
+from zarr_vectors.core.checksums import append_crc32c
+from zarr_vectors.core.payload.blosc_blocks import (
     BLOSC_HEADER_BYTES,
     BloscTable,
     blosc_table,
     decode_blocks,
-    default_split,
-    encode_lz4_blocks,
 )
-from zarr_vectors.core.checksums import append_crc32c
 from zarr_vectors.core.payload.concurrency import parallel_map
 from zarr_vectors.core.payload.element import (
     HEADER,
@@ -28,6 +26,7 @@ from zarr_vectors.core.payload.element import (
     check_element_header,
     with_header,
 )
+from zarr_vectors.core.payload.lz4_blocks import default_split, encode_lz4_blocks
 from zarr_vectors.core.payload.zstd_frames import (
     BATCH_ZSTD,
     decode_frames,
@@ -58,7 +57,7 @@ class ElementCodec:
     frame_bytes: int | None = None
     lz4_blocks: tuple[int, int] | None = None
     """``(typesize, blocksize)``: Blosc LZ4 with byte shuffle written in blocks of exactly
-    ``blocksize`` bytes (:func:`~zarr_vectors.core.blosc_blocks.encode_lz4_blocks`)."""
+    ``blocksize`` bytes (:func:`~zarr_vectors.core.payload.lz4_blocks.encode_lz4_blocks`)."""
     crc32c: bool = False
     """The chain ends with zarr's ``crc32c`` codec: stored bytes are followed by their
     CRC-32C.  :meth:`encode` appends it; the decoding methods take the stored bytes *without*
@@ -174,7 +173,7 @@ class ElementCodec:
 def encode_plain(compressor: NumcodecsCodec, raw: Any) -> bytes:
     """Encode with ``compressor``; Blosc in c-blosc's default split mode, deterministically.
 
-    :func:`~zarr_vectors.core.blosc_blocks.encode_lz4_blocks` switches c-blosc to "never
+    :func:`~zarr_vectors.core.payload.lz4_blocks.encode_lz4_blocks` switches c-blosc to "never
     split" process-wide while it runs; holding the default here keeps this encode's bytes
     independent of what other threads are doing.
     """

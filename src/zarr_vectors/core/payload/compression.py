@@ -70,7 +70,7 @@ SOURCE_COMPRESSOR = "source"
 LZ4_LINKS_BLOCK = 65536
 """Blosc block of ``"lz4"`` ``links`` payloads (read whole, and in full by every object read).
 
-Written by :func:`~zarr_vectors.core.blosc_blocks.encode_lz4_blocks` as single LZ4 blocks
+Written by :func:`~zarr_vectors.core.payload.lz4_blocks.encode_lz4_blocks` as single LZ4 blocks
 ("do not split"): faster to decode than c-blosc's own blocks of per-byte streams, and no
 larger (docs/performance.md).  Other arrays read whole keep c-blosc's blocks: it encodes them
 faster (multi-threaded C), which matters for the large fragment and cross-link arrays of path

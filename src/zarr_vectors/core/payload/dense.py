@@ -12,21 +12,21 @@ import zarr
 from numcodecs import blosc
 from numcodecs.abc import Codec as NumcodecsCodec
 
-from zarr_vectors.core.blosc_blocks import (
+from zarr_vectors.core.checksums import append_crc32c, strip_crc32c
+from zarr_vectors.core.codec_policy import check_codecs
+from zarr_vectors.core.payload import store_io
+from zarr_vectors.core.payload.blosc_blocks import (
     BLOSC_HEADER_BYTES,
     BloscTable,
     blosc_table,
     decode_blocks,
-    encode_lz4_blocks,
 )
-from zarr_vectors.core.checksums import append_crc32c, strip_crc32c
-from zarr_vectors.core.codec_policy import check_codecs
-from zarr_vectors.core.payload import store_io
 from zarr_vectors.core.payload.chain import dense_codec, lz4_blocksize
 from zarr_vectors.core.payload.codec import encode_plain
 from zarr_vectors.core.payload.compression import FRAME_BYTES_ATTR
 from zarr_vectors.core.payload.concurrency import parallel_map, serial_blosc
 from zarr_vectors.core.payload.element import Blob
+from zarr_vectors.core.payload.lz4_blocks import encode_lz4_blocks
 from zarr_vectors.core.payload.store_io import dense_keys, set_many
 from zarr_vectors.core.payload.zstd_frames import (
     FrameTable,

@@ -10,15 +10,15 @@ from itertools import accumulate
 import numpy as np
 import numpy.typing as npt
 
-from zarr_vectors.core.blosc_blocks import (
+from zarr_vectors.core.checksums import CHECKSUM_BYTES, strip_crc32c
+from zarr_vectors.core.payload.access import ElementAccess
+from zarr_vectors.core.payload.blosc_blocks import (
     BLOSC_HEADER_BYTES,
     BloscTable,
     blosc_table,
     decode_blocks,
     table_length,
 )
-from zarr_vectors.core.checksums import CHECKSUM_BYTES, strip_crc32c
-from zarr_vectors.core.payload.access import ElementAccess
 from zarr_vectors.core.payload.caches import SEEK_TABLES
 from zarr_vectors.core.payload.element import HEADER, check_element_header
 from zarr_vectors.core.payload.store_io import open_chunk, pread_all, read_element
