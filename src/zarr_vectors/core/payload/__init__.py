@@ -30,6 +30,6 @@ zarr-python does.  One module per job:
 ``caches``         the process-wide memo tables
 =================  ==========================================================================
 
-zarr-python internals are reached only through :mod:`zarr_vectors.core.zarr_adapter`.  Import from the modules
-themselves: this package re-exports nothing.
+zarr-python internals are reached only through :mod:`zarr_vectors.core.zarr_adapter`.
+Import from the modules themselves: this package re-exports nothing.
 """

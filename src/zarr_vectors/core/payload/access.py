@@ -37,6 +37,10 @@ from zarr_vectors.core.shards import ShardFormat
 from zarr_vectors.core.zarr_adapter import quiet_vlen
 from zarr_vectors.errors import CorruptPayloadError
 
+__all__ = [
+    "ElementAccess",
+]
+
 
 @dataclass(frozen=True)
 class ElementAccess:
@@ -261,7 +265,8 @@ class ElementAccess:
     def local_root(self) -> str | None:
         """Directory of a local, unsharded array with a direct decoder, else None.
 
-        Such payloads can be decoded in place with :meth:`decode_rows_local`.
+        Such payloads can be decoded in place with
+        :meth:`~zarr_vectors.core.payload.local.LocalReads.decode_rows_local`.
         """
         fast = self._fast
         root = local_dir(self.array.store_path.store)

@@ -38,8 +38,15 @@ from zarr_vectors.core.payload.zstd_frames import (
 from zarr_vectors.core.ragged import concat_ranges
 from zarr_vectors.errors import CorruptPayloadError
 
+__all__ = [
+    "DIRECT_CODECS",
+    "ElementCodec",
+    "encode_plain",
+]
+
 DIRECT_CODECS = ("blosc", "zstd")
-"""Compressors whose elements :class:`PayloadArray` decodes straight into a buffer of its own."""
+"""Compressors whose elements :class:`~zarr_vectors.core.payload.rows.PayloadArray` decodes
+straight into a buffer of its own."""
 
 
 @dataclass(frozen=True)

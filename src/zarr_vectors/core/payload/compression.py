@@ -19,6 +19,30 @@ from zarr_vectors.core.checksums import v2_checksum_filter
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import Compression
 
+__all__ = [
+    "check_compressor",
+    "Compressor",
+    "COMPRESSOR_NAMES",
+    "compressor_spec",
+    "CompressorSpec",
+    "default_compressor",
+    "DEFAULT_FRAME_BYTES",
+    "DEFAULT_PRESET",
+    "DEFAULT_ZSTD_LEVEL",
+    "DENSE_FRAME_BYTES",
+    "FRAME_BYTES_ATTR",
+    "lz4_blosc",
+    "LZ4_LEVEL",
+    "LZ4_LINKS_BLOCK",
+    "payload_typesize",
+    "preset",
+    "resolve_compressor",
+    "SOURCE_COMPRESSOR",
+    "TREE_FRAME_BYTES",
+    "V2_DENSE_ZLIB_LEVEL",
+    "with_checksum",
+]
+
 DEFAULT_ZSTD_LEVEL = 3
 """zstd level of the ``"zstd"`` preset (and of the dense arrays besides the object index)."""
 

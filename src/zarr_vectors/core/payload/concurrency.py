@@ -16,6 +16,16 @@ from numcodecs import blosc
 
 from zarr_vectors.core.shared import SharedSetting
 
+__all__ = [
+    "byte_groups",
+    "decode_plan",
+    "decode_threads",
+    "DecodePlan",
+    "PARALLEL_BYTES",
+    "parallel_map",
+    "serial_blosc",
+]
+
 PARALLEL_BYTES = 4 << 20  # below this, a thread pool costs more than it saves
 
 

@@ -26,6 +26,13 @@ from zarr_vectors.core.payload.store_io import local_dir, write_file
 from zarr_vectors.core.zarr_adapter import ArrayV3Metadata, array_at, group_document, quiet_vlen
 from zarr_vectors.errors import StoreNotFoundError
 
+__all__ = [
+    "create_dense_array",
+    "create_payload_array",
+    "declare_dense_array",
+    "open_payload_array",
+]
+
 
 def create_payload_array(
     group: zarr.Group,
@@ -129,7 +136,7 @@ def _create_local_v3(
     compressors: Any,
     attributes: dict[str, Any],
 ) -> zarr.Array[Any]:
-    """:func:`_new_array` of an unsharded v3 array in a local directory: ``zarr.json`` written here."""
+    """:func:`_new_array` of an unsharded v3 array in a local directory (``zarr.json`` here)."""
     zdtype = parse_dtype(dtype, zarr_format=3)
     serializer = VLenBytesCodec() if isinstance(zdtype, VariableLengthBytes) else BytesCodec()
     if compressors is None:

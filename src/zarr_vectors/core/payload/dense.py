@@ -37,6 +37,15 @@ from zarr_vectors.core.payload.zstd_frames import (
 from zarr_vectors.core.ragged import unique_sorted
 from zarr_vectors.errors import CorruptPayloadError, StoreNotFoundError
 
+__all__ = [
+    "dense_chunk_count",
+    "dense_chunks",
+    "read_dense",
+    "read_dense_rows",
+    "read_dense_whole",
+    "write_dense",
+]
+
 
 def read_dense_whole(array: zarr.Array[Any]) -> npt.NDArray[Any]:
     """Return all of a dense array; plain arrays chunked along axis 0 are decoded here.

@@ -15,6 +15,18 @@ import numpy.typing as npt
 from zarr_vectors.core.gather import ELEMENT_HEADER
 from zarr_vectors.errors import CorruptPayloadError
 
+__all__ = [
+    "Blob",
+    "check_declared",
+    "check_element_header",
+    "decode_cap",
+    "DECODE_RATIO_CAP",
+    "HEADER",
+    "header_problem",
+    "MIN_DECODE_CAP",
+    "with_header",
+]
+
 Blob: TypeAlias = bytes | memoryview
 """Stored bytes of one key: local reads hand out read-only views of a shared buffer."""
 

@@ -31,6 +31,10 @@ from zarr_vectors.core.payload.zstd_frames import (
 from zarr_vectors.core.scratch import Lease, empty_bytes
 from zarr_vectors.errors import CorruptPayloadError
 
+__all__ = [
+    "LocalReads",
+]
+
 
 @dataclass(frozen=True)
 class LocalReads(ElementAccess):
@@ -39,7 +43,7 @@ class LocalReads(ElementAccess):
     def _read_files_concat(
         self, flats: list[int], lease: Lease | None, expected: Sequence[int] | None
     ) -> tuple[npt.NDArray[np.uint8], list[int]] | None:
-        """:meth:`read_concat` of local uncompressed elements: each file read into its place.
+        """``PayloadArray.read_concat`` of local uncompressed elements: each file read in place.
 
         One ``readv`` per file puts its vlen header in a small array (checked) and its rows
         straight into the result: no buffer of stored bytes, no copy.  Without ``expected``
@@ -88,7 +92,7 @@ class LocalReads(ElementAccess):
         starts: npt.NDArray[np.int64],
         stops: npt.NDArray[np.int64],
     ) -> None:
-        """Like :meth:`decode_rows`, reading the local file directly.
+        """Like ``PayloadArray.decode_rows``, reading the local file directly.
 
         For a seekable payload only its seek table and the frames the ranges need are read;
         for an uncompressed one its header and the span of the ranges, straight into ``out``.

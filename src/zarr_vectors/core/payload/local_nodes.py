@@ -15,6 +15,12 @@ from zarr_vectors.core.payload.caches import ARRAYS, METADATA
 from zarr_vectors.core.payload.store_io import local_dir
 from zarr_vectors.core.zarr_adapter import ArrayV3Metadata, GroupMetadata, array_at, group_at, sync
 
+__all__ = [
+    "local_group",
+    "local_members",
+    "malformed_documents",
+]
+
 
 def _parsed(path: str, raw: bytes) -> Any:
     """Metadata object of a ``zarr.json`` document, reused while its bytes are unchanged."""

@@ -40,6 +40,10 @@ from zarr_vectors.core.payload.local import LocalReads
 from zarr_vectors.core.scratch import Lease, empty_bytes
 from zarr_vectors.errors import CorruptPayloadError
 
+__all__ = [
+    "PayloadArray",
+]
+
 
 @dataclass(frozen=True)
 class PayloadArray(LocalReads):

@@ -29,6 +29,23 @@ from zarr_vectors.core.scratch import Lease, empty_bytes
 from zarr_vectors.core.zarr_adapter import sync
 from zarr_vectors.errors import CorruptPayloadError
 
+__all__ = [
+    "chunk_key_format",
+    "chunk_keys",
+    "dense_keys",
+    "get_many",
+    "KeyFormat",
+    "local_dir",
+    "open_chunk",
+    "pread_all",
+    "read_element",
+    "read_files",
+    "set_many",
+    "settle_pending_writes",
+    "unravel",
+    "write_file",
+]
+
 _MAX_IN_FLIGHT = 64
 
 

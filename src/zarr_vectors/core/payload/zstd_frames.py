@@ -2,7 +2,8 @@
 
 A seekable payload is independent zstd frames followed by a seek table in a skippable frame,
 so any zstd decoder reads it whole and this package can decode only the frames holding some
-rows.  Whole decodes here never allocate more than :func:`~zarr_vectors.core.payload.element.decode_cap`.
+rows.  Whole decodes here never allocate more than
+:func:`~zarr_vectors.core.payload.element.decode_cap`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,19 @@ from zarr_vectors.core.payload.compression import DEFAULT_ZSTD_LEVEL
 from zarr_vectors.core.payload.element import HEADER, Blob, check_declared, decode_cap
 from zarr_vectors.core.ragged import concat_ranges, unique_sorted
 from zarr_vectors.errors import CorruptPayloadError
+
+__all__ = [
+    "BATCH_ZSTD",
+    "decode_frames",
+    "encode_frames",
+    "encode_frames_many",
+    "frame_table",
+    "FrameTable",
+    "TailTooShort",
+    "zstd_bounded",
+    "zstd_into",
+    "zstd_size",
+]
 
 _SKIPPABLE_MAGIC = 0x184D2A5E
 _SEEKABLE_MAGIC = 0x8F92EAB1
