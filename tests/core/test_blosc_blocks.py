@@ -21,7 +21,13 @@ import zarr_vectors as zv
 from zarr_vectors.core.payload import codec as zv_codec
 from zarr_vectors.core.payload import compression as zv_compression
 from zarr_vectors.core.payload import create as zv_create
-from zarr_vectors.core.payload.blosc_blocks import blosc_table, decode_blocks, table_length
+from zarr_vectors.core.payload.blosc_blocks import (
+    _runs,
+    _runs_of,
+    blosc_table,
+    decode_blocks,
+    table_length,
+)
 from zarr_vectors.core.payload.lz4_blocks import _C_BLOSC, _encode_lz4_blocks, encode_lz4_blocks
 from zarr_vectors.errors import CorruptPayloadError
 from zarr_vectors.testing.examples import random_walk_paths
@@ -500,3 +506,21 @@ def test_c_blosc_block_encoder_against_the_public_decoder(
         assert table.memcpyed or table.blocksize <= blocksize
         assert table.memcpyed or table.n_blocks == -(-len(raw) // table.blocksize)
         _check_partial(enc, raw, 8, pairs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ranges=st.lists(st.tuples(st.integers(0, 200_000), st.integers(0, 9000)), max_size=400),
+    skip=st.sampled_from([0, 8]),
+    blocksize=st.sampled_from([64, 1000, 4096]),
+)
+def test_block_runs_of_many_ranges_match_the_plain_loop(
+    ranges: list[tuple[int, int]], skip: int, blocksize: int
+) -> None:
+    """The numpy path of ``_runs`` (many ranges) gives the runs of the plain Python loop."""
+    starts = np.array(sorted(a for a, _ in ranges), dtype=np.int64)
+    stops = starts + np.array([n for _, n in ranges], dtype=np.int64)
+    expected = _runs_of(starts.tolist(), stops.tolist(), skip, blocksize)
+    assert _runs(starts, stops, skip, blocksize) == expected
+    with mock.patch("zarr_vectors.core.payload.blosc_blocks._FEW_RANGES", -1):
+        assert _runs(starts, stops, skip, blocksize) == expected

@@ -134,14 +134,37 @@ _MERGE_GAP = 4
 few unneeded 4 KiB blocks (cheap with LZ4) costs less than one more Python round trip."""
 
 
+_FEW_RANGES = 32
+"""Up to this many ranges :func:`_runs` loops in Python; more (a box read wants every
+streamline piece of a chunk, hundreds of ranges) go through numpy."""
+
+
 def _runs(
-    starts: Sequence[int], stops: Sequence[int], skip: int, blocksize: int
+    starts: npt.NDArray[np.int64], stops: npt.NDArray[np.int64], skip: int, blocksize: int
 ) -> list[tuple[int, int]]:
     """Return the runs ``(first, last)`` of blocks covering the decoded ranges ``[starts, stops) + skip``.
 
-    The ranges must be sorted by start.  Plain Python: a chunk has a few dozen ranges, too
-    few for numpy to pay off.
+    The ranges must be sorted by start.  Blocks of ranges at most :data:`_MERGE_GAP` blocks
+    apart join one run.
     """
+    if len(starts) <= _FEW_RANGES:  # Python ints: numpy's fixed costs dominate few ranges
+        return _runs_of(starts.tolist(), stops.tolist(), skip, blocksize)
+    keep = stops > starts
+    first = (starts[keep] + skip) // blocksize
+    last = np.maximum.accumulate((stops[keep] + skip - 1) // blocksize)
+    if not len(first):
+        return []
+    # a run ends where the next range's first block lies beyond the gap: with starts sorted,
+    # the running maximum of last blocks is the last block of the current run
+    opens = np.flatnonzero(np.r_[True, first[1:] > last[:-1] + 1 + _MERGE_GAP])
+    closes = np.r_[opens[1:] - 1, len(first) - 1]
+    return list(zip(first[opens].tolist(), last[closes].tolist(), strict=True))
+
+
+def _runs_of(
+    starts: Sequence[int], stops: Sequence[int], skip: int, blocksize: int
+) -> list[tuple[int, int]]:
+    """:func:`_runs` of a few ranges, in plain Python."""
     runs: list[tuple[int, int]] = []
     for a, b in zip(starts, stops, strict=True):
         if b <= a:
@@ -195,8 +218,7 @@ def decode_blocks(
     are left as they are.  Blocks in ``done`` are already in ``out`` and are skipped;
     decoded blocks are added to it.
     """
-    # Python ints: numpy scalar arithmetic is slower
-    runs = _runs(starts.tolist(), stops.tolist(), skip, table.blocksize)
+    runs = _runs(np.asarray(starts, np.int64), np.asarray(stops, np.int64), skip, table.blocksize)
     if runs and runs[-1][1] >= table.n_blocks:
         raise CorruptPayloadError(f"{where}: rows beyond the Blosc buffer")
     if done is not None:
