@@ -1,7 +1,7 @@
 """Which chunk files a read opens: spy on our payload I/O, map keys back to chunk coordinates.
 
-Our reads fetch per-chunk payloads through two functions of :mod:`zarr_vectors.core.io`:
-``_get_many(store, keys)`` (batched fetch) and ``PayloadArray.decode_rows_local`` (local files
+Our reads fetch per-chunk payloads through two functions of :mod:`zarr_vectors.core.payload`:
+``store_io.get_many(store, keys)`` (batched fetch) and ``PayloadArray.decode_rows_local`` (local files
 read in place).  :func:`payload_reads` patches both for the duration of one call (the pattern of
 ``tests/types/conftest.py``'s ``payload_reads``) and returns every key fetched.  Keys of the
 level's dense index arrays (``vertex_counts``, ``object_index/...``) are not chunk payloads;
@@ -60,13 +60,14 @@ def payload_reads(read: Callable[[], T]) -> tuple[T, list[str]] | tuple[T, None]
     Returns ``(result, None)`` (after an unpatched call) if the library no longer has the two
     spied functions.
     """
-    from zarr_vectors.core import io as zv_io
+    from zarr_vectors.core.payload import rows as zv_rows
+    from zarr_vectors.core.payload import store_io as zv_store_io
 
-    payload_cls = getattr(zv_io, "PayloadArray", None)
-    if not hasattr(zv_io, "_get_many") or not hasattr(payload_cls, "decode_rows_local"):
+    payload_cls = getattr(zv_rows, "PayloadArray", None)
+    if not hasattr(zv_store_io, "get_many") or not hasattr(payload_cls, "decode_rows_local"):
         return read(), None
     seen: list[str] = []
-    original = zv_io._get_many
+    original = zv_store_io.get_many
     original_local = payload_cls.decode_rows_local  # type: ignore[union-attr]
 
     def spy(store: Any, keys: Sequence[str], *rest: Any) -> Any:
@@ -78,7 +79,7 @@ def payload_reads(read: Callable[[], T]) -> tuple[T, list[str]] | tuple[T, None]
         return original_local(self, flat, *args, **kwargs)
 
     with ExitStack() as stack:
-        stack.enter_context(mock.patch.object(zv_io, "_get_many", spy))
+        stack.enter_context(mock.patch.object(zv_store_io, "get_many", spy))
         stack.enter_context(mock.patch.object(payload_cls, "decode_rows_local", spy_local))
         result = read()
     return result, seen

@@ -29,7 +29,6 @@ from rich.table import Table
 
 from zarr_vectors import __version__, cli_convert, cli_edit, cli_query, cli_viz
 from zarr_vectors.cli_style import FlagCommand, FlagGroup
-from zarr_vectors.core.io import quiet_vlen
 from zarr_vectors.core.store import (
     list_resolution_levels,
     open_level,
@@ -37,6 +36,7 @@ from zarr_vectors.core.store import (
     read_level_metadata,
     read_root_metadata,
 )
+from zarr_vectors.core.zarr_adapter import quiet_vlen
 from zarr_vectors.errors import StoreNotFoundError, ZarrVectorsError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Severity

@@ -47,14 +47,13 @@ import numpy as np
 import numpy.typing as npt
 import zarr
 from typing_extensions import Unpack
-from zarr.core.common import AccessModeLiteral
 from zarr.storage import MemoryStore, StorePath, ZipStore
 
 import distributed
 from zarr_vectors.core.assemble import Assembly, assemble, process_link_round, process_round
 from zarr_vectors.core.columns import Column, GroupTable
-from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.multiscale import write_multiscale_metadata
+from zarr_vectors.core.payload.compression import CompressorSpec
 from zarr_vectors.core.placement import make_spill_dir
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.spill import BatchSummary, spill_batch
@@ -68,6 +67,7 @@ from zarr_vectors.core.writer import (
     chunk_ndim,
     resolve_store_options,
 )
+from zarr_vectors.core.zarr_adapter import AccessModeLiteral
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.multiscale.partition import (
     Partition,

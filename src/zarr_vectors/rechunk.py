@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.parts import read_parts
+from zarr_vectors.core.payload.compression import CompressorSpec
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, open_store, refuse_overlap
 from zarr_vectors.core.writer import StoreOptions, WriteSummary, write_store

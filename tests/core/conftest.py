@@ -17,7 +17,9 @@ import zarr
 from zarr.codecs import ZstdCodec
 from zarr.core.dtype import VariableLengthBytes
 
-from zarr_vectors.core.io import DEFAULT_ZSTD_LEVEL, FRAME_BYTES_ATTR, PayloadArray, quiet_vlen
+from zarr_vectors.core.payload.compression import DEFAULT_ZSTD_LEVEL, FRAME_BYTES_ATTR
+from zarr_vectors.core.payload.rows import PayloadArray
+from zarr_vectors.core.zarr_adapter import quiet_vlen
 
 
 def reframe_legacy(root: zarr.Group, frame: int, level: str = "0") -> list[str]:

@@ -18,15 +18,17 @@ from hypothesis import strategies as st
 from numcodecs import blosc
 
 import zarr_vectors as zv
-from zarr_vectors.core import io as zv_io
-from zarr_vectors.core.blosc_blocks import (
-    _C_BLOSC,
-    _encode_lz4_blocks,
+from zarr_vectors.core.payload import codec as zv_codec
+from zarr_vectors.core.payload import compression as zv_compression
+from zarr_vectors.core.payload import create as zv_create
+from zarr_vectors.core.payload.blosc_blocks import (
+    _runs,
+    _runs_of,
     blosc_table,
     decode_blocks,
-    encode_lz4_blocks,
     table_length,
 )
+from zarr_vectors.core.payload.lz4_blocks import _C_BLOSC, _encode_lz4_blocks, encode_lz4_blocks
 from zarr_vectors.errors import CorruptPayloadError
 from zarr_vectors.testing.examples import random_walk_paths
 
@@ -286,14 +288,14 @@ def test_lz4_preset_metadata_and_plain_zarr(tmp_path: Path) -> None:
     assert blosc_cfg["configuration"] == {
         "typesize": 4,
         "cname": "lz4",
-        "clevel": zv_io.LZ4_LEVEL,
+        "clevel": zv_compression.LZ4_LEVEL,
         "shuffle": "shuffle",
         "blocksize": 4096,
     }
     assert _codecs(level / "vertex_fragments")[1]["configuration"]["typesize"] == 8
     index = _codecs(level / "object_index" / "manifest")[1]
     assert index["name"] == "blosc"
-    assert index["configuration"]["blocksize"] == zv_io.DENSE_FRAME_BYTES
+    assert index["configuration"]["blocksize"] == zv_compression.DENSE_FRAME_BYTES
     assert _codecs(level / "vertex_counts")[1]["name"] == "zstd"
     man = np.asarray(zarr.open_array(level / "object_index" / "manifest", mode="r")[...])
     assert int(man[:, -1].sum()) == len(pos)  # plain zarr decodes the index too
@@ -351,7 +353,9 @@ def test_every_type_round_trips_with_lz4(tmp_path: Path, write: Any) -> None:
     reader = zv.open(fast)
     result = reader.read()
     # the same data written with the default compressor reads back identically
-    with mock.patch.object(zv_io, "_lz4_blosc", lambda fmt, t, b: zv_io._default_compressor(fmt)):
+    with mock.patch.object(
+        zv_compression, "lz4_blosc", lambda fmt, t, b: zv_compression.default_compressor(fmt)
+    ):
         write(plain)
     expected = zv.open(plain).read()
     for name in ("positions", "vertices", "edges", "faces", "parents", "object_ids"):
@@ -422,7 +426,7 @@ def test_lz4_block_payloads_read_in_part_with_and_without_checksum(
 ) -> None:
     """Stores written before checksums (no ``crc32c``) and new ones decode the same rows."""
     root = zarr.open_group(zarr.storage.LocalStore(tmp_path / "s"), mode="w")
-    arr = zv_io.create_payload_array(
+    arr = zv_create.create_payload_array(
         root, "p", (4,), attributes={"zv_array": "vertices", "dtype": "<f4"},
         compressor="lz4", frame_bytes=4096, checksum=checksum,
     )  # fmt: skip
@@ -449,16 +453,74 @@ def test_ordinary_blosc_encodes_are_deterministic_beside_block_encodes() -> None
 
     comp = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
     data = np.random.default_rng(3).random(200_000).astype("<f4").tobytes()
-    alone = zv_io._encode_plain(comp, data)
+    alone = zv_codec.encode_plain(comp, data)
     raw = np.random.default_rng(4).random(400_000).astype("<f4").tobytes()
 
     def blocks(_: int) -> object:
         return encode_lz4_blocks(raw, 4, 4096)
 
     def plain(_: int) -> bytes:
-        return zv_io._encode_plain(comp, data)
+        return zv_codec.encode_plain(comp, data)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = [pool.submit(blocks if k % 2 else plain, k) for k in range(40)]
         got = [f.result() for k, f in enumerate(futures) if k % 2 == 0]
     assert all(g == alone for g in got)
+
+
+_LARGE = st.one_of(
+    st.binary(min_size=128, max_size=300_000),
+    st.tuples(st.integers(32, 75_000), st.integers(0, 2**32 - 1)).map(
+        lambda p: np.cumsum(np.random.default_rng(p[1]).normal(size=p[0])).astype("<f4").tobytes()
+    ),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    raw=_LARGE,
+    typesize=st.sampled_from([1, 2, 4, 8, 12]),
+    blocksize=st.sampled_from([64, 1000, 4096, 16384, 65536]),
+    pairs=_PAIRS,
+)
+def test_c_blosc_block_encoder_against_the_public_decoder(
+    raw: bytes, typesize: int, blocksize: int, pairs: list[tuple[int, int]]
+) -> None:
+    """The ctypes encoder writes what numcodecs decodes, as the Python encoder does.
+
+    Both encoders' buffers decode (whole, with ``numcodecs.Blosc``; in part, with
+    :func:`decode_blocks`) to the input, with blocks of at most the requested size.  When
+    c-blosc would not write such blocks (block sizes below its minimum), the Python encoder's
+    buffer is the one stored.
+    """
+    assert _C_BLOSC.available
+    data = np.frombuffer(raw, dtype=np.uint8)
+    fast = _C_BLOSC.encode(data, typesize, blocksize)
+    slow = _encode_lz4_blocks(data, typesize, blocksize)
+    stored = bytes(encode_lz4_blocks(raw, typesize, blocksize))
+    assert stored == (slow if fast is None else bytes(fast))
+    public = numcodecs.Blosc(cname="lz4")
+    for enc in (slow,) if fast is None else (bytes(fast), slow):
+        assert bytes(public.decode(enc)) == raw
+        table = blosc_table(enc, "x")
+        assert table.memcpyed or table.blocksize <= blocksize
+        assert table.memcpyed or table.n_blocks == -(-len(raw) // table.blocksize)
+        _check_partial(enc, raw, 8, pairs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ranges=st.lists(st.tuples(st.integers(0, 200_000), st.integers(0, 9000)), max_size=400),
+    skip=st.sampled_from([0, 8]),
+    blocksize=st.sampled_from([64, 1000, 4096]),
+)
+def test_block_runs_of_many_ranges_match_the_plain_loop(
+    ranges: list[tuple[int, int]], skip: int, blocksize: int
+) -> None:
+    """The numpy path of ``_runs`` (many ranges) gives the runs of the plain Python loop."""
+    starts = np.array(sorted(a for a, _ in ranges), dtype=np.int64)
+    stops = starts + np.array([n for _, n in ranges], dtype=np.int64)
+    expected = _runs_of(starts.tolist(), stops.tolist(), skip, blocksize)
+    assert _runs(starts, stops, skip, blocksize) == expected
+    with mock.patch("zarr_vectors.core.payload.blosc_blocks._FEW_RANGES", -1):
+        assert _runs(starts, stops, skip, blocksize) == expected

@@ -12,7 +12,8 @@ import zarr
 from zarr.codecs import GzipCodec, ZstdCodec
 from zarr.storage import LocalStore, MemoryStore
 
-from zarr_vectors.core.io import create_dense_array, declare_dense_array, write_dense
+from zarr_vectors.core.payload.create import create_dense_array, declare_dense_array
+from zarr_vectors.core.payload.dense import write_dense
 
 CODECS = {
     "default": ("default", "default"),

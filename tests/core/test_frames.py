@@ -20,8 +20,14 @@ from hypothesis import strategies as st
 from zarr.codecs import BloscCodec
 
 import zarr_vectors as zv
-from zarr_vectors.core import io as zv_io
-from zarr_vectors.core.io import FRAME_BYTES_ATTR, _ElementCodec, _encode_frames, frame_table
+from zarr_vectors.core.payload import compression as zv_compression
+from zarr_vectors.core.payload import create as zv_create
+from zarr_vectors.core.payload import dense as zv_dense
+from zarr_vectors.core.payload import store_io as zv_store_io
+from zarr_vectors.core.payload import zstd_frames as zv_zstd_frames
+from zarr_vectors.core.payload.codec import ElementCodec
+from zarr_vectors.core.payload.compression import FRAME_BYTES_ATTR
+from zarr_vectors.core.payload.zstd_frames import encode_frames, frame_table
 from zarr_vectors.errors import CorruptPayloadError, InvalidInputError
 from zarr_vectors.testing.examples import random_walk_paths, random_walk_trees
 
@@ -29,7 +35,7 @@ ZSTD = numcodecs.Zstd(level=3)
 
 
 def _framed(raw: bytes, frame: int = 100) -> bytes:
-    return _encode_frames(raw, frame, ZSTD)
+    return encode_frames(raw, frame, ZSTD)
 
 
 def test_framed_stream_is_plain_zstd() -> None:
@@ -50,7 +56,7 @@ def test_unframed_payload_has_no_table() -> None:
 
 def test_tail_too_short_reports_what_it_needs() -> None:
     data = _framed(bytes(range(256)) * 40, frame=64)
-    with pytest.raises(zv_io._TailTooShort) as info:
+    with pytest.raises(zv_zstd_frames.TailTooShort) as info:
         frame_table(data[-20:], "x", size=len(data))
     assert frame_table(data[-info.value.needed :], "x", size=len(data)) == frame_table(data, "x")
 
@@ -78,7 +84,7 @@ def test_partial_decode_equals_whole(
     n_rows: int, width: int, frame: int, ranges: list[tuple[int, int]]
 ) -> None:
     rows = np.arange(n_rows * width, dtype="<f4").reshape(n_rows, width) * 1.5
-    codec = _ElementCodec(ZSTD, frame_bytes=frame)
+    codec = ElementCodec(ZSTD, frame_bytes=frame)
     data = codec.encode(rows.tobytes())
     whole = np.frombuffer(codec.decode(data, "x"), dtype="<f4").reshape(n_rows, width)
     np.testing.assert_array_equal(whole, rows)
@@ -150,7 +156,7 @@ def test_plain_zarr_reads_framed_payloads(tmp_path: Path, reframe: Any) -> None:
     zv.write_streamlines(
         tmp_path / "s", pos, offsets=offsets, chunk_shape=(50, 50, 50), compressor="zstd"
     )
-    reframe(zarr.open_group(tmp_path / "s", mode="r+"), zv_io.DEFAULT_FRAME_BYTES)
+    reframe(zarr.open_group(tmp_path / "s", mode="r+"), zv_compression.DEFAULT_FRAME_BYTES)
     arr = zarr.open_array(tmp_path / "s" / "0" / "vertices", mode="r")
     counts = np.asarray(zarr.open_array(tmp_path / "s" / "0" / "vertex_counts")).ravel()
     rows = np.concatenate(
@@ -180,18 +186,18 @@ def test_one_object_read_decodes_a_fraction_of_each_chunk(tmp_path: Path, refram
     zv.write_streamlines(
         tmp_path / "s", pos, offsets=offsets, chunk_shape=(20, 20, 20), compressor="zstd"
     )
-    reframe(zarr.open_group(tmp_path / "s", mode="r+"), zv_io.DEFAULT_FRAME_BYTES)
+    reframe(zarr.open_group(tmp_path / "s", mode="r+"), zv_compression.DEFAULT_FRAME_BYTES)
     stored = sum(p.stat().st_size for p in (tmp_path / "s" / "0" / "vertices").rglob("*"))
     reader = zv.open(tmp_path / "s")
     read_bytes = 0
-    original = zv_io.os.pread
+    original = zv_store_io.os.pread
 
     def spy(fd: int, n: int, offset: int) -> bytes:
         nonlocal read_bytes
         read_bytes += n
         return original(fd, n, offset)
 
-    with mock.patch.object(zv_io.os, "pread", spy):
+    with mock.patch.object(zv_store_io.os, "pread", spy):
         got = reader.read(object_ids=[1234], attributes=False)
     np.testing.assert_array_equal(got.positions, pos[offsets[1234] : offsets[1235]])
     assert 0 < read_bytes < stored / 10
@@ -228,7 +234,7 @@ def test_legacy_seekable_dense_chunks_still_read(tmp_path: Path) -> None:
     """Dense chunks of earlier stores (seekable 16 KiB zstd frames) read row by row."""
     group = zarr.open_group(tmp_path / "g", mode="w")
     data = np.arange(60_000, dtype="<i8").reshape(-1, 2) * 7
-    array, values = zv_io.declare_dense_array(
+    array, values = zv_create.declare_dense_array(
         group,
         "idx",
         data,
@@ -236,13 +242,13 @@ def test_legacy_seekable_dense_chunks_still_read(tmp_path: Path) -> None:
         chunks=(10_000, 2),
         compressor="zstd",
     )
-    zv_io.write_dense(array, values)  # the attribute makes the old framed chunks
+    zv_dense.write_dense(array, values)  # the attribute makes the old framed chunks
     stored = (tmp_path / "g" / "idx" / "c" / "0" / "0").read_bytes()[:-4]  # cut the checksum
     table = frame_table(stored, "x")
     assert table is not None
     assert len(table.decoded) > 2
     rows = np.array([0, 5, 9_999, 10_000, 29_999], dtype=np.int64)
-    np.testing.assert_array_equal(zv_io.read_dense_rows(array, rows), data[rows])
+    np.testing.assert_array_equal(zv_dense.read_dense_rows(array, rows), data[rows])
     np.testing.assert_array_equal(np.asarray(array[...]), data)
 
 
@@ -265,8 +271,8 @@ def test_default_frames_per_geometry_type(tmp_path: Path) -> None:
     ]
     zv.write_skeleton(tmp_path / "sk", trees, chunk_shape=(20, 20, 20))
     zv.write_graph(tmp_path / "g", pos, np.array([[0, 1], [1, 2]]), chunk_shape=(20, 20, 20))
-    assert _frames_of(tmp_path / "sk") == zv_io.TREE_FRAME_BYTES == 65536
-    assert _frames_of(tmp_path / "g") == zv_io.DEFAULT_FRAME_BYTES == 4096
+    assert _frames_of(tmp_path / "sk") == zv_compression.TREE_FRAME_BYTES == 65536
+    assert _frames_of(tmp_path / "g") == zv_compression.DEFAULT_FRAME_BYTES == 4096
     # streamed and distributed writers resolve "auto" the same way
     with zv.open_writer(tmp_path / "st", "skeleton", chunk_shape=(20, 20, 20)) as w:
         w.append(trees)

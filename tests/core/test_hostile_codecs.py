@@ -160,7 +160,7 @@ def test_declared_size_of_2_to_the_40_is_corrupt_not_memory_error(tmp_path: Path
     with pytest.raises(CorruptPayloadError):
         zv.read_points(store)
     group = zarr.open_group(store / "0", mode="r")
-    from zarr_vectors.core.io import PayloadArray  # the element decoder itself
+    from zarr_vectors.core.payload.rows import PayloadArray  # the element decoder itself
 
     arr = PayloadArray(group["vertices"])  # type: ignore[arg-type]
     flat = int(np.flatnonzero(np.asarray(group["vertex_counts"][...]).ravel())[0])

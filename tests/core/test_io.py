@@ -17,9 +17,14 @@ from zarr.errors import UnstableSpecificationWarning
 from zarr.storage import LocalStore, MemoryStore
 
 import zarr_vectors as zv
-from zarr_vectors.core import io as zv_io
+from zarr_vectors.core import zarr_adapter as zv_adapter
 from zarr_vectors.core.checksums import append_crc32c, strip_crc32c
-from zarr_vectors.core.io import PayloadArray, create_payload_array, open_payload_array
+from zarr_vectors.core.payload import compression as zv_compression
+from zarr_vectors.core.payload import concurrency as zv_concurrency
+from zarr_vectors.core.payload import rows as zv_rows
+from zarr_vectors.core.payload import store_io as zv_store_io
+from zarr_vectors.core.payload.create import create_payload_array, open_payload_array
+from zarr_vectors.core.payload.rows import PayloadArray
 from zarr_vectors.errors import CorruptPayloadError
 from zarr_vectors.testing.stores import ZIP_DUPLICATE_NAMES, StoreFactory
 
@@ -135,16 +140,14 @@ def test_quiet_vlen_holds_until_the_last_thread_leaves() -> None:
 
     from zarr.errors import UnstableSpecificationWarning
 
-    from zarr_vectors.core import io as zv_io
-
     inside, release = threading.Event(), threading.Event()
 
     def other() -> None:
-        with zv_io.quiet_vlen():
+        with zv_adapter.quiet_vlen():
             inside.set()
             release.wait(10)
 
-    first = zv_io.quiet_vlen()
+    first = zv_adapter.quiet_vlen()
     first.__enter__()  # this thread enters first ...
     worker = threading.Thread(target=other)
     worker.start()
@@ -165,17 +168,15 @@ def test_serial_blosc_restores_numcodecs_setting_when_the_last_caller_leaves() -
 
     from numcodecs import blosc
 
-    from zarr_vectors.core import io as zv_io
-
     before = blosc.use_threads
     inside, release = threading.Event(), threading.Event()
 
     def other() -> None:
-        with zv_io.serial_blosc():
+        with zv_concurrency.serial_blosc():
             inside.set()
             release.wait(10)
 
-    with zv_io.serial_blosc():
+    with zv_concurrency.serial_blosc():
         assert blosc.use_threads is False
         worker = threading.Thread(target=other)
         worker.start()
@@ -192,7 +193,8 @@ def test_direct_metadata_documents_equal_zarr_python(
     tmp_path: Path, compressor: Any, path: str
 ) -> None:
     """New local v3 arrays get their ``zarr.json`` written directly: zarr-python's bytes."""
-    from zarr_vectors.core.io import declare_dense_array, write_dense
+    from zarr_vectors.core.payload.create import declare_dense_array
+    from zarr_vectors.core.payload.dense import write_dense
 
     docs = {}
     for name, store in [("direct", LocalStore(tmp_path / "d")), ("zarr", MemoryStore())]:
@@ -267,10 +269,9 @@ def test_local_files_are_read_in_batches_into_shared_buffers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Missing, empty and multi-batch files read back exactly, as read-only views."""
-    from zarr_vectors.core import io as zv_io
     from zarr_vectors.core.scratch import ScratchPool
 
-    monkeypatch.setattr(zv_io, "_OPEN_FILES", 3)
+    monkeypatch.setattr(zv_store_io, "_OPEN_FILES", 3)
     rng = np.random.default_rng(0)
     contents: list[bytes | None] = []
     for i in range(8):
@@ -282,12 +283,14 @@ def test_local_files_are_read_in_batches_into_shared_buffers(
     pool = ScratchPool(limit=64 << 20)
     for lease_pool in (None, pool):
         if lease_pool is None:
-            got = zv_io._read_files(paths)
+            got = zv_store_io.read_files(paths)
         else:
             with lease_pool.lease() as lease:
-                got = [None if g is None else bytes(g) for g in zv_io._read_files(paths, lease)]
+                got = [
+                    None if g is None else bytes(g) for g in zv_store_io.read_files(paths, lease)
+                ]
         assert [None if g is None else bytes(g) for g in got] == contents
-    views = zv_io._read_files(paths)
+    views = zv_store_io.read_files(paths)
     assert all(v is None or v.readonly for v in views)
 
 
@@ -296,8 +299,8 @@ def test_lz4_links_are_single_lz4_blocks(tmp_path: Path) -> None:
 
     The other arrays read whole keep c-blosc's own blocks.
     """
-    from zarr_vectors.core.blosc_blocks import blosc_table
-    from zarr_vectors.core.io import LZ4_LINKS_BLOCK
+    from zarr_vectors.core.payload.blosc_blocks import blosc_table
+    from zarr_vectors.core.payload.compression import LZ4_LINKS_BLOCK
 
     rng = np.random.default_rng(1)
     n = 60_000
@@ -330,7 +333,7 @@ def _zstd_array(frame_bytes: int | None) -> PayloadArray:
     root = zarr.open_group(MemoryStore(), mode="w")
     attrs: dict[str, Any] = {"zv_array": "vertices"}
     if frame_bytes is not None:
-        attrs[zv_io.FRAME_BYTES_ATTR] = frame_bytes
+        attrs[zv_compression.FRAME_BYTES_ATTR] = frame_bytes
     return create_payload_array(root, "p", (8,), attributes=attrs, compressor="zstd")
 
 
@@ -349,16 +352,15 @@ def test_zstd_elements_decode_straight_into_one_buffer(
 ) -> None:
     """read_concat / iter_decoded of zstd payloads equal the element-wise decode, on one
     thread or in byte groups (group boundaries next to missing and empty elements)."""
-    from zarr_vectors.core import io as zv_io
 
-    monkeypatch.setattr(zv_io, "_PARALLEL_BYTES", 1)  # groups even for these small elements
+    monkeypatch.setattr(zv_concurrency, "PARALLEL_BYTES", 1)  # groups even for these small elements
     rng = np.random.default_rng(7)
     payloads = _elements(rng)
     arr = _zstd_array(frame_bytes)
     arr.write(np.array(list(payloads), dtype=np.int64), list(payloads.values()))
     flats = np.arange(8, dtype=np.int64)
     expected = [payloads.get(i, b"") for i in range(8)]
-    with zv_io.decode_threads(threads):
+    with zv_concurrency.decode_threads(threads):
         got = arr.read_concat(flats)
     assert got is not None
     data, sizes = got
@@ -373,18 +375,17 @@ def test_zstd_elements_decode_straight_into_one_buffer(
 
 
 def test_zstd_groups_split_the_bytes() -> None:
-    from zarr_vectors.core import io as zv_io
 
     sizes = [1 << 20] * 16
     for parts in (2, 4, 8):
-        groups = zv_io._byte_groups(sizes, parts)
+        groups = zv_concurrency.byte_groups(sizes, parts)
         assert groups[0][0] == 0
         assert groups[-1][1] == 16
         assert len(groups) == parts
         assert all(a < b for a, b in groups)
         assert all(b == c for (_, b), (c, _) in pairwise(groups))
-    assert zv_io._byte_groups(sizes, 1) == [(0, 16)]
-    assert zv_io._byte_groups([10, 10, 10, 10], 4) == [(0, 4)]  # too few bytes for threads
+    assert zv_concurrency.byte_groups(sizes, 1) == [(0, 16)]
+    assert zv_concurrency.byte_groups([10, 10, 10, 10], 4) == [(0, 4)]  # too few bytes for threads
 
 
 def test_zstd_parts_queue_on_a_shared_pool(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -392,24 +393,22 @@ def test_zstd_parts_queue_on_a_shared_pool(monkeypatch: pytest.MonkeyPatch) -> N
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from zarr_vectors.core import io as zv_io
-
-    monkeypatch.setattr(zv_io, "_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(zv_concurrency, "PARALLEL_BYTES", 1)
     payloads = _elements(np.random.default_rng(8))
     arr = _zstd_array(4096)
     arr.write(np.array(list(payloads), dtype=np.int64), list(payloads.values()))
     seen: set[str] = set()
-    decode_group = zv_io.PayloadArray._decode_group
+    decode_group = zv_rows.PayloadArray._decode_group
 
     def spy(self: PayloadArray, *args: Any) -> bool:
         seen.add(threading.current_thread().name)
         return decode_group(self, *args)
 
-    monkeypatch.setattr(zv_io.PayloadArray, "_decode_group", spy)
+    monkeypatch.setattr(zv_rows.PayloadArray, "_decode_group", spy)
     release = threading.Event()
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="shared") as pool:
         busy = pool.submit(release.wait, 5)  # the caller's own task holds one worker
-        with zv_io.decode_threads(8, pool):
+        with zv_concurrency.decode_threads(8, pool):
             got = arr.read_concat(np.arange(8, dtype=np.int64))
         release.set()
         busy.result()
@@ -472,8 +471,6 @@ def test_zstd_parts_never_clobber_each_other(
     """Any mix of missing, tiny (shorter than a header) and big elements, any split."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from zarr_vectors.core import io as zv_io
-
     rng = np.random.default_rng(len(sizes) * 31 + parts)
     payloads = {
         i: rng.integers(0, 7, n, dtype=np.uint8).tobytes()
@@ -485,15 +482,15 @@ def test_zstd_parts_never_clobber_each_other(
         arr.write(np.array(list(payloads), dtype=np.int64), list(payloads.values()))
     flats = np.arange(8, dtype=np.int64)
     expected = b"".join(payloads.get(i, b"") for i in range(8))
-    old = zv_io._PARALLEL_BYTES
-    zv_io._PARALLEL_BYTES = 1
+    old = zv_concurrency.PARALLEL_BYTES
+    zv_concurrency.PARALLEL_BYTES = 1
     try:
-        with ThreadPoolExecutor(max_workers=2) as pool, zv_io.decode_threads(parts, pool):
+        with ThreadPoolExecutor(max_workers=2) as pool, zv_concurrency.decode_threads(parts, pool):
             got = arr.read_concat(flats)
-        with zv_io.decode_threads(parts):
+        with zv_concurrency.decode_threads(parts):
             own = arr.read_concat(flats)
     finally:
-        zv_io._PARALLEL_BYTES = old
+        zv_concurrency.PARALLEL_BYTES = old
     assert got is not None
     assert own is not None
     assert bytes(got[0]) == expected

@@ -9,7 +9,7 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.core import reader as zv_reader
-from zarr_vectors.core.io import dense_chunk_count
+from zarr_vectors.core.payload.dense import dense_chunk_count
 from zarr_vectors.errors import CorruptPayloadError
 
 N = 140_000  # one path through random points: ~one manifest ref per node, 9 index chunks

@@ -14,8 +14,9 @@ from zarr.errors import UnstableSpecificationWarning
 from zarr.storage import LocalStore, MemoryStore, ZipStore
 
 import zarr_vectors as zv
-from zarr_vectors.core import gather, io, writer
+from zarr_vectors.core import gather, writer
 from zarr_vectors.core.multiscale import write_multiscale_metadata
+from zarr_vectors.core.payload.rows import PayloadArray
 from zarr_vectors.core.store import (
     create_store,
     list_resolution_levels,
@@ -419,7 +420,7 @@ def inject(monkeypatch: pytest.MonkeyPatch, where: str, exc: BaseException) -> N
         return wrapper
 
     if where == "payload":  # the vertices payload is written, the next one fails
-        monkeypatch.setattr(io.PayloadArray, "write", failing(io.PayloadArray.write, 1))
+        monkeypatch.setattr(PayloadArray, "write", failing(PayloadArray.write, 1))
     elif where == "dense":  # every payload is written, vertex_counts fails (writer thread)
         monkeypatch.setattr(writer, "write_dense", failing(writer.write_dense, 0))
     elif where == "attribute":  # a row gather (vertices or an attribute column) fails

@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 from zarr.storage import LocalStore, MemoryStore
 
 import zarr_vectors as zv
-from zarr_vectors.core import io as zv_io
 from zarr_vectors.core.checksums import append_crc32c
 from zarr_vectors.core.gather import ELEMENT_HEADER
-from zarr_vectors.core.io import PayloadArray, create_payload_array
+from zarr_vectors.core.payload import store_io as zv_store_io
+from zarr_vectors.core.payload.create import create_payload_array
+from zarr_vectors.core.payload.rows import PayloadArray
 from zarr_vectors.core.scratch import SCRATCH
 from zarr_vectors.errors import CorruptPayloadError
 from zarr_vectors.testing import assert_geometry_equal
@@ -88,7 +89,7 @@ def test_local_uncompressed_elements_skip_the_fetch_buffer(
     def no_fetch(*args: Any) -> None:
         raise AssertionError("fetched")
 
-    monkeypatch.setattr(zv_io, "_read_files", no_fetch)
+    monkeypatch.setattr(zv_store_io, "read_files", no_fetch)
     joined = arr.read_concat(np.array([0, 1, 4], dtype=np.int64))
     assert joined is not None
     assert bytes(joined[0]) == b"abc" * 100 + b"xyz" * 7
@@ -134,14 +135,14 @@ def test_element_reader_says_what_is_wrong(tmp_path: Path) -> None:
     path.write_bytes(ELEMENT_HEADER.pack(1, 10) + b"0123456789")
     head = np.empty(ELEMENT_HEADER.size, dtype=np.uint8)
     rows = np.empty(20, dtype=np.uint8)
-    assert zv_io._read_element(str(path), head, rows) == "10 bytes, expected 20"
-    assert zv_io._read_element(str(path), head, rows[:4]) == (
+    assert zv_store_io.read_element(str(path), head, rows) == "10 bytes, expected 20"
+    assert zv_store_io.read_element(str(path), head, rows[:4]) == (
         "malformed vlen-bytes element (count 1, length 10, 4 bytes present)"
     )
-    assert zv_io._read_element(str(path), head, rows[:10]) is None
+    assert zv_store_io.read_element(str(path), head, rows[:10]) is None
     assert rows[:10].tobytes() == b"0123456789"
     path.unlink()
-    assert zv_io._read_element(str(path), head, rows[:10]) == "missing"
+    assert zv_store_io.read_element(str(path), head, rows[:10]) == "missing"
 
 
 @pytest.mark.parametrize("checksum", [False, True])
@@ -248,7 +249,7 @@ def test_one_object_reads_only_its_span_of_an_uncompressed_chunk(
     zv.write_polylines(store, paths, chunk_shape=(2.0,) * 3, compressor=None)
     chunk = next(p for p in (store / "0" / "vertices" / "c").rglob("*") if p.is_file())
     read: list[int] = []
-    real_pread, real_preadv = zv_io.os.pread, zv_io.os.preadv
+    real_pread, real_preadv = zv_store_io.os.pread, zv_store_io.os.preadv
 
     def pread(fd: int, n: int, offset: int) -> bytes:
         read.append(n)
@@ -260,8 +261,8 @@ def test_one_object_reads_only_its_span_of_an_uncompressed_chunk(
         return got
 
     reader = zv.open(store)
-    monkeypatch.setattr(zv_io.os, "pread", pread)
-    monkeypatch.setattr(zv_io.os, "preadv", preadv)
+    monkeypatch.setattr(zv_store_io.os, "pread", pread)
+    monkeypatch.setattr(zv_store_io.os, "preadv", preadv)
     one = reader.read(object_ids=[123])
     monkeypatch.undo()
     np.testing.assert_array_equal(one[0], paths[123])

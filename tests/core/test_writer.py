@@ -14,8 +14,9 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.core import gather, writer
-from zarr_vectors.core import io as zv_io
 from zarr_vectors.core.chunking import axis_bounds
+from zarr_vectors.core.payload import codec as zv_codec
+from zarr_vectors.core.payload import store_io as zv_store_io
 from zarr_vectors.core.plan import plan_level
 from zarr_vectors.errors import InvalidInputError
 
@@ -105,7 +106,7 @@ def test_early_rows_write_what_the_writer_writes(
 
 @pytest.mark.parametrize("frame", [64, 4096])
 def test_batched_frames_are_the_bytes_of_one_by_one_encoding(frame: int) -> None:
-    codec = zv_io._ElementCodec(numcodecs.Zstd(level=3), frame_bytes=frame)
+    codec = zv_codec.ElementCodec(numcodecs.Zstd(level=3), frame_bytes=frame)
     rng = np.random.default_rng(frame)
     sizes = [0, 1, frame - 9, frame - 8, frame - 7, frame, 3 * frame + 5, 40_000]
     payloads: list[bytes | memoryview] = [
@@ -120,11 +121,11 @@ def test_batched_frames_are_the_bytes_of_one_by_one_encoding(frame: int) -> None
 @pytest.mark.parametrize("compressor", [None, "lz4", numcodecs.Zstd(level=3)])
 def test_headed_elements_encode_like_bare_payloads(compressor: Any) -> None:
     """Payloads gathered behind their header (no copy) are stored as the same bytes."""
-    codec = zv_io._ElementCodec(None)
+    codec = zv_codec.ElementCodec(None)
     if compressor == "lz4":
-        codec = zv_io._ElementCodec(numcodecs.Blosc("lz4"), lz4_blocks=(4, 4096))
+        codec = zv_codec.ElementCodec(numcodecs.Blosc("lz4"), lz4_blocks=(4, 4096))
     elif compressor is not None:
-        codec = zv_io._ElementCodec(compressor)
+        codec = zv_codec.ElementCodec(compressor)
     rng = np.random.default_rng(1)
     payloads = [rng.random(n).astype(np.float32).tobytes() for n in (1, 100, 5000)]
     elements = [gather.ELEMENT_HEADER.pack(1, len(p)) + p for p in payloads]
@@ -137,7 +138,7 @@ def test_payloads_are_views_and_written_whole(tmp_path: Any) -> None:
     rows = np.arange(30, dtype=np.int32).reshape(10, 3)
     out = _payloads(rows, None, np.array([0, 4, 10]))
     assert all(isinstance(p, memoryview) for p in out)
-    zv_io._write_file((str(tmp_path / "f"), out[1]))
+    zv_store_io.write_file((str(tmp_path / "f"), out[1]))
     element = gather.ELEMENT_HEADER.pack(1, rows[4:].nbytes) + rows[4:].tobytes()
     assert (tmp_path / "f").read_bytes() == element
 

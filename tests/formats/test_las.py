@@ -14,7 +14,7 @@ import zarr
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from zarr_vectors.core.io import quiet_vlen
+from zarr_vectors.core.zarr_adapter import quiet_vlen
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.formats.las import KEY, las_to_store, open_las, read_las, store_to_las
 from zarr_vectors.formats.registry import convert, export

@@ -14,7 +14,7 @@ from nibabel.streamlines import ArraySequence, TckFile, Tractogram, TrkFile
 
 import zarr_vectors as zv
 from zarr_vectors.core.chunking import axis_bounds
-from zarr_vectors.core.io import quiet_vlen
+from zarr_vectors.core.zarr_adapter import quiet_vlen
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.formats import tractography
 from zarr_vectors.formats.registry import Extent, WriteOptions, convert, export

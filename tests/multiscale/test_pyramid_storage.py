@@ -13,7 +13,7 @@ import zarr
 from zarr.codecs import GzipCodec
 
 import zarr_vectors as zv
-from zarr_vectors.core.io import compressor_spec
+from zarr_vectors.core.payload.compression import compressor_spec
 from zarr_vectors.testing import assert_geometry_equal
 from zarr_vectors.testing.examples import random_walk_trees
 

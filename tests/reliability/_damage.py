@@ -19,7 +19,8 @@ from zarr.core.sync import sync
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from zarr_vectors.core.io import PayloadArray, quiet_vlen
+from zarr_vectors.core.payload.rows import PayloadArray
+from zarr_vectors.core.zarr_adapter import quiet_vlen
 from zarr_vectors.types.graphs import read_graph, write_graph
 from zarr_vectors.types.meshes import read_mesh, write_mesh
 from zarr_vectors.types.skeletons import read_skeleton, write_skeleton

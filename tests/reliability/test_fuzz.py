@@ -27,7 +27,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from reliability._damage import Damage, write_kind
 from zarr_vectors.core.checksums import append_crc32c
-from zarr_vectors.core.io import _ElementCodec
+from zarr_vectors.core.payload.codec import ElementCodec
 from zarr_vectors.core.shards import ShardFormat
 from zarr_vectors.errors import (
     CorruptPayloadError,
@@ -49,7 +49,7 @@ FEW = settings(max_examples=12, suppress_health_check=[HealthCheck.too_slow], de
 @FUZZ
 @given(data=st.binary(max_size=300), compressed=st.booleans())
 def test_element_decode_never_crashes(data: bytes, compressed: bool) -> None:
-    codec = _ElementCodec(numcodecs.Zstd() if compressed else None)
+    codec = ElementCodec(numcodecs.Zstd() if compressed else None)
     outcome: bytes | str
     try:
         outcome = bytes(codec.decode(data, "fuzz chunk 0"))
@@ -64,7 +64,7 @@ def test_element_decode_of_valid_zstd_frames(inner: bytes) -> None:
     """Frames that decompress fine but hold a garbled vlen header are still only our error."""
     frame = numcodecs.Zstd().encode(inner)
     with contextlib.suppress(CorruptPayloadError):
-        _ElementCodec(numcodecs.Zstd()).decode(bytes(frame), "x")
+        ElementCodec(numcodecs.Zstd()).decode(bytes(frame), "x")
 
 
 @FUZZ

@@ -22,8 +22,8 @@ from zarr.core.buffer import Buffer
 from zarr.storage import LocalStore, MemoryStore
 
 import zarr_vectors as zv
-import zarr_vectors.core.io as core_io
 from reliability._damage import write_kind
+from zarr_vectors.core.payload import store_io as zv_store_io
 from zarr_vectors.errors import StoreNotFoundError
 from zarr_vectors.validate import validate
 
@@ -106,8 +106,8 @@ def test_interrupted_memory_overwrite_is_never_clean() -> None:
 
 
 def test_interrupted_payload_batch_is_never_clean(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail inside the batched payload writer itself (``core.io._set_many``)."""
-    original = core_io._set_many
+    """Fail inside the batched payload writer itself (``core.payload.store_io._set_many``)."""
+    original = zv_store_io._set_many
     for k in range(3):
         calls = iter(range(10**6))
 
@@ -116,11 +116,11 @@ def test_interrupted_payload_batch_is_never_clean(monkeypatch: pytest.MonkeyPatc
                 raise Interrupted("injected failure in _set_many")
             original(store, items)
 
-        monkeypatch.setattr(core_io, "_set_many", failing)
+        monkeypatch.setattr(zv_store_io, "_set_many", failing)
         store = MemoryStore()
         with pytest.raises(Interrupted):
             write_kind("polylines", store)
-        monkeypatch.setattr(core_io, "_set_many", original)
+        monkeypatch.setattr(zv_store_io, "_set_many", original)
         assert_not_a_clean_store(store)
 
 
@@ -153,7 +153,7 @@ def fail_local_sets(monkeypatch: pytest.MonkeyPatch) -> Callable[[int | None], N
     """Make every ``LocalStore.set`` (and batched payload write) fail after k successes."""
     state: dict[str, int | None] = {"left": None}
     original_set = LocalStore.set
-    original_many = core_io._set_many
+    original_many = zv_store_io._set_many
 
     def tick() -> None:
         left = state["left"]
@@ -171,7 +171,7 @@ def fail_local_sets(monkeypatch: pytest.MonkeyPatch) -> Callable[[int | None], N
         original_many(store, items)
 
     monkeypatch.setattr(LocalStore, "set", set_)
-    monkeypatch.setattr(core_io, "_set_many", many)
+    monkeypatch.setattr(zv_store_io, "_set_many", many)
 
     def arm(k: int | None) -> None:
         state["left"] = k
@@ -257,17 +257,17 @@ def test_interrupted_zip_overwrite_keeps_the_old_zip(
     path = tmp_path / "s.zip"
     write_kind("points", str(path))
     before = path.read_bytes()
-    original = core_io._set_many
+    original = zv_store_io._set_many
 
     def failing(store: Any, items: Any) -> None:
         if isinstance(store, zarr.storage.ZipStore):
             raise Interrupted("injected failure while packing the zip")
         original(store, items)
 
-    monkeypatch.setattr(core_io, "_set_many", failing)
+    monkeypatch.setattr(zv_store_io, "_set_many", failing)
     with pytest.raises(Interrupted):
         write_kind("polylines", str(path), overwrite=True)
-    monkeypatch.setattr(core_io, "_set_many", original)
+    monkeypatch.setattr(zv_store_io, "_set_many", original)
     assert path.read_bytes() == before
     with zipfile.ZipFile(path) as zf:
         assert zf.testzip() is None

@@ -28,7 +28,8 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 from zarr.errors import UnstableSpecificationWarning
 
-from zarr_vectors.core import io as zv_io
+from zarr_vectors.core.payload import rows as zv_rows
+from zarr_vectors.core.payload import store_io as zv_store_io
 from zarr_vectors.testing.stores import open_zip
 
 AnyArray = npt.NDArray[Any]
@@ -335,8 +336,8 @@ class PathOracle:
     def payload_reads(read: Callable[[], Any]) -> list[str]:
         """Run ``read`` and return every payload key it fetched through the batched path."""
         seen: list[str] = []
-        original = zv_io._get_many
-        original_local = zv_io.PayloadArray.decode_rows_local
+        original = zv_store_io.get_many
+        original_local = zv_rows.PayloadArray.decode_rows_local
 
         def spy(store: Any, keys: Sequence[str], *rest: Any) -> Any:
             seen.extend(keys)
@@ -347,8 +348,8 @@ class PathOracle:
             return original_local(self, flat, *args)
 
         with (
-            mock.patch.object(zv_io, "_get_many", spy),
-            mock.patch.object(zv_io.PayloadArray, "decode_rows_local", spy_local),
+            mock.patch.object(zv_store_io, "get_many", spy),
+            mock.patch.object(zv_rows.PayloadArray, "decode_rows_local", spy_local),
         ):
             read()
         # dense index arrays (object manifests) use the same batched path; keep payloads only

@@ -24,7 +24,7 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.core import draco as zv_draco
-from zarr_vectors.core import io as zv_io
+from zarr_vectors.core.payload import store_io as zv_store_io
 from zarr_vectors.core.writer import StoreOptions
 from zarr_vectors.errors import GeometryError, InvalidInputError, MissingDependencyError
 from zarr_vectors.spec.conventions import WindingOrder
@@ -370,14 +370,14 @@ def test_object_and_group_reads(grid_store: Any) -> None:
 def test_one_object_read_touches_only_its_chunks(grid_store: Any) -> None:
     store, meshes = grid_store
     seen: list[str] = []
-    original = zv_io._get_many
+    original = zv_store_io.get_many
 
     def spy(s: Any, keys: Sequence[str], *rest: Any) -> Any:
         seen.extend(k for k in keys if "/object_index/" not in k and "/vertex_counts/" not in k)
         seen[:] = [k for k in seen if "/groupings" not in k and "/object_attributes/" not in k]
         return original(s, keys, *rest)
 
-    with mock.patch.object(zv_io, "_get_many", spy):
+    with mock.patch.object(zv_store_io, "get_many", spy):
         read_mesh(store, object_ids=[30])
     chunks = {tuple(c) for c in np.floor(meshes[3][0] / 2.0).astype(int).tolist()}
     origin = np.asarray(zv.open_store(store).attrs["chunk_grid"]["origin"])  # type: ignore[index,call-overload]

@@ -20,9 +20,10 @@ from zarr.core.buffer import Buffer, BufferPrototype
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from zarr_vectors.core.io import PayloadArray, quiet_vlen
 from zarr_vectors.core.links import read as linkread
+from zarr_vectors.core.payload.rows import PayloadArray
 from zarr_vectors.core.reader import LevelReader
+from zarr_vectors.core.zarr_adapter import quiet_vlen
 from zarr_vectors.errors import CorruptPayloadError, GeometryError, InvalidInputError
 
 IntArrayT = npt.NDArray[np.int64]

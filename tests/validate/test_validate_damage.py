@@ -15,7 +15,7 @@ from typing import Any, Literal
 import pytest
 from zarr.core.dtype import VariableLengthBytes
 
-from zarr_vectors.core.io import quiet_vlen
+from zarr_vectors.core.zarr_adapter import quiet_vlen
 from zarr_vectors.spec.conventions import Severity
 from zarr_vectors.validate import ValidationReport, validate
 

@@ -19,8 +19,9 @@ from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
 from zarr_vectors.cli import app
-from zarr_vectors.core.io import PayloadArray, _fast_codec
 from zarr_vectors.core.multiscale import write_multiscale_metadata
+from zarr_vectors.core.payload.chain import element_codec
+from zarr_vectors.core.payload.rows import PayloadArray
 from zarr_vectors.spec.conventions import Severity
 from zarr_vectors.testing import strategies as zst
 from zarr_vectors.types.graphs import write_graph
@@ -210,7 +211,7 @@ def write_empty_element(d: Damage) -> None:
     """Store an element with no rows for a chunk that holds nothing."""
     pa: PayloadArray = d.payload("0/vertices")
     empty = next(f for f in range(int(np.prod(pa.array.shape))) if f not in d.occupied())
-    fast = _fast_codec(pa.array)
+    fast = element_codec(pa.array)
     assert fast is not None
     d.put(d.chunk_key("0/vertices", empty), fast[0].encode(b""))
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import zarr
-from zarr.core.metadata import ArrayV3Metadata
 
+from zarr_vectors.core.zarr_adapter import ArrayV3Metadata
 from zarr_vectors.errors import CorruptPayloadError
 
 __all__ = ["ALLOWED_V2", "ALLOWED_V3", "check_codecs", "foreign_codecs"]

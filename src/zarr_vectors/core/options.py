@@ -19,7 +19,7 @@ import numpy as np
 from typing_extensions import Unpack
 
 from zarr_vectors.core.draco import DracoSettings
-from zarr_vectors.core.io import (
+from zarr_vectors.core.payload.compression import (
     DEFAULT_FRAME_BYTES,
     TREE_FRAME_BYTES,
     CompressorSpec,

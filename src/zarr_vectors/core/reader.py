@@ -25,25 +25,26 @@ from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.codec_policy import check_codecs
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import decode_payloads
-from zarr_vectors.core.io import (
+from zarr_vectors.core.payload.compression import (
     SOURCE_COMPRESSOR,
-    Blob,
     Compressor,
     CompressorSpec,
-    PayloadArray,
     compressor_spec,
+)
+from zarr_vectors.core.payload.dense import (
     dense_chunk_count,
     dense_chunks,
-    local_members,
-    malformed_documents,
-    quiet_vlen,
     read_dense_rows,
     read_dense_whole,
 )
+from zarr_vectors.core.payload.element import Blob
+from zarr_vectors.core.payload.local_nodes import local_members, malformed_documents
+from zarr_vectors.core.payload.rows import PayloadArray
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts, unique_sorted
 from zarr_vectors.core.recycle import take_result
 from zarr_vectors.core.scratch import SCRATCH, Lease
 from zarr_vectors.core.store import open_level, read_root_metadata
+from zarr_vectors.core.zarr_adapter import quiet_vlen
 from zarr_vectors.errors import (
     CorruptPayloadError,
     InvalidInputError,
@@ -356,7 +357,7 @@ class LevelReader:
         """Return a ``compressor=`` mapping compressing each array as this level's own is.
 
         Keyed by array path (``"vertices"``, ``"attributes/fa"``, ...; see
-        :func:`~zarr_vectors.core.io.compressor_spec`), with ``"*"`` (arrays this level
+        :func:`~zarr_vectors.core.payload.compression.compressor_spec`), with ``"*"`` (arrays this level
         lacks) as ``vertices``.
         """
         with quiet_vlen():

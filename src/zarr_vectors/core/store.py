@@ -21,14 +21,13 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import zarr
 from zarr.abc.store import Store
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.group import GroupMetadata
-from zarr.core.sync import sync
+from zarr.buffer import default_buffer_prototype
 from zarr.errors import ContainsArrayError, GroupNotFoundError, NodeNotFoundError
 from zarr.storage import FsspecStore, LocalStore, MemoryStore, StorePath, ZipStore
 
 from zarr_vectors.core.chunking import MAX_GRID_CHUNKS, grid_for_bounds
-from zarr_vectors.core.io import create_dense_array, create_payload_array, local_group, quiet_vlen
+from zarr_vectors.core.payload.create import create_dense_array, create_payload_array
+from zarr_vectors.core.payload.local_nodes import local_group
 from zarr_vectors.core.placement import (
     Occupant,
     classify_dir,
@@ -38,6 +37,7 @@ from zarr_vectors.core.placement import (
     remove_abandoned,
     swap_in,
 )
+from zarr_vectors.core.zarr_adapter import GroupMetadata, quiet_vlen, sync
 from zarr_vectors.errors import (
     InvalidInputError,
     LevelNotFoundError,

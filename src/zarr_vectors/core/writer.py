@@ -29,19 +29,6 @@ from zarr_vectors.core.chunking import ChunkLayout, axis_bounds, grid_for_bounds
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.gather import GATHER_BYTES, PayloadBatch, Rows, payload_batches, take_rows
-from zarr_vectors.core.io import (
-    LZ4_LINKS_BLOCK,
-    Compressor,
-    CompressorSpec,
-    PayloadArray,
-    create_payload_array,
-    declare_dense_array,
-    open_payload_array,
-    preset,
-    set_many,
-    settle_pending_writes,
-    write_dense,
-)
 from zarr_vectors.core.options import (
     FrameBytes,
     StoreKwargs,
@@ -52,6 +39,20 @@ from zarr_vectors.core.options import (
     make_axes,
     resolve_store_options,
 )
+from zarr_vectors.core.payload.compression import (
+    LZ4_LINKS_BLOCK,
+    Compressor,
+    CompressorSpec,
+    preset,
+)
+from zarr_vectors.core.payload.create import (
+    create_payload_array,
+    declare_dense_array,
+    open_payload_array,
+)
+from zarr_vectors.core.payload.dense import write_dense
+from zarr_vectors.core.payload.rows import PayloadArray
+from zarr_vectors.core.payload.store_io import set_many, settle_pending_writes
 from zarr_vectors.core.placement import leftovers, remove_abandoned, staging_dir
 from zarr_vectors.core.plan import FragmentRows, GeometryParts, LevelPlan, LinkPlan, plan_level
 from zarr_vectors.core.ragged import RowOrder, run_starts

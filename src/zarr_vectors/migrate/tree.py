@@ -14,10 +14,9 @@ import numpy as np
 import numpy.typing as npt
 import zarr
 from zarr.abc.store import Store
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
+from zarr.buffer import default_buffer_prototype
 
-from zarr_vectors.core.io import quiet_vlen
+from zarr_vectors.core.zarr_adapter import quiet_vlen, sync
 from zarr_vectors.errors import CorruptPayloadError
 
 __all__ = ["Tree"]

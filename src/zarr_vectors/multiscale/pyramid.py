@@ -18,9 +18,9 @@ import zarr
 
 from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.columns import Column
-from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.multiscale import write_multiscale_metadata
 from zarr_vectors.core.parts import read_parts
+from zarr_vectors.core.payload.compression import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, list_resolution_levels, open_store

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import zarr
 from zarr.abc.store import Store
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
+from zarr.buffer import default_buffer_prototype
 from zarr.storage import LocalStore
 
 from zarr_vectors.core.placement import OLD, STAGING, abandoned_name, run_tag
+from zarr_vectors.core.zarr_adapter import sync
 from zarr_vectors.spec import layout as L
 
 __all__ = ["begin_staging", "drop_staging", "hidden_leftovers", "swap_levels"]

@@ -29,7 +29,7 @@ import numpy.typing as npt
 import zarr
 
 from zarr_vectors.core.chunking import ChunkLayout
-from zarr_vectors.core.io import read_dense_whole
+from zarr_vectors.core.payload.dense import read_dense_whole
 from zarr_vectors.core.plan import GeometryParts, LevelPlan
 from zarr_vectors.core.ragged import as_index, unique_sorted
 from zarr_vectors.core.reader import LevelReader

@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 import zarr
-from zarr.core.dtype import VariableLengthBytes
+from zarr.dtype import VariableLengthBytes
 from zarr.errors import BaseZarrError
 
-from zarr_vectors.core.io import quiet_vlen
+from zarr_vectors.core.zarr_adapter import quiet_vlen
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import ArrayKind, Encoding
 from zarr_vectors.spec.layout import ARRAY_SPECS, ArraySpec

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 import zarr
-from zarr.core.sync import sync
 from zarr.errors import BaseZarrError
 
-from zarr_vectors.core.io import read_dense_whole
+from zarr_vectors.core.payload.dense import read_dense_whole
+from zarr_vectors.core.zarr_adapter import sync
 from zarr_vectors.errors import ZarrVectorsError
 from zarr_vectors.spec.conventions import ArrayKind
 from zarr_vectors.validate._context import ArrayInfo, ValidationContext

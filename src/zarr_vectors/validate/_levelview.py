@@ -4,7 +4,7 @@
 facts L1/L2 already established; it is None when a prerequisite is missing (no usable
 ``chunk_grid``, ``chunk_shape`` or ``spatial_dims``), which those levels reported.
 
-Memory: payloads are decoded through :mod:`zarr_vectors.core.io` in batches of at most
+Memory: payloads are decoded through :mod:`zarr_vectors.core.payload` in batches of at most
 :data:`BATCH_CHUNKS` chunks and about :data:`BATCH_ROWS` rows, so a level of any size streams;
 what stays in memory is O(chunks) (``vertex_counts``, the list of occupied chunks) and
 O(manifest refs) (the object index), the same bound the streaming writer has.
@@ -20,15 +20,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import zarr
-from zarr.core.metadata import ArrayV3Metadata
-from zarr.core.sync import sync
 from zarr.errors import BaseZarrError
 
 from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.codec_policy import check_codecs
 from zarr_vectors.core.draco import decode_vertices
-from zarr_vectors.core.io import PayloadArray
+from zarr_vectors.core.payload.rows import PayloadArray
 from zarr_vectors.core.ragged import offsets_from_counts, unique_sorted
+from zarr_vectors.core.zarr_adapter import ArrayV3Metadata, sync
 from zarr_vectors.errors import (
     CorruptPayloadError,
     MissingDependencyError,

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from zarr.abc.store import Store
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
+from zarr.buffer import default_buffer_prototype
 from zarr.storage import StorePath
 
+from zarr_vectors.core.zarr_adapter import sync
 from zarr_vectors.spec.layout import ARRAY_SPECS
 
 __all__ = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 import zarr
 from zarr.errors import BaseZarrError
 
-from zarr_vectors.core.io import quiet_vlen
+from zarr_vectors.core.zarr_adapter import quiet_vlen
 from zarr_vectors.spec.layout import level_path
 from zarr_vectors.validate._context import REQUIRED_ROOT_KEYS, ValidationContext, numbers
 from zarr_vectors.validate._scan import JSON, V2_DOCS, ZARR_JSON

@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column
-from zarr_vectors.core.io import decode_threads
 from zarr_vectors.core.links.keys import KeySpace, sorted_by_key, take_column
+from zarr_vectors.core.payload.concurrency import decode_threads
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts
 from zarr_vectors.core.reader import LevelReader, ObjectRanges, RowBlock, check_link_rows
 from zarr_vectors.core.scratch import SCRATCH, Lease

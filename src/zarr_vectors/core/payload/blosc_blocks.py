@@ -1,0 +1,295 @@
+"""The Blosc 1 buffer format, and decoding only some blocks of a Blosc buffer.
+
+A Blosc buffer is a 16-byte header, a table of block start offsets (``bstarts``, one
+little-endian int32 per block) and the independently compressed blocks; each block holds
+``blocksize`` decoded bytes (the last one the remainder).  So, like the seekable zstd payloads
+of :mod:`zarr_vectors.core.payload.zstd_frames`, a reader that wants some rows can decode just
+the blocks holding them.  Blosc's own partial-decode entry point (``blosc_getitem``) is not
+exposed by numcodecs 0.16, so a run of consecutive blocks is cut out into a small, valid Blosc
+buffer of its own (same header flags, re-based block offsets) and handed to the public decoder
+``numcodecs.blosc.decompress``.  Encoding in fixed blocks is
+:mod:`zarr_vectors.core.payload.lz4_blocks`.
+
+Header (all little-endian): ``version u8, versionlz u8, flags u8, typesize u8, nbytes u32,
+blocksize u32, cbytes u32``.  Flag bits: 0 byte shuffle, 1 stored uncompressed ("memcpyed",
+no block table), 2 bit shuffle, 4 "do not split" (blocks are not split in per-byte streams).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from numcodecs import blosc
+
+from zarr_vectors.errors import CorruptPayloadError
+
+__all__ = [
+    "BLOSC_HEADER",
+    "BLOSC_HEADER_BYTES",
+    "FLAG_DONT_SPLIT",
+    "FLAG_LZ4_FORMAT",
+    "FLAG_MEMCPYED",
+    "FLAG_SHUFFLE",
+    "FORMAT_VERSION",
+    "LZ4_FORMAT_VERSION",
+    "MAX_BUFFER",
+    "BloscTable",
+    "blosc_table",
+    "decode_blocks",
+    "parse_header",
+    "table_length",
+]
+
+BLOSC_HEADER_BYTES = 16
+BLOSC_HEADER = struct.Struct("<BBBBIII")
+FLAG_SHUFFLE = 0x01
+FLAG_MEMCPYED = 0x02
+FLAG_DONT_SPLIT = 0x10
+FLAG_LZ4_FORMAT = 1 << 5  # compressor format code 1 (LZ4 and LZ4HC) in flag bits 5-7
+FORMAT_VERSION = 2  # the Blosc 1 buffer format version written by c-blosc >= 1.0
+LZ4_FORMAT_VERSION = 1
+MAX_BUFFER = 2**31 - 1 - 16  # BLOSC_MAX_BUFFERSIZE of c-blosc 1
+
+
+@dataclass(frozen=True)
+class BloscTable:
+    """Header and block table of one Blosc buffer."""
+
+    header: bytes
+    """The 16 header bytes."""
+    nbytes: int
+    """Decoded length in bytes."""
+    blocksize: int
+    """Decoded bytes per block (the last block holds the remainder)."""
+    cbytes: int
+    """Stored length in bytes."""
+    offsets: tuple[int, ...]
+    """(n_blocks + 1) offsets of the blocks in the stored bytes (last: ``cbytes``); for an
+    uncompressed ("memcpyed") buffer, one pseudo-block per ``blocksize`` decoded bytes."""
+    memcpyed: bool
+    """Whether the bytes follow the header uncompressed."""
+
+    @property
+    def n_blocks(self) -> int:
+        """Number of blocks."""
+        return len(self.offsets) - 1
+
+    def table_bytes(self) -> int:
+        """Bytes from the start of the buffer to the end of the block table."""
+        return BLOSC_HEADER_BYTES + (0 if self.memcpyed else 4 * self.n_blocks)
+
+
+def parse_header(head: bytes | memoryview, where: str) -> tuple[int, int, int, int, int]:
+    """Return ``(flags, typesize, nbytes, blocksize, cbytes)`` of a Blosc 1 header (checked)."""
+    if len(head) < BLOSC_HEADER_BYTES:
+        raise CorruptPayloadError(f"{where}: truncated Blosc header")
+    version, _, flags, typesize, nbytes, blocksize, cbytes = BLOSC_HEADER.unpack_from(head)
+    if version != FORMAT_VERSION or typesize == 0 or cbytes < BLOSC_HEADER_BYTES:
+        raise CorruptPayloadError(f"{where}: malformed Blosc header")
+    if nbytes and blocksize == 0:
+        raise CorruptPayloadError(f"{where}: Blosc header with zero block size")
+    return flags, typesize, nbytes, blocksize, cbytes
+
+
+def table_length(head: bytes | memoryview, where: str) -> int:
+    """Bytes to read from the start of a Blosc buffer to hold its header and block table."""
+    flags, _, nbytes, blocksize, _ = parse_header(head, where)
+    if flags & FLAG_MEMCPYED or nbytes == 0:
+        return BLOSC_HEADER_BYTES
+    return BLOSC_HEADER_BYTES + 4 * -(-nbytes // blocksize)
+
+
+def blosc_table(data: bytes | memoryview, where: str, size: int | None = None) -> BloscTable:
+    """Parse the header and block table at the start of ``data`` (a stored Blosc buffer).
+
+    ``data`` must hold at least :func:`table_length` bytes; ``size`` is the stored length
+    when ``data`` is only its beginning.
+    """
+    flags, _, nbytes, blocksize, cbytes = parse_header(data, where)
+    stored = len(data) if size is None else size
+    if cbytes != stored:
+        raise CorruptPayloadError(f"{where}: Blosc header says {cbytes} bytes, {stored} stored")
+    header = bytes(data[:BLOSC_HEADER_BYTES])
+    n = -(-nbytes // blocksize) if nbytes else 0
+    if flags & FLAG_MEMCPYED:
+        if cbytes != BLOSC_HEADER_BYTES + nbytes:
+            raise CorruptPayloadError(f"{where}: uncompressed Blosc buffer of wrong length")
+        starts = [BLOSC_HEADER_BYTES + min(i * blocksize, nbytes) for i in range(n + 1)]
+        return BloscTable(header, nbytes, blocksize, cbytes, tuple(starts), True)
+    end = BLOSC_HEADER_BYTES + 4 * n
+    if len(data) < end:
+        raise CorruptPayloadError(f"{where}: truncated Blosc block table")
+    bstarts = np.frombuffer(data, dtype="<i4", count=n, offset=BLOSC_HEADER_BYTES)
+    if n and (bstarts[0] < end or bstarts[-1] > cbytes or bool((bstarts[1:] < bstarts[:-1]).any())):
+        raise CorruptPayloadError(f"{where}: Blosc block table out of order")
+    return BloscTable(header, nbytes, blocksize, cbytes, (*bstarts.tolist(), cbytes), False)
+
+
+_MERGE_GAP = 4
+"""Runs of needed blocks at most this many blocks apart are decoded as one run: decoding a
+few unneeded 4 KiB blocks (cheap with LZ4) costs less than one more Python round trip."""
+
+
+_FEW_RANGES = 32
+"""Up to this many ranges :func:`_runs` loops in Python; more (a box read wants every
+streamline piece of a chunk, hundreds of ranges) go through numpy."""
+
+
+def _runs(
+    starts: npt.NDArray[np.int64], stops: npt.NDArray[np.int64], skip: int, blocksize: int
+) -> list[tuple[int, int]]:
+    """Return the runs ``(first, last)`` of blocks covering the decoded ranges ``[starts, stops) + skip``.
+
+    The ranges must be sorted by start.  Blocks of ranges at most :data:`_MERGE_GAP` blocks
+    apart join one run.
+    """
+    if len(starts) <= _FEW_RANGES:  # Python ints: numpy's fixed costs dominate few ranges
+        return _runs_of(starts.tolist(), stops.tolist(), skip, blocksize)
+    keep = stops > starts
+    first = (starts[keep] + skip) // blocksize
+    last = np.maximum.accumulate((stops[keep] + skip - 1) // blocksize)
+    if not len(first):
+        return []
+    # a run ends where the next range's first block lies beyond the gap: with starts sorted,
+    # the running maximum of last blocks is the last block of the current run
+    opens = np.flatnonzero(np.r_[True, first[1:] > last[:-1] + 1 + _MERGE_GAP])
+    closes = np.r_[opens[1:] - 1, len(first) - 1]
+    return list(zip(first[opens].tolist(), last[closes].tolist(), strict=True))
+
+
+def _runs_of(
+    starts: Sequence[int], stops: Sequence[int], skip: int, blocksize: int
+) -> list[tuple[int, int]]:
+    """:func:`_runs` of a few ranges, in plain Python."""
+    runs: list[tuple[int, int]] = []
+    for a, b in zip(starts, stops, strict=True):
+        if b <= a:
+            continue
+        f, g = (a + skip) // blocksize, (b + skip - 1) // blocksize
+        if runs and f <= runs[-1][1] + 1 + _MERGE_GAP:
+            if g > runs[-1][1]:
+                runs[-1] = (runs[-1][0], g)
+        else:
+            runs.append((f, g))
+    return runs
+
+
+def _run_buffer(table: BloscTable, first: int, last: int, body: bytes) -> bytes:
+    """Build a standalone Blosc buffer holding blocks ``first..last`` (their stored bytes ``body``)."""
+    if first == 0 and last == table.n_blocks - 1:
+        return body  # every block: the stored buffer itself
+    bs = table.blocksize
+    nbytes = min((last + 1) * bs, table.nbytes) - first * bs
+    k = last - first + 1
+    version, versionlz, flags, typesize, _, _, _ = BLOSC_HEADER.unpack(table.header)
+    blocksize = bs
+    if nbytes < bs:  # only the short last block: keep it one unsplit stream, as stored
+        blocksize = nbytes
+        flags |= FLAG_DONT_SPLIT
+    head = BLOSC_HEADER_BYTES + 4 * k
+    shift = head - table.offsets[first]
+    starts = struct.pack(f"<{k}i", *[x + shift for x in table.offsets[first : last + 1]])
+    header = BLOSC_HEADER.pack(
+        version, versionlz, flags, typesize, nbytes, blocksize, head + len(body)
+    )
+    return header + starts + body
+
+
+def decode_blocks(
+    table: BloscTable,
+    out: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    stops: npt.NDArray[np.int64],
+    skip: int,
+    where: str,
+    read: Callable[[int, int], bytes | memoryview],
+    done: set[int] | None = None,
+) -> None:
+    """Decode the blocks holding the decoded byte ranges ``[starts, stops)`` into ``out``.
+
+    The ranges must be sorted by start (they may overlap).
+
+    ``out`` is the decoded buffer without its first ``skip`` bytes (range coordinates);
+    ``read(offset, n)`` returns ``n`` stored bytes from ``offset``.  Other bytes of ``out``
+    are left as they are.  Blocks in ``done`` are already in ``out`` and are skipped;
+    decoded blocks are added to it.
+    """
+    runs = _runs(np.asarray(starts, np.int64), np.asarray(stops, np.int64), skip, table.blocksize)
+    if runs and runs[-1][1] >= table.n_blocks:
+        raise CorruptPayloadError(f"{where}: rows beyond the Blosc buffer")
+    if done is not None:
+        runs = _not_done(runs, done)
+    bs = table.blocksize
+    offsets = table.offsets
+    span = _one_read(table, runs, read, where)
+    for a, b in runs:
+        whole = not table.memcpyed and a == 0 and b == table.n_blocks - 1
+        lo, hi = (0, table.cbytes) if whole else (offsets[a], offsets[b + 1])
+        if span is not None and lo >= span[0] and hi <= span[0] + len(span[1]):
+            body = span[1][lo - span[0] : hi - span[0]]
+        else:
+            body = bytes(read(lo, hi - lo))
+        if len(body) != hi - lo:
+            raise CorruptPayloadError(f"{where}: Blosc buffer truncated")
+        if table.memcpyed:
+            raw: bytes = body
+        else:
+            try:
+                raw = blosc.decompress(_run_buffer(table, a, b, body))
+            except RuntimeError as exc:
+                raise CorruptPayloadError(f"{where}: cannot decode Blosc blocks ({exc})") from exc
+        begin = a * bs
+        end = begin + len(raw)
+        if end != min((b + 1) * bs, table.nbytes):
+            raise CorruptPayloadError(f"{where}: Blosc blocks decode to {len(raw)} bytes")
+        head = max(skip - begin, 0)  # the first block starts with the element header
+        out[begin + head - skip : end - skip] = np.frombuffer(raw, dtype=np.uint8, offset=head)
+        if done is not None:  # only once decoded: a failed run stays to be decoded again
+            done.update(range(a, b + 1))
+
+
+_SPAN_SLACK = 65536
+"""Several runs are fetched with one read when the bytes between them are at most this
+many more than the runs themselves (one larger read beats several small ones, above all on
+a cold disk or object storage)."""
+
+
+def _one_read(
+    table: BloscTable,
+    runs: list[tuple[int, int]],
+    read: Callable[[int, int], bytes | memoryview],
+    where: str,
+) -> tuple[int, bytes] | None:
+    """Fetch the stored bytes of all ``runs`` at once, if they lie close together."""
+    if len(runs) < 2:
+        return None
+    offsets = table.offsets
+    lo, hi = offsets[runs[0][0]], offsets[runs[-1][1] + 1]  # (two runs: never the whole buffer)
+    needed = sum(offsets[b + 1] - offsets[a] for a, b in runs)
+    if hi - lo > needed + _SPAN_SLACK:
+        return None
+    data = bytes(read(lo, hi - lo))
+    if len(data) != hi - lo:
+        raise CorruptPayloadError(f"{where}: Blosc buffer truncated")
+    return lo, data
+
+
+def _not_done(runs: list[tuple[int, int]], done: set[int]) -> list[tuple[int, int]]:
+    """Split ``runs`` around the blocks in ``done``."""
+    out: list[tuple[int, int]] = []
+    for a, b in runs:
+        first = None
+        for k in range(a, b + 1):
+            if k in done:
+                if first is not None:
+                    out.append((first, k - 1))
+                    first = None
+            elif first is None:
+                first = k
+        if first is not None:
+            out.append((first, b))
+    return out

@@ -1,0 +1,172 @@
+"""Reading local, unsharded payload files in place: only the bytes (frames, blocks) asked for."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.core.checksums import CHECKSUM_BYTES, strip_crc32c
+from zarr_vectors.core.payload.access import ElementAccess
+from zarr_vectors.core.payload.blosc_blocks import (
+    BLOSC_HEADER_BYTES,
+    BloscTable,
+    blosc_table,
+    decode_blocks,
+    table_length,
+)
+from zarr_vectors.core.payload.caches import SEEK_TABLES
+from zarr_vectors.core.payload.element import HEADER, check_element_header
+from zarr_vectors.core.payload.store_io import open_chunk, pread_all, read_element
+from zarr_vectors.core.payload.zstd_frames import (
+    FrameTable,
+    TailTooShort,
+    decode_frames,
+    frame_table,
+)
+from zarr_vectors.core.scratch import Lease, empty_bytes
+from zarr_vectors.errors import CorruptPayloadError
+
+__all__ = [
+    "LocalReads",
+]
+
+
+@dataclass(frozen=True)
+class LocalReads(ElementAccess):
+    """Reads of a local, unsharded payload array straight from its files."""
+
+    def _read_files_concat(
+        self, flats: list[int], lease: Lease | None, expected: Sequence[int] | None
+    ) -> tuple[npt.NDArray[np.uint8], list[int]] | None:
+        """``PayloadArray.read_concat`` of local uncompressed elements: each file read in place.
+
+        One ``readv`` per file puts its vlen header in a small array (checked) and its rows
+        straight into the result: no buffer of stored bytes, no copy.  Without ``expected``
+        each file's size is taken first.
+        """
+        root = self.local_root
+        assert root is not None
+        paths = [os.path.join(root, k) for k in self._keys(flats)]
+        if expected is None:
+            sizes = [self._stat_rows(flat, path) for flat, path in zip(flats, paths, strict=True)]
+        else:
+            sizes = [int(n) for n in expected]
+        starts = [0, *accumulate(max(0, n) for n in sizes)]
+        out = empty_bytes(starts[-1], lease)
+        head = np.empty(HEADER.size, dtype=np.uint8)
+        crc = self._fast is not None and self._fast[0].crc32c
+        for i, path in enumerate(paths):
+            if sizes[i] < 0:  # no file
+                continue
+            wrong = read_element(path, head, out[starts[i] : starts[i + 1]], crc)
+            if wrong is None or (wrong == "missing" and sizes[i] == 0):
+                continue
+            if expected is not None:
+                return None
+            raise CorruptPayloadError(
+                f"{self.name} chunk {flats[i]}: "
+                + ("removed while read" if wrong == "missing" else wrong)
+            )
+        return out, [max(0, n) for n in sizes]
+
+    def _stat_rows(self, flat: int, path: str) -> int:
+        """Rows bytes of an uncompressed element file, from its size (-1: no file)."""
+        crc = CHECKSUM_BYTES if self._fast is not None and self._fast[0].crc32c else 0
+        try:
+            size = os.stat(path).st_size - HEADER.size - crc
+        except FileNotFoundError:
+            return -1
+        if size < 0:
+            raise CorruptPayloadError(f"{self.name} chunk {flat}: truncated element header")
+        return size
+
+    def decode_rows_local(
+        self,
+        flat: int,
+        out: npt.NDArray[np.uint8],
+        starts: npt.NDArray[np.int64],
+        stops: npt.NDArray[np.int64],
+    ) -> None:
+        """Like ``PayloadArray.decode_rows``, reading the local file directly.
+
+        For a seekable payload only its seek table and the frames the ranges need are read;
+        for an uncompressed one its header and the span of the ranges, straight into ``out``.
+        """
+        assert self.local_root is not None
+        assert self._fast is not None
+        codec = self._fast[0]
+        where = f"{self.name} chunk {flat}"
+        try:
+            path = self._paths.get(flat)
+            if path is None:
+                path = self._paths[flat] = os.path.join(self.local_root, self._key(flat))
+            fd = open_chunk(path)
+        except FileNotFoundError:
+            if len(out):
+                raise CorruptPayloadError(f"{where}: missing, expected {len(out)} bytes") from None
+            return
+        try:
+            stat = os.fstat(fd)
+            size = stat.st_size
+            if codec.crc32c:  # the checksum covers the whole chunk: read it all, verify
+                stored = strip_crc32c(pread_all(fd, size, where), where)
+                codec.decode_rows(stored, where, out, starts, stops)
+                return
+            if self._raw and size == HEADER.size + len(out):
+                check_element_header(os.pread(fd, HEADER.size, 0), where, len(out))
+                if len(starts):
+                    lo, hi = int(starts.min()), int(stops.max())
+                    if os.preadv(fd, [out[lo:hi].data], HEADER.size + lo) != hi - lo:
+                        raise CorruptPayloadError(f"{where}: file changed size while read")
+                return
+            table = self._cached_table(path, fd, (size, stat.st_mtime_ns), where)
+            if table is None:
+                codec.decode_rows(os.pread(fd, size, 0), where, out, starts, stops)
+                return
+            decoded = table.nbytes if isinstance(table, BloscTable) else table.decoded[-1]
+            if decoded != HEADER.size + len(out):
+                raise CorruptPayloadError(
+                    f"{where}: decodes to {decoded - HEADER.size} bytes, expected {len(out)}"
+                )
+            read = lambda offset, n: os.pread(fd, n, offset)
+            if isinstance(table, BloscTable):
+                decode_blocks(table, out, starts, stops, HEADER.size, where, read)
+            else:
+                decode_frames(b"", table, out, starts, stops, HEADER.size, where, read=read)
+        finally:
+            os.close(fd)
+
+    def _cached_table(
+        self, path: str, fd: int, stamp: tuple[int, int], where: str
+    ) -> FrameTable | BloscTable | None:
+        """Seek (block) table of a local file, kept while its size and mtime stay."""
+        known = SEEK_TABLES.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1]  # type: ignore[no-any-return]
+        table = self._read_table(fd, stamp[0], where)
+        SEEK_TABLES.put(path, (stamp, table))
+        return table
+
+    def _read_table(self, fd: int, size: int, where: str) -> FrameTable | BloscTable | None:
+        assert self._fast is not None
+        codec = self._fast[0]
+        if codec.compressor is not None and codec.compressor.codec_id == "blosc":
+            if size < BLOSC_HEADER_BYTES:
+                return None
+            head = os.pread(fd, min(size, 4096), 0)
+            need = table_length(head, where)
+            if need > len(head):
+                head = os.pread(fd, need, 0)
+            return blosc_table(head, where, size)
+        if codec.compressor is None or codec.frame_bytes is None:
+            return None
+        tail = os.pread(fd, min(size, 2048), size - min(size, 2048))
+        try:
+            return frame_table(tail, where, size)
+        except TailTooShort as short:
+            return frame_table(os.pread(fd, short.needed, size - short.needed), where, size)
