@@ -87,7 +87,7 @@ def _lines(rng: np.random.Generator) -> tuple[Callable[..., Any], dict[str, Any]
         "endpoints": ends,
         "attributes": {"width": rng.uniform(0.1, 1.0, (m, 2)).astype(np.float32)},
         "object_attributes": {"kind": rng.integers(0, 4, m).astype(np.int16)},
-        "ids": ids,
+        "object_ids": ids,
         "groups": {"odd": ids[1::2]},
     }
     return zv.write_lines, kwargs, int(ids[4])
@@ -103,7 +103,7 @@ def _paths(
     extra = {
         "attributes": {"t": [np.linspace(0.0, 1.0, len(p), dtype=np.float32) for p in paths]},
         "object_attributes": {"weight": rng.uniform(0.0, 1.0, 10)},
-        "ids": ids,
+        "object_ids": ids,
         "groups": {"left": ids[:4]},
     }
     return paths, extra, ids
@@ -158,7 +158,7 @@ def _skeletons(rng: np.random.Generator) -> tuple[Callable[..., Any], dict[str, 
         "object_attributes": {"cell_type": np.array([1, 2, 1, 3], dtype=np.int32)},
         "groups": {"first": ids[:1]},
     }
-    return zv.write_skeleton, kwargs, 7
+    return zv.write_skeletons, kwargs, 7
 
 
 def _sheet(origin: np.ndarray, n: int, step: float) -> tuple[np.ndarray, np.ndarray]:
@@ -187,7 +187,7 @@ def _meshes(rng: np.random.Generator) -> tuple[Callable[..., Any], dict[str, Any
         "object_attributes": {"area": np.array([1.0, 2.0, 3.0])},
         "groups": {"pair": np.array([101, 103])},
     }
-    return zv.write_mesh, kwargs, 102
+    return zv.write_meshes, kwargs, 102
 
 
 Case = Callable[[np.random.Generator], tuple[Callable[..., Any], dict[str, Any], int]]

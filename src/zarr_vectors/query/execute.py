@@ -176,8 +176,8 @@ def _points(reader: LevelReader, cls: ReadsLevel[R_co], query: Query, sel: Selec
     extra = tuple(c.name for c in sel.predicate.of(Scope.VERTEX) if c.name not in wanted)
     got: Any = cls.read(pruned, replace(query, attributes=wanted + tuple(dict.fromkeys(extra))))
     keep = _vertex_mask(got.positions, got.attributes, None, sel)
-    if sel.predicate.of(Scope.OBJECT) and got.object_ids is not None and keep.any():
-        users, inverse = np.unique(got.object_ids, return_inverse=True)
+    if sel.predicate.of(Scope.OBJECT) and got.vertex_object_ids is not None and keep.any():
+        users, inverse = np.unique(got.vertex_object_ids, return_inverse=True)
         dense = resolve_user_ids(reader, users)
         keep &= _object_mask(reader, dense, sel.predicate)[inverse.ravel()]
     rows = np.flatnonzero(keep)
@@ -189,7 +189,9 @@ def _points(reader: LevelReader, cls: ReadsLevel[R_co], query: Query, sel: Selec
             got,
             positions=got.positions[rows],
             attributes={k: got.attributes[k][rows] for k in wanted},
-            object_ids=None if got.object_ids is None else got.object_ids[rows],
+            vertex_object_ids=(
+                None if got.vertex_object_ids is None else got.vertex_object_ids[rows]
+            ),
         ),
     )
 
@@ -272,7 +274,7 @@ def _filter_linked(
         pos_f: pos[rows],
         link_f: new_index[link_rows[lrows]].astype(link_rows.dtype).reshape(-1, link_rows.shape[1]),
         lattr_f: {k: lattrs[k][lrows] for k in links},
-        "object_ids": got.object_ids[rows],
+        "vertex_object_ids": got.vertex_object_ids[rows],
         "attributes": {k: got.attributes[k][rows] for k in wanted},
     }
     changes.update(_objects_after(got, rows, lrows, keep_l, link_f))
@@ -284,8 +286,8 @@ def _objects_after(
 ) -> dict[str, Any]:
     """Per-object fields of a graph or mesh result restricted to objects still present."""
     graph = hasattr(got, "edges")
-    before = _first_appearance(got.object_ids) if graph else np.asarray(got.ids)
-    after_ids = got.object_ids[rows]
+    before = _first_appearance(got.vertex_object_ids) if graph else np.asarray(got.object_ids)
+    after_ids = got.vertex_object_ids[rows]
     present = np.isin(before, after_ids)
     out: dict[str, Any] = {
         "object_attributes": {k: v[present] for k, v in got.object_attributes.items()},
@@ -295,7 +297,7 @@ def _objects_after(
         owner = np.repeat(np.arange(len(before)), np.diff(got.offsets))[rows]
         face_owner = np.repeat(np.arange(len(before)), np.diff(got.face_offsets))[lrows]
         kept = np.flatnonzero(present)
-        out["ids"] = before[present]
+        out["object_ids"] = before[present]
         out["offsets"] = _offsets(np.searchsorted(kept, owner), len(kept))
         out["face_offsets"] = _offsets(np.searchsorted(kept, face_owner), len(kept))
     return out

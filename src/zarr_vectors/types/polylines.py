@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import normalize_columns
+from zarr_vectors.core.deprecation import rename_keywords, renamed_keywords
 from zarr_vectors.core.io import CompressorSpec
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader
@@ -119,7 +120,7 @@ def _path_parts(
     offsets: Any,
     attributes: Mapping[str, Any] | None,
     object_attributes: Mapping[str, Any] | None,
-    ids: Any,
+    object_ids: Any,
     groups: Mapping[str, Any] | None,
     group_attributes: Mapping[str, Any] | None,
     *,
@@ -128,10 +129,10 @@ def _path_parts(
     """Paths as write-pipeline parts (``finite=False``: :func:`write_store` checks NaN/inf)."""
     pos, off = flatten_ragged(paths, offsets, "polylines", finite=finite)
     n_obj = len(off) - 1
-    idmap = UserIdMap.from_user(ids, n_obj)
+    idmap = UserIdMap.from_user(object_ids, n_obj)
     obj_attrs = normalize_columns(object_attributes, n_obj, "object attribute")
     if "id" in obj_attrs:
-        raise InvalidInputError("object attribute 'id' is reserved; pass user ids as ids=")
+        raise InvalidInputError("object attribute 'id' is reserved; pass user ids as object_ids=")
     obj_attrs.update(idmap.columns())
     return GeometryParts(
         positions=pos,
@@ -145,6 +146,7 @@ def _path_parts(
     )
 
 
+@renamed_keywords(ids="object_ids")
 def write_polylines(
     store: StoreLike,
     polylines: Sequence[npt.ArrayLike] | npt.ArrayLike,
@@ -155,7 +157,7 @@ def write_polylines(
     bin_shape: Sequence[float] | None = None,
     attributes: Mapping[str, Any] | None = None,
     object_attributes: Mapping[str, npt.ArrayLike] | None = None,
-    ids: npt.ArrayLike | None = None,
+    object_ids: npt.ArrayLike | None = None,
     groups: Mapping[str, npt.ArrayLike] | None = None,
     group_attributes: Mapping[str, npt.ArrayLike] | None = None,
     bounds: BBoxLike | None = None,
@@ -191,10 +193,11 @@ def write_polylines(
         Per-vertex values: flat (N, ...) arrays or one array per path.
     object_attributes
         Per-path values, (n, ...) arrays.
-    ids
+    object_ids
         Per-path user ids (unique integers, e.g. uint64); default: the input index.
+        ``ids=`` is its deprecated name.
     groups, group_attributes
-        Named groups of paths ``{name: ids}`` and per-group values.
+        Named groups of paths ``{name: object ids}`` and per-group values.
     bounds, zarr_format, overwrite, compressor, shards, storage_options
         As in :func:`~zarr_vectors.write_points`.
     coordinate_system, axis_units, axis_names, source_description, notes, custom_metadata
@@ -228,7 +231,7 @@ def write_polylines(
         offsets,
         attributes,
         object_attributes,
-        ids,
+        object_ids,
         groups,
         group_attributes,
         finite=False,
@@ -294,8 +297,15 @@ class PolylineType(GeometryType):
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
         """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
+        rename_keywords(kw, "Writer.append", {"ids": "object_ids"}, stacklevel=6)
         offsets, attrs, obj_attrs, ids, groups, group_attrs = take_batch_args(
-            kw, "offsets", "attributes", "object_attributes", "ids", "groups", "group_attributes"
+            kw,
+            "offsets",
+            "attributes",
+            "object_attributes",
+            "object_ids",
+            "groups",
+            "group_attributes",
         )
         parts = _path_parts(data, offsets, attrs, obj_attrs, None, groups, group_attrs)
         return Batch(parts, object_ids=batch_ids(ids))
