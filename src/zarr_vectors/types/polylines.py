@@ -239,6 +239,7 @@ def write_polylines(
     return write_store(store, gtype, parts, write_options(gtype, parts, locals(), type_metadata))
 
 
+@renamed_keywords(ids="object_ids")
 def write_streamlines(
     store: StoreLike,
     streamlines: Sequence[npt.ArrayLike] | npt.ArrayLike,
