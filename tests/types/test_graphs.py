@@ -313,7 +313,7 @@ def test_user_object_ids_order_attributes_groups() -> None:
         store,
         pos,
         edges,
-        object_ids=ids,
+        vertex_object_ids=ids,
         object_attributes={"mass": [3.0, 7.0]},  # ascending ids: 30, 70
         groups={"odd": [70]},
         group_attributes={"size": [1]},
@@ -360,7 +360,7 @@ def test_user_objects_boundary_edge_owned_outside_box() -> None:
     # are stored [min, max] in global order, so the chunk outside the box owns it
     pos = np.array([[0.5, 0.5], [3.5, 3.5]])
     store = MemoryStore()
-    write(store, pos, np.array([[1, 0]]), object_ids=[5, 6])
+    write(store, pos, np.array([[1, 0]]), vertex_object_ids=[5, 6])
     box = ([3, 3], [4, 4])
     assert read_graph(store, bbox=box).n_edges == 0
     g = read_graph(store, bbox=box, include_boundary_edges=True)
@@ -596,7 +596,7 @@ def test_property_user_objects(case: Any, data: st.DataObject) -> None:
     chunk, pos, edges, directed = case
     ids = data.draw(object_id_arrays(len(pos)))
     store = MemoryStore()
-    write(store, pos, edges, directed=directed, chunk_shape=chunk, object_ids=ids)
+    write(store, pos, edges, directed=directed, chunk_shape=chunk, vertex_object_ids=ids)
     _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
     dense = np.argsort(np.argsort(first))[inverse]  # objects numbered by first appearance
     full = read_graph(store)

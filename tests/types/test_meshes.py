@@ -424,7 +424,7 @@ def test_mesh_item_access() -> None:
     )
     assert isinstance(m[-1], Mesh)
     assert m[-1].object_attributes == {"w": 2.0}
-    assert [x.id for x in m] == [0, 1]
+    assert [x.object_id for x in m] == [0, 1]
     with pytest.raises(IndexError):
         m[2]
 

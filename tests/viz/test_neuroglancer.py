@@ -261,7 +261,7 @@ def test_meshes_round_trip(stores: dict[str, str], tmp_path: Path):
     assert sorted(decoded) == [4, 9]
     for i in range(len(m)):
         one = m[i]
-        verts, faces = decoded[int(one.id) + 1]
+        verts, faces = decoded[int(one.object_id) + 1]
         expected = _f32(one.vertices * UM_TO_NM)
         np.testing.assert_allclose(verts, expected, rtol=1e-6)
         assert _face_set(verts, faces) == _face_set(expected, one.faces)
