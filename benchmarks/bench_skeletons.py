@@ -302,7 +302,9 @@ def bench_zv_skeletons(
     v_ok, e_ok = check_graph(data.positions, links, mask, res, True)
     checks["bbox_nodes"], checks["bbox_edges"] = v_ok, e_ok
     extra["bbox_nodes"] = float(mask.sum())
-    extra["bbox_whole_s"], whole = median_time(lambda: zv.read_skeletons(store, bbox=box), n_box_rep)
+    extra["bbox_whole_s"], whole = median_time(
+        lambda: zv.read_skeletons(store, bbox=box), n_box_rep
+    )
     owner = np.repeat(np.arange(data.n_objects), np.diff(data.offsets))
     touched = np.unique(owner[mask])
     checks["bbox_whole"] = check_skeletons(data, whole, touched)

@@ -146,7 +146,14 @@ def test_skeletons_and_graphs_on_s3_read_as_local(
     radius = rng.random(len(pos)).astype(np.float32)
     for store, so in ((url, s3), (local, None)):
         zv.write_skeletons(
-            store, pos, par, offsets=off, object_ids=ids, radius=radius, storage_options=so, **common
+            store,
+            pos,
+            par,
+            offsets=off,
+            object_ids=ids,
+            radius=radius,
+            storage_options=so,
+            **common,
         )
     box = ([30, 30, 30], [50, 50, 50])
     for query in ({}, {"object_ids": [ids[3], ids[9]]}, {"bbox": box}):

@@ -82,6 +82,10 @@ def test_delete_keeps_groups_of_survivors() -> None:
     zv.write_polylines(store, paths, groups={"g": [0, 2, 3], "h": [1]}, chunk_shape=CHUNK)
     zv.delete_objects(store, [2, 1])
     zv.write_polylines(
-        fresh, [paths[0], paths[3]], object_ids=[0, 3], groups={"g": [0, 3], "h": []}, chunk_shape=CHUNK
+        fresh,
+        [paths[0], paths[3]],
+        object_ids=[0, 3],
+        groups={"g": [0, 3], "h": []},
+        chunk_shape=CHUNK,
     )
     assert plain(zv.read_polylines(store)) == plain(zv.read_polylines(fresh))

@@ -77,13 +77,17 @@ BAD: list[tuple[str, str, Callable[[str], Any], str]] = [
     (
         "duplicate id",
         "polylines",
-        lambda s: zv.append_polylines(s, PATH3, attributes=W3, object_attributes=S1, object_ids=[2]),
+        lambda s: zv.append_polylines(
+            s, PATH3, attributes=W3, object_attributes=S1, object_ids=[2]
+        ),
         "object id 2",
     ),
     (
         "duplicate point id",
         "points",
-        lambda s: zv.append_points(s, np.zeros((1, 3)), attributes={"w": [1.0]}, vertex_object_ids=[3]),
+        lambda s: zv.append_points(
+            s, np.zeros((1, 3)), attributes={"w": [1.0]}, vertex_object_ids=[3]
+        ),
         "object id 3",
     ),
     ("delete unknown", "polylines", lambda s: zv.delete_objects(s, [1, 40]), "40"),

@@ -112,7 +112,9 @@ def test_several_files_become_several_skeletons(swc_file: Path) -> None:
         header=["second neuron"],
     )
     store = MemoryStore()
-    swc_to_store([swc_file, other], store, object_ids=np.array([10, 20], np.uint64), chunk_shape=(4, 4, 4))
+    swc_to_store(
+        [swc_file, other], store, object_ids=np.array([10, 20], np.uint64), chunk_shape=(4, 4, 4)
+    )
     sks = read_skeletons(store)
     assert len(sks) == 2
     assert sks.object_ids.tolist() == [10, 20]

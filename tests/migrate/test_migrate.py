@@ -300,7 +300,9 @@ def test_mesh_shared_chunk(upstream, expected: Expected, tmp_path: Path, version
     have = sorted(tuple(map(tuple, got.vertices[f].tolist())) for f in got.faces)
     assert have == want
     rows = _rows_of(got.vertices, expected.input("mesh_shared", "vertices"))
-    np.testing.assert_array_equal(got.vertex_object_ids, expected.input("mesh_shared", "object_ids")[rows])
+    np.testing.assert_array_equal(
+        got.vertex_object_ids, expected.input("mesh_shared", "object_ids")[rows]
+    )
     if version.startswith("0.2"):
         # membership is not recorded: objects are the faces' components, and the report says so
         assert len(report.dropped) == 1

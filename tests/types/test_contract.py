@@ -55,7 +55,11 @@ class TestPointCloudContract(GeometryTypeTests):
     def write(self, store: str, data: Any) -> None:
         pos, ids = data
         zv.write_points(
-            store, pos, chunk_shape=self.chunk_shape, bin_shape=self.bin_shape, vertex_object_ids=ids
+            store,
+            pos,
+            chunk_shape=self.chunk_shape,
+            bin_shape=self.bin_shape,
+            vertex_object_ids=ids,
         )
 
     def expected(self, data: Any) -> zv.Points:
@@ -68,7 +72,11 @@ class TestPointCloudContract(GeometryTypeTests):
 
     def canonical(self, result: zv.Points) -> Any:
         return sorted(
-            zip(result.vertex_object_ids.tolist(), map(tuple, result.positions.tolist()), strict=True)
+            zip(
+                result.vertex_object_ids.tolist(),
+                map(tuple, result.positions.tolist()),
+                strict=True,
+            )
         )
 
     def expected_in_box(self, data: Any, box: Box) -> Any:

@@ -617,7 +617,9 @@ def test_face_joining_objects_is_named_in_any_block(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(meshes_module, "_FACE_BLOCK", 2)
     faces = [[0, 1, 2], [1, 2, 0], [0, 2, 1], [1, 2, 3], [0, 1, 2]]
     with pytest.raises(GeometryError, match=r"face 3 = \[1, 2, 3\] joins vertices of objects"):
-        write_meshes(MemoryStore(), TRI, faces, vertex_object_ids=[5, 5, 5, 6], chunk_shape=(1, 1, 1))
+        write_meshes(
+            MemoryStore(), TRI, faces, vertex_object_ids=[5, 5, 5, 6], chunk_shape=(1, 1, 1)
+        )
 
 
 @pytest.mark.parametrize("ids", [[7, 7, 9, 9], [9, 9, 7, 7], [2**63, 2**63, 2**64 - 1, 2**64 - 1]])

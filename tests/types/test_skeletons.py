@@ -191,7 +191,13 @@ def test_pairs_and_edge_forms() -> None:
 def test_queries_by_id_box_group() -> None:
     store = MemoryStore()
     write_skeletons(
-        store, POS, PARENTS, offsets=OFFSETS, object_ids=IDS, chunk_shape=(1, 1, 1), groups={"g": [17]}
+        store,
+        POS,
+        PARENTS,
+        offsets=OFFSETS,
+        object_ids=IDS,
+        chunk_shape=(1, 1, 1),
+        groups={"g": [17]},
     )
     one = read_skeletons(store, object_ids=[17])
     assert len(one) == 1

@@ -283,7 +283,12 @@ def _pts(n: int) -> Any:
 
 _WRITERS = {
     "point_cloud": lambda s, f: zv.write_points(
-        s, _pts(100), chunk_shape=_C, bin_shape=_B, zarr_format=f, vertex_object_ids=np.arange(100) % 7
+        s,
+        _pts(100),
+        chunk_shape=_C,
+        bin_shape=_B,
+        zarr_format=f,
+        vertex_object_ids=np.arange(100) % 7,
     ),
     "line": lambda s, f: zv.write_lines(
         s, _pts(40).reshape(20, 2, 3), chunk_shape=_C, bin_shape=_B, zarr_format=f
