@@ -83,7 +83,7 @@ def run(grid: int, bits: list[int], workdir: Path) -> tuple[str, int, int, int, 
     raw_path = workdir / "raw.zv"
     shutil.rmtree(raw_path, ignore_errors=True)
     one = np.zeros(len(verts), dtype=np.int64)  # one object: vertices come back in input order
-    zv.write_mesh(raw_path, verts, faces, chunk_shape=chunk, object_ids=one)
+    zv.write_meshes(raw_path, verts, faces, chunk_shape=chunk, vertex_object_ids=one)
     raw_vertices, raw_store = _size(raw_path / "0" / "vertices"), _size(raw_path)
     diag = float(np.linalg.norm(np.ptp(verts, axis=0)))
     rows = []
@@ -91,17 +91,17 @@ def run(grid: int, bits: list[int], workdir: Path) -> tuple[str, int, int, int, 
         path = workdir / f"draco{b}.zv"
         shutil.rmtree(path, ignore_errors=True)
         t0 = time.perf_counter()
-        zv.write_mesh(
+        zv.write_meshes(
             path,
             verts,
             faces,
             chunk_shape=chunk,
-            object_ids=one,
+            vertex_object_ids=one,
             encoding="draco",
             quantization_bits=b,
         )
         t1 = time.perf_counter()
-        back = zv.read_mesh(path)
+        back = zv.read_meshes(path)
         t2 = time.perf_counter()
         err = np.linalg.norm(back.vertices.astype(np.float64) - verts, axis=1)
         rows.append(

@@ -3,12 +3,12 @@
 One process, one data set (:func:`benchmarks.datasets.make_mesh_set`: bumpy closed icosphere
 surfaces of 642 / 2,562 / 10,242 vertices, radius ~5-40, centres uniform in
 ``[50, 950]^3``, about ``--n`` vertices in all, default 1M).  Our store is written with
-``zv.write_mesh(store, vertices, faces, object_ids=<mesh index per vertex>)`` once per chunk
+``zv.write_meshes(store, vertices, faces, object_ids=<mesh index per vertex>)`` once per chunk
 configuration (``--configs``).  Queries:
 
-* full read (functional ``zv.read_mesh`` and open Reader ``zv.open(store).read()``);
+* full read (functional ``zv.read_meshes`` and open Reader ``zv.open(store).read()``);
 * one mesh by id: ``--ids`` random ids (fixed seed), one call each, functional
-  ``zv.read_mesh(store, object_ids=[q])`` and open Reader; for every id the chunk files the
+  ``zv.read_meshes(store, object_ids=[q])`` and open Reader; for every id the chunk files the
   read opened are counted (untimed, by spying on our payload I/O:
   :mod:`benchmarks.chunk_reads`) and compared with the chunks the mesh occupies
   (``floor(v / chunk_shape)`` of its vertices);
@@ -22,7 +22,7 @@ Peers (trimesh, binary little-endian PLY, ``process=False``):
 * ``ply-per-mesh`` -- **one PLY file per mesh** (``<id>.ply``); full read = load every file and
   concatenate, one mesh by id = load its file, box = full read + mask.
 * ``zv-upstream`` -- the ``mesh`` task of ``benchmarks/upstream/runner.py`` on the same data
-  and the first configuration's chunk shape.  Upstream's ``read_mesh`` ignores ``object_ids``
+  and the first configuration's chunk shape.  Upstream's ``read_meshes`` ignores ``object_ids``
   (returns every mesh): recorded as a failed check, its time shown in its own row.
 
 Usage::
@@ -160,7 +160,7 @@ def check_subset(
 
 def check_objects(data: ds.MeshData, res: Any, ids: npt.NDArray[np.int64]) -> bool:
     """Whether a ``Meshes`` result holds exactly meshes ``ids`` (in order), whole."""
-    if not np.array_equal(np.asarray(res.ids), ids):
+    if not np.array_equal(np.asarray(res.object_ids), ids):
         return False
     nv = np.diff(data.vertex_offsets)[ids]
     nf = np.diff(data.face_offsets)[ids]
@@ -199,18 +199,18 @@ def bench_zv_meshes(
     repeat: int,
     keep_all: bool = False,
 ) -> BenchResult:
-    """``write_mesh`` / ``read_mesh`` / ``zv.open(...).read`` on one configuration."""
+    """``write_meshes`` / ``read_meshes`` / ``zv.open(...).read`` on one configuration."""
     import zarr_vectors as zv
 
     stem = store_stem(config, "mesh-")
     obj = np.repeat(np.arange(data.n_objects, dtype=np.int64), np.diff(data.vertex_offsets))
 
     def write(path: Path) -> Any:
-        return zv.write_mesh(
+        return zv.write_meshes(
             str(path),
             data.vertices,
             data.faces,
-            object_ids=obj,
+            vertex_object_ids=obj,
             chunk_shape=config.chunk_shape,
             bin_shape=config.bin_shape,
             compressor=config.compressor,
@@ -221,7 +221,7 @@ def bench_zv_meshes(
     everything = np.arange(data.n_objects, dtype=np.int64)
 
     timings["read_s"], extra["read_cpu_s"], full = median_time_cpu(
-        lambda: zv.read_mesh(store), repeat
+        lambda: zv.read_meshes(store), repeat
     )
     checks = {"full_read": check_objects(data, full, everything)}
     extra["full_read_input_order"] = float(np.array_equal(full.vertices, data.vertices))
@@ -233,7 +233,7 @@ def bench_zv_meshes(
 
     timings["object_read_s"], obj_checks, obj_extra = object_reads(
         ids,
-        lambda q: zv.read_mesh(store, object_ids=[q]),
+        lambda q: zv.read_meshes(store, object_ids=[q]),
         lambda q: reader.read(object_ids=[q]),
         lambda res, want: check_objects(data, res, want),
     )
@@ -241,7 +241,7 @@ def bench_zv_meshes(
     extra.update(obj_extra)
 
     n_box_rep = max(repeat, 5)
-    timings["bbox_read_s"], res = median_time(lambda: zv.read_mesh(store, bbox=box), n_box_rep)
+    timings["bbox_read_s"], res = median_time(lambda: zv.read_meshes(store, bbox=box), n_box_rep)
     vert_ids, exp_faces = box_expectation(data, box)
     v_ok, f_ok = check_subset(data, vert_ids, exp_faces, res.vertices, res.faces)
     checks["bbox_vertices"], checks["bbox_faces"] = v_ok, f_ok
@@ -255,7 +255,7 @@ def bench_zv_meshes(
 
     reads = {
         "open": lambda q: reader.read(object_ids=[q]),
-        "func": lambda q: zv.read_mesh(store, object_ids=[q]),
+        "func": lambda q: zv.read_meshes(store, object_ids=[q]),
     }
     chunk_keys = [key for key, _label in CHUNK_ROWS]
     extra.update(

@@ -4,7 +4,7 @@ One process, two data sets:
 
 * skeletons -- :func:`benchmarks.datasets.make_skeletons`: ``--n`` neuron-like trees of
   ``--nodes`` nodes each (default 1,000 x 1,000 = 1M nodes) with roots in ``[100, 900]^3``;
-  written with ``zv.write_skeleton(store, positions, parents, offsets=...)`` so tree ``i`` is
+  written with ``zv.write_skeletons(store, positions, parents, offsets=...)`` so tree ``i`` is
   object ``i``;
 * graph -- :func:`benchmarks.datasets.make_graph`: ``--graph-nodes`` nodes (default 1M) uniform
   in ``[0, 1000]^3``, ~3 edges per node along a Morton curve plus 1 % long-range edges (one
@@ -14,7 +14,7 @@ One process, two data sets:
 Our stores are written once per chunk configuration (``--configs``).  Queries:
 
 * skeletons: full read, and one skeleton by id -- ``--ids`` random ids (fixed seed), one call
-  each, functional ``zv.read_skeleton(store, object_ids=[q])`` and open-Reader
+  each, functional ``zv.read_skeletons(store, object_ids=[q])`` and open-Reader
   ``zv.open(store).read(object_ids=[q])``; for every id the chunk files the read opened are
   counted (untimed, by spying on our payload I/O) against the chunks the tree occupies;
 * graph: full read and the central box :func:`~benchmarks.datasets.bbox_fraction`
@@ -110,7 +110,7 @@ SKELETON_OPS = (
     Op("full read (open Reader)", "extra:read_open_s", "read_s"),
     *PAIRED_OPS,
     Op("bbox central 1 %: nodes in the box (functional read_graph)", "bbox_read_s", "bbox_read_s"),
-    Op("bbox central 1 %: whole trees touching it (read_skeleton)", "extra:bbox_whole_s", None),
+    Op("bbox central 1 %: whole trees touching it (read_skeletons)", "extra:bbox_whole_s", None),
     Op("one skeleton by id (functional, median)", "object_read_s", "object_read_s"),
     Op("one skeleton by id (open Reader, median)", "extra:object_open_s", "object_read_s"),
     Op("one skeleton by id (open Reader, p90)", "extra:object_open_p90_s", "object_read_s"),
@@ -248,11 +248,11 @@ def bench_zv_skeletons(
     repeat: int,
     keep_all: bool = False,
 ) -> tuple[BenchResult, Path]:
-    """``write_skeleton`` / ``read_skeleton`` / ``zv.open(...).read`` on one configuration.
+    """``write_skeletons`` / ``read_skeletons`` / ``zv.open(...).read`` on one configuration.
 
     The box read (``bbox_read_s``) is upstream's: the nodes in ``box`` and the edges among
     them (``read_graph(store, bbox=box)``); ``extra["bbox_whole_s"]`` times
-    ``read_skeleton(store, bbox=box)``, every tree with a node in the box, whole.
+    ``read_skeletons(store, bbox=box)``, every tree with a node in the box, whole.
     Returns the result and the store read.
     """
     import zarr_vectors as zv
@@ -260,7 +260,7 @@ def bench_zv_skeletons(
     stem = store_stem(config, "skel-")
 
     def write(path: Path) -> Any:
-        return zv.write_skeleton(
+        return zv.write_skeletons(
             str(path),
             data.positions,
             data.parents,
@@ -274,7 +274,7 @@ def bench_zv_skeletons(
     store = str(path)
 
     timings["read_s"], extra["read_cpu_s"], full = median_time_cpu(
-        lambda: zv.read_skeleton(store), repeat
+        lambda: zv.read_skeletons(store), repeat
     )
     checks = {"full_read": check_full_skeletons(data, full)}
     del full
@@ -285,7 +285,7 @@ def bench_zv_skeletons(
 
     reads = {
         "open": lambda q: reader.read(object_ids=[q]),
-        "func": lambda q: zv.read_skeleton(store, object_ids=[q]),
+        "func": lambda q: zv.read_skeletons(store, object_ids=[q]),
     }
     timings["object_read_s"], obj_checks, obj_extra = object_reads(
         ids, reads["func"], reads["open"], lambda res, want: check_skeletons(data, res, want)
@@ -302,7 +302,9 @@ def bench_zv_skeletons(
     v_ok, e_ok = check_graph(data.positions, links, mask, res, True)
     checks["bbox_nodes"], checks["bbox_edges"] = v_ok, e_ok
     extra["bbox_nodes"] = float(mask.sum())
-    extra["bbox_whole_s"], whole = median_time(lambda: zv.read_skeleton(store, bbox=box), n_box_rep)
+    extra["bbox_whole_s"], whole = median_time(
+        lambda: zv.read_skeletons(store, bbox=box), n_box_rep
+    )
     owner = np.repeat(np.arange(data.n_objects), np.diff(data.offsets))
     touched = np.unique(owner[mask])
     checks["bbox_whole"] = check_skeletons(data, whole, touched)
@@ -662,7 +664,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if not isinstance(up, str) and args.paired > 0:
             results[: len(trees)] = pair_with_upstream(
-                trees, "skeletons", work, args, zv.read_skeleton
+                trees, "skeletons", work, args, zv.read_skeletons
             )
         keep_upstream(up, results, notes)
     if graph is not None and box is not None:

@@ -23,8 +23,8 @@ READERS: dict[str, Callable[[str], Any]] = {
     "lines": zv.read_lines,
     "polylines": zv.read_polylines,
     "graph": zv.read_graph,
-    "skeleton": zv.read_skeleton,
-    "mesh": zv.read_mesh,
+    "skeleton": zv.read_skeletons,
+    "mesh": zv.read_meshes,
 }
 
 

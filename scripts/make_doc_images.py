@@ -105,7 +105,7 @@ def concepts_objects(out: Path, work: Path) -> None:
     """Draw the worked path example of the specification (§8.6) over its chunks."""
     paths = [np.array([[-5.0, 7], [2, 8], [7, 3], [14, 2]]), np.array([[3.0, 2], [4, 1]])]
     store = work / "paths.zarrvectors"
-    zv.write_polylines(store, paths, ids=[901, 17], chunk_shape=(10, 10), bin_shape=(5, 5))
+    zv.write_polylines(store, paths, object_ids=[901, 17], chunk_shape=(10, 10), bin_shape=(5, 5))
     fig, (ax,) = _figure(7.0, 3.0)
     _grid(ax, (-10, 0), (20, 10), (5, 5), color="#9ca3af", lw=0.6, ls=":")
     _grid(ax, (-10, 0), (20, 10), (10, 10), color="#374151", lw=1.4)

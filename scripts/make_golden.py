@@ -70,7 +70,7 @@ def _points(rng: np.random.Generator) -> tuple[Callable[..., Any], dict[str, Any
             "rgb": rng.integers(0, 256, (n, 3)).astype(np.uint8),
             "label": labels,
         },
-        "object_ids": ids,
+        "vertex_object_ids": ids,
         "object_attributes": {"volume": np.arange(len(np.unique(ids)), dtype=np.float64) + 0.5},
         "groups": {"first_two": np.unique(ids)[:2]},
         "bin_shape": (2.0, 2.0, 2.0),
@@ -87,7 +87,7 @@ def _lines(rng: np.random.Generator) -> tuple[Callable[..., Any], dict[str, Any]
         "endpoints": ends,
         "attributes": {"width": rng.uniform(0.1, 1.0, (m, 2)).astype(np.float32)},
         "object_attributes": {"kind": rng.integers(0, 4, m).astype(np.int16)},
-        "ids": ids,
+        "object_ids": ids,
         "groups": {"odd": ids[1::2]},
     }
     return zv.write_lines, kwargs, int(ids[4])
@@ -103,7 +103,7 @@ def _paths(
     extra = {
         "attributes": {"t": [np.linspace(0.0, 1.0, len(p), dtype=np.float32) for p in paths]},
         "object_attributes": {"weight": rng.uniform(0.0, 1.0, 10)},
-        "ids": ids,
+        "object_ids": ids,
         "groups": {"left": ids[:4]},
     }
     return paths, extra, ids
@@ -134,7 +134,7 @@ def _graph(rng: np.random.Generator) -> tuple[Callable[..., Any], dict[str, Any]
     kwargs = {
         "positions": positions,
         "edges": np.array(edges, dtype=np.int64),
-        "object_ids": object_ids,
+        "vertex_object_ids": object_ids,
         "attributes": {"degree_hint": rng.integers(0, 5, len(positions)).astype(np.int32)},
         "edge_attributes": {"weight": rng.uniform(0, 1, len(edges)).astype(np.float32)},
         "object_attributes": {"score": np.array([0.25, 0.5, 0.75])},
@@ -152,13 +152,13 @@ def _skeletons(rng: np.random.Generator) -> tuple[Callable[..., Any], dict[str, 
         "positions": pos,
         "parents": parents,
         "offsets": offsets,
-        "ids": ids,
+        "object_ids": ids,
         "radius": rng.uniform(0.1, 0.5, n).astype(np.float32),
         "swc_type": rng.integers(1, 4, n).astype(np.int8),
         "object_attributes": {"cell_type": np.array([1, 2, 1, 3], dtype=np.int32)},
         "groups": {"first": ids[:1]},
     }
-    return zv.write_skeleton, kwargs, 7
+    return zv.write_skeletons, kwargs, 7
 
 
 def _sheet(origin: np.ndarray, n: int, step: float) -> tuple[np.ndarray, np.ndarray]:
@@ -187,7 +187,7 @@ def _meshes(rng: np.random.Generator) -> tuple[Callable[..., Any], dict[str, Any
         "object_attributes": {"area": np.array([1.0, 2.0, 3.0])},
         "groups": {"pair": np.array([101, 103])},
     }
-    return zv.write_mesh, kwargs, 102
+    return zv.write_meshes, kwargs, 102
 
 
 Case = Callable[[np.random.Generator], tuple[Callable[..., Any], dict[str, Any], int]]
@@ -253,7 +253,7 @@ def _check_against_input(v: dict[str, Any], kwargs: dict[str, Any], got: Any) ->
     gtype = v["geometry_type"]
     if gtype == "point_cloud":
         assert_points_equal(
-            got, zv.Points(kwargs["positions"], kwargs["attributes"], kwargs["object_ids"])
+            got, zv.Points(kwargs["positions"], kwargs["attributes"], kwargs["vertex_object_ids"])
         )
     elif gtype == "line":
         np.testing.assert_array_equal(got.endpoints, kwargs["endpoints"])
@@ -286,10 +286,12 @@ def _bless(v: dict[str, Any], path: Path, arrays: dict[str, np.ndarray]) -> dict
     entry["expected"] = {}
     for query in QUERIES:
         got = read(str(path), **query_kwargs(entry, query))
+        owners = flatten(got)[0]
+        owners = owners.get("vertex_object_ids", owners["object_ids"])
         if query == "whole":
             _check_against_input(v, kwargs, got)
-            whole = len(flatten(got)[0]["object_ids"])
-        elif not 0 < len(flatten(got)[0]["object_ids"]) < whole:
+            whole = len(owners)
+        elif not 0 < len(owners) < whole:
             raise SystemExit(f"{path.name}: the {query} query should select some of the data")
         flat, scalars = flatten(got)
         for key, value in flat.items():

@@ -167,7 +167,7 @@ def test_read_cpu_times_full_reads(tmp_path: Path, capsys: pytest.CaptureFixture
     import zarr_vectors as zv
 
     store = tmp_path / "s.zv"
-    zv.write_skeleton(store, np.zeros((3, 3)), np.array([-1, 0, 1]), chunk_shape=(1, 1, 1))
+    zv.write_skeletons(store, np.zeros((3, 3)), np.array([-1, 0, 1]), chunk_shape=(1, 1, 1))
     assert read_cpu.main(["skeleton", str(store), "--repeat", "2"]) == 0
     kind, _, cpu, _, _, wall, _ = capsys.readouterr().out.split()
     assert kind == "skeleton"

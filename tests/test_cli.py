@@ -37,7 +37,7 @@ def _write(path: Path, zarr_format: int = 3) -> Written:
         chunk_shape=(25, 25, 25),
         bin_shape=(5, 5, 5),
         attributes={"intensity": rng.random(N_POINTS).astype("f4")},
-        object_ids=rng.integers(0, 7, N_POINTS),
+        vertex_object_ids=rng.integers(0, 7, N_POINTS),
         axis_units="micrometer",
         zarr_format=zarr_format,  # type: ignore[arg-type]
     )

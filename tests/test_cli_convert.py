@@ -519,7 +519,7 @@ def test_export_one_skeleton_of_several_to_swc(tmp_path: Path) -> None:
         (np.array([[0.0, 0, 0], [1, 1, 1], [2, 1, 1]]), [-1, 0, 1]),
         (np.array([[5.0, 5, 5], [6, 5, 5]]), [-1, 0]),
     ]
-    zv.write_skeleton(store, trees, ids=[7, 900], chunk_shape=(4.0, 4.0, 4.0))
+    zv.write_skeletons(store, trees, object_ids=[7, 900], chunk_shape=(4.0, 4.0, 4.0))
     out = tmp_path / "one.swc"
     refused = runner.invoke(app, ["export", str(store), str(out)])
     assert refused.exit_code == 1

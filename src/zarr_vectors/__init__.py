@@ -23,16 +23,22 @@ from zarr_vectors.edit import (
     add_attribute,
     append_graph,
     append_lines,
-    append_mesh,
+    append_meshes,
     append_points,
     append_polylines,
-    append_skeleton,
+    append_skeletons,
     append_streamlines,
     compact,
     delete_objects,
     drop_attribute,
     open_collection,
     update_object_attributes,
+)
+from zarr_vectors.edit import (
+    append_mesh as append_mesh,  # deprecated alias of append_meshes
+)
+from zarr_vectors.edit import (
+    append_skeleton as append_skeleton,  # deprecated alias of append_skeletons
 )
 from zarr_vectors.errors import (
     CorruptPayloadError,
@@ -45,6 +51,7 @@ from zarr_vectors.errors import (
     StoreNotFoundError,
     UpstreamStoreError,
     ZarrVectorsError,
+    ZVDeprecationWarning,
 )
 from zarr_vectors.migrate.run import MigrationReport, migrate
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid, choose_level
@@ -66,7 +73,9 @@ from zarr_vectors.streaming import Writer, open_writer
 from zarr_vectors.types._order import ElementOrder
 from zarr_vectors.types.graphs import Graph, read_graph, write_graph
 from zarr_vectors.types.lines import Lines, read_lines, write_lines
-from zarr_vectors.types.meshes import Mesh, Meshes, read_mesh, write_mesh
+from zarr_vectors.types.meshes import Mesh, Meshes, read_meshes, write_meshes
+from zarr_vectors.types.meshes import read_mesh as read_mesh  # deprecated alias
+from zarr_vectors.types.meshes import write_mesh as write_mesh  # deprecated alias
 from zarr_vectors.types.points import Points, read_points, write_points
 from zarr_vectors.types.polylines import (
     Polylines,
@@ -75,7 +84,9 @@ from zarr_vectors.types.polylines import (
     write_polylines,
     write_streamlines,
 )
-from zarr_vectors.types.skeletons import Skeleton, Skeletons, read_skeleton, write_skeleton
+from zarr_vectors.types.skeletons import Skeleton, Skeletons, read_skeletons, write_skeletons
+from zarr_vectors.types.skeletons import read_skeleton as read_skeleton  # deprecated alias
+from zarr_vectors.types.skeletons import write_skeleton as write_skeleton  # deprecated alias
 from zarr_vectors.validate import Finding, ValidationReport, validate
 
 try:
@@ -118,6 +129,7 @@ __all__ = [
     "UpstreamStoreError",
     "WriteSummary",
     "ValidationReport",
+    "ZVDeprecationWarning",
     "Writer",
     "FrameBytes",
     "ZarrVectorsError",
@@ -135,11 +147,11 @@ __all__ = [
     "open_store",
     "open_writer",
     "read_lines",
-    "write_skeleton",
+    "write_skeletons",
     "write_graph",
-    "read_skeleton",
+    "read_skeletons",
     "read_graph",
-    "read_mesh",
+    "read_meshes",
     "read_points",
     "read_polylines",
     "read_streamlines",
@@ -149,7 +161,7 @@ __all__ = [
     "remove_resolution_level",
     "validate",
     "write_lines",
-    "write_mesh",
+    "write_meshes",
     "write_multiscale_metadata",
     "write_points",
     "write_polylines",
@@ -160,10 +172,10 @@ __all__ = [
     "add_attribute",
     "append_graph",
     "append_lines",
-    "append_mesh",
+    "append_meshes",
     "append_points",
     "append_polylines",
-    "append_skeleton",
+    "append_skeletons",
     "append_streamlines",
     "compact",
     "delete_objects",

@@ -106,5 +106,12 @@ class ZVFutureWarning(FutureWarning):
     """Behaviour will change in a future release."""
 
 
-class ZVDeprecationWarning(DeprecationWarning):
-    """A name or argument is deprecated."""
+class ZVDeprecationWarning(FutureWarning):
+    """A name or argument is deprecated and goes in the next release.
+
+    A :class:`FutureWarning`, not a :class:`DeprecationWarning`: Python shows it by default
+    wherever the old name is used (scripts, notebooks, modules of an analysis package), while a
+    ``DeprecationWarning`` is hidden unless raised from ``__main__``.  Our users call the library
+    from their own code rather than through an intermediate library, and the old names stop
+    working after one release, so they must see the warning before then.
+    """

@@ -50,16 +50,19 @@ def batch_parts(
 ) -> Batch:
     """Convert one batch, given as the matching ``write_*`` arguments, to spillable parts.
 
-    Point clouds: ``(positions, attributes=None, object_ids=None)``.
+    Point clouds: ``(positions, attributes=None, vertex_object_ids=None)``.
     Polylines/streamlines: ``(polylines, offsets=None, attributes=None, object_attributes=None,
-    ids=None, groups=None, group_attributes=None)``.
-    Lines: ``(endpoints, attributes=None, object_attributes=None, ids=None)``.
-    Graphs: ``(positions, edges=..., object_ids=None, attributes=None, edge_attributes=None,
-    object_attributes=None)``.  Skeletons: ``(positions, parents=..., offsets=None, ids=None,
-    radius=None, swc_type=None, attributes=None, object_attributes=None)``.  Meshes:
-    ``(vertices, faces=None, ids=None, attributes=None, face_attributes=None,
-    object_attributes=None)``.  A batch holds whole objects (point-cloud objects excepted)
-    and its link indices refer to its own vertices.
+    object_ids=None, groups=None, group_attributes=None)``.
+    Lines: ``(endpoints, attributes=None, object_attributes=None, object_ids=None)``.
+    Graphs: ``(positions, edges=..., vertex_object_ids=None, attributes=None,
+    edge_attributes=None, object_attributes=None)``.  Skeletons: ``(positions, parents=...,
+    offsets=None, object_ids=None, radius=None, swc_type=None, attributes=None,
+    object_attributes=None)``.  Meshes: ``(vertices, faces=None, object_ids=None,
+    attributes=None, face_attributes=None, object_attributes=None)``.  ``object_ids`` holds one
+    id per object, ``vertex_object_ids`` one per vertex; the old names ``ids=`` (per object)
+    and ``object_ids=`` (per vertex: points, graphs) still work with a
+    :class:`~zarr_vectors.errors.ZVDeprecationWarning`.  A batch holds whole objects
+    (point-cloud objects excepted) and its link indices refer to its own vertices.
     """
     return get_geometry_type(geometry_type).batch(data, dict(type_metadata or {}), dict(kwargs))
 

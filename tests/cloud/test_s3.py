@@ -145,15 +145,22 @@ def test_skeletons_and_graphs_on_s3_read_as_local(
     ids = np.arange(12, dtype=np.uint64) + (1 << 40)
     radius = rng.random(len(pos)).astype(np.float32)
     for store, so in ((url, s3), (local, None)):
-        zv.write_skeleton(
-            store, pos, par, offsets=off, ids=ids, radius=radius, storage_options=so, **common
+        zv.write_skeletons(
+            store,
+            pos,
+            par,
+            offsets=off,
+            object_ids=ids,
+            radius=radius,
+            storage_options=so,
+            **common,
         )
     box = ([30, 30, 30], [50, 50, 50])
     for query in ({}, {"object_ids": [ids[3], ids[9]]}, {"bbox": box}):
-        expected = zv.read_skeleton(local, **query)
+        expected = zv.read_skeletons(local, **query)
         assert len(expected) > 0, query
-        assert_geometry_equal(zv.read_skeleton(url, storage_options=s3, **query), expected)
-    whole = zv.read_skeleton(url, storage_options=s3)
+        assert_geometry_equal(zv.read_skeletons(url, storage_options=s3, **query), expected)
+    whole = zv.read_skeletons(url, storage_options=s3)
     assert np.array_equal(whole.parents, par)
     assert np.array_equal(whole.positions, pos)
 
@@ -199,7 +206,7 @@ def test_meshes_paths_and_points_on_s3_read_as_local(
     paths = [np.cumsum(rng.normal(0, 2, (60, 3)), axis=0) + 30 for _ in range(25)]
     points = rng.uniform(0, 60, (5_000, 3)).astype(np.float32)
     cases: list[tuple[str, Any, Any, Any, list[dict[str, Any]]]] = [
-        ("mesh", zv.write_mesh, zv.read_mesh, meshes, [{"object_ids": [1, 4]}]),
+        ("mesh", zv.write_meshes, zv.read_meshes, meshes, [{"object_ids": [1, 4]}]),
         ("streamlines", zv.write_streamlines, zv.read_polylines, paths, [{"object_ids": [3]}]),
         ("points", zv.write_points, zv.read_points, points, []),
     ]

@@ -328,7 +328,7 @@ def test_unknown_compressor_name_is_refused(tmp_path: Path) -> None:
             attributes={"a": np.arange(3000, dtype=np.int16)},
             compressor="lz4",
         ),
-        lambda p: zv.write_skeleton(
+        lambda p: zv.write_skeletons(
             p,
             np.random.default_rng(1).uniform(0, 10, (500, 3)),
             np.concatenate([[-1], np.arange(499)]),
@@ -336,7 +336,7 @@ def test_unknown_compressor_name_is_refused(tmp_path: Path) -> None:
             attributes={"radius": np.ones(500, np.float32)},
             compressor="lz4",
         ),
-        lambda p: zv.write_mesh(
+        lambda p: zv.write_meshes(
             p,
             np.random.default_rng(2).uniform(0, 10, (300, 3)),
             np.random.default_rng(3).integers(0, 300, (400, 3)),

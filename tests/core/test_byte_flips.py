@@ -46,8 +46,8 @@ def _writers() -> dict[str, tuple[Callable[..., Any], Callable[[Path], Any]]]:
             zv.read_polylines,
         ),
         "skeleton": (
-            lambda s, **kw: zv.write_skeleton(s, tpos, tpar, offsets=toff, **kw),
-            zv.read_skeleton,
+            lambda s, **kw: zv.write_skeletons(s, tpos, tpar, offsets=toff, **kw),
+            zv.read_skeletons,
         ),
     }
 

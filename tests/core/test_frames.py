@@ -269,7 +269,7 @@ def test_default_frames_per_geometry_type(tmp_path: Path) -> None:
         (pos[a:b], np.where(parents[a:b] < 0, -1, parents[a:b] - a))
         for a, b in itertools.pairwise(offsets)
     ]
-    zv.write_skeleton(tmp_path / "sk", trees, chunk_shape=(20, 20, 20))
+    zv.write_skeletons(tmp_path / "sk", trees, chunk_shape=(20, 20, 20))
     zv.write_graph(tmp_path / "g", pos, np.array([[0, 1], [1, 2]]), chunk_shape=(20, 20, 20))
     assert _frames_of(tmp_path / "sk") == zv_compression.TREE_FRAME_BYTES == 65536
     assert _frames_of(tmp_path / "g") == zv_compression.DEFAULT_FRAME_BYTES == 4096
@@ -277,10 +277,10 @@ def test_default_frames_per_geometry_type(tmp_path: Path) -> None:
     with zv.open_writer(tmp_path / "st", "skeleton", chunk_shape=(20, 20, 20)) as w:
         w.append(trees)
     assert _frames_of(tmp_path / "st") == 65536
-    a, b = zv.read_skeleton(tmp_path / "sk"), zv.read_skeleton(tmp_path / "st")
+    a, b = zv.read_skeletons(tmp_path / "sk"), zv.read_skeletons(tmp_path / "st")
     np.testing.assert_array_equal(a.positions, b.positions)
     np.testing.assert_array_equal(a.parents, b.parents)
-    one = zv.read_skeleton(tmp_path / "sk", object_ids=[17])
+    one = zv.read_skeletons(tmp_path / "sk", object_ids=[17])
     np.testing.assert_array_equal(one.positions, trees[17][0])
 
 

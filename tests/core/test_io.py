@@ -307,7 +307,7 @@ def test_lz4_links_are_single_lz4_blocks(tmp_path: Path) -> None:
     positions = rng.random((n, 3)) * 10
     parents = np.arange(-1, n - 1)
     path = tmp_path / "s.zv"
-    zv.write_skeleton(path, positions, parents, chunk_shape=(5.0,) * 3, compressor="lz4")
+    zv.write_skeletons(path, positions, parents, chunk_shape=(5.0,) * 3, compressor="lz4")
     links = zarr.open_array(LocalStore(path), path="0/links", mode="r")
     seen = 0
     for key in sorted((path / "0" / "links" / "c").rglob("*")):
@@ -324,7 +324,7 @@ def test_lz4_links_are_single_lz4_blocks(tmp_path: Path) -> None:
     ours = open_payload_array(zarr.open_group(LocalStore(path), mode="r", path="0"), "links")
     flats = np.arange(int(np.prod(links.shape)), dtype=np.int64)
     assert [bytes(p) for p in ours.read(flats)] == native(links)  # zarr-python decodes the same
-    back = zv.read_skeleton(path)
+    back = zv.read_skeletons(path)
     np.testing.assert_array_equal(back.parents, parents)
 
 

@@ -119,20 +119,20 @@ def test_reads_do_not_hand_out_memory_still_in_use(tmp_path: Any) -> None:
     parents = np.arange(-1, n - 1)
     parents[:: 1 << 12] = -1
     path = str(tmp_path / "s.zarr")
-    zv.write_skeleton(path, pos, parents, offsets=np.array([0, n]), chunk_shape=(50.0,) * 3)
-    first = zv.read_skeleton(path)
+    zv.write_skeletons(path, pos, parents, offsets=np.array([0, n]), chunk_shape=(50.0,) * 3)
+    first = zv.read_skeletons(path)
     expected_pos, expected_parents = first.positions.copy(), first.parents.copy()
     assert not first.positions.flags.owndata  # from the pool
     first.positions[:] = -7.0
     first.parents[:] = 5
-    second = zv.read_skeleton(path)
+    second = zv.read_skeletons(path)
     assert np.array_equal(second.positions, expected_pos)
     assert np.array_equal(second.parents, expected_parents)
     assert np.all(first.positions == -7.0)
     assert np.all(first.parents == 5)
     dropped = {address(first.positions), address(second.positions)}
     del first, second
-    third = zv.read_skeleton(path)  # memory of the dropped results comes back
+    third = zv.read_skeletons(path)  # memory of the dropped results comes back
     assert address(third.positions) in dropped
     assert np.array_equal(third.positions, expected_pos)
     assert np.array_equal(third.parents, expected_parents)

@@ -123,7 +123,7 @@ def test_results_do_not_share_pooled_memory(tmp_path: Path, compressor: str) -> 
     for seed in (1, 2):
         positions, parents, offsets = _skeletons(seed, 120)
         path = tmp_path / f"s{seed}.zv"
-        zv.write_skeleton(
+        zv.write_skeletons(
             path,
             positions,
             parents,
@@ -132,10 +132,10 @@ def test_results_do_not_share_pooled_memory(tmp_path: Path, compressor: str) -> 
             compressor=compressor,
         )
         stores.append((path, positions, parents))
-    first = zv.read_skeleton(stores[0][0])
+    first = zv.read_skeletons(stores[0][0])
     kept = first.positions.copy(), first.parents.copy()
     assert SCRATCH.idle_bytes > 0 or compressor != "lz4"  # the read did borrow
-    second = zv.read_skeleton(stores[1][0])
+    second = zv.read_skeletons(stores[1][0])
     assert not np.shares_memory(first.positions, second.positions)
     np.testing.assert_array_equal(first.positions, kept[0])
     np.testing.assert_array_equal(first.parents, kept[1])

@@ -205,8 +205,8 @@ def test_every_type_reads_uncompressed_local_stores_as_compressed_ones(
             [{}, {"object_ids": [2, 7]}, {"bbox": box}],
         ),
         (
-            lambda s, **kw: zv.write_skeleton(s, pos, par, offsets=off, radius=radius, **kw),
-            zv.read_skeleton,
+            lambda s, **kw: zv.write_skeletons(s, pos, par, offsets=off, radius=radius, **kw),
+            zv.read_skeletons,
             [{}, {"object_ids": [3]}, {"bbox": box}],
         ),
         (
@@ -215,8 +215,8 @@ def test_every_type_reads_uncompressed_local_stores_as_compressed_ones(
             [{}, {"object_ids": [0, 2]}, {"bbox": box}],
         ),
         (
-            lambda s, **kw: zv.write_mesh(s, pos[:300], faces, **kw),
-            zv.read_mesh,
+            lambda s, **kw: zv.write_meshes(s, pos[:300], faces, **kw),
+            zv.read_meshes,
             [{}, {"bbox": box}],
         ),
     ]
@@ -230,7 +230,7 @@ def test_every_type_reads_uncompressed_local_stores_as_compressed_ones(
         for query in queries:
             assert_geometry_equal(read(plain, **query), read(packed, **query))
         assert zv.validate(plain, level=2).ok
-    whole = zv.read_skeleton(tmp_path / "plain2.zarrvectors")
+    whole = zv.read_skeletons(tmp_path / "plain2.zarrvectors")
     assert np.array_equal(whole.parents, par)
     assert np.array_equal(whole.positions, pos)
 

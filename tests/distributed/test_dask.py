@@ -163,13 +163,13 @@ def test_skeletons_distributed_equal_serial(
                 "data": np.concatenate(trees),
                 "parents": glob,
                 "offsets": offsets,
-                "ids": np.arange(4, dtype=np.uint64) + np.uint64(2**63 + 8 * b),
+                "object_ids": np.arange(4, dtype=np.uint64) + np.uint64(2**63 + 8 * b),
                 "radius": rng.random(int(offsets[-1])).astype(np.float32),
                 "swc_type": rng.integers(1, 5, int(offsets[-1])).astype(np.int32),
             }
         )
     base = np.cumsum([0] + [len(b["data"]) for b in batches])
-    zv.write_skeleton(
+    zv.write_skeletons(
         tmp_path / "serial",
         np.concatenate([b["data"] for b in batches]),
         np.concatenate(
@@ -181,14 +181,14 @@ def test_skeletons_distributed_equal_serial(
         offsets=np.unique(
             np.concatenate([b["offsets"] + o for b, o in zip(batches, base[:-1], strict=True)])
         ),
-        ids=np.concatenate([b["ids"] for b in batches]),
+        object_ids=np.concatenate([b["object_ids"] for b in batches]),
         radius=np.concatenate([b["radius"] for b in batches]),
         swc_type=np.concatenate([b["swc_type"] for b in batches]),
         chunk_shape=(6, 6, 6),
         shards=shards,
     )
     _distributed_equals_serial(client, tmp_path, "skeleton", batches, shards=shards)
-    back = zv.read_skeleton(tmp_path / "dask")
+    back = zv.read_skeletons(tmp_path / "dask")
     assert len(back) == 12
     assert back.object_ids.dtype == np.uint64
     assert zv.validate(tmp_path / "dask", level=2).ok
@@ -242,8 +242,8 @@ def test_meshes_distributed_equal_serial(
 ) -> None:
     rng = np.random.default_rng(9)
     meshes = [_sheet(rng.uniform(0, 30, 3)) for _ in range(6)]
-    zv.write_mesh(tmp_path / "serial", meshes, chunk_shape=(6, 6, 6), shards=shards)
+    zv.write_meshes(tmp_path / "serial", meshes, chunk_shape=(6, 6, 6), shards=shards)
     batches = [{"data": meshes[k : k + 2]} for k in range(0, 6, 2)]
     _distributed_equals_serial(client, tmp_path, "mesh", batches, shards=shards)
-    assert len(zv.read_mesh(tmp_path / "dask")) == 6
+    assert len(zv.read_meshes(tmp_path / "dask")) == 6
     assert zv.validate(tmp_path / "dask", level=2).ok

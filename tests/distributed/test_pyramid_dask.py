@@ -187,7 +187,7 @@ def test_points_with_objects_equal_serial(client: Client, tmp_path: Path) -> Non
             pts,
             chunk_shape=(20, 20, 20),
             bin_shape=(2, 2, 2),
-            object_ids=ids,
+            vertex_object_ids=ids,
             attributes={"label": np.array(["a", "b", "c"])[rng.integers(0, 3, len(pts))]},
         ),
         [(2, 2, 2), (10, 10, 10)],

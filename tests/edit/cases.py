@@ -16,10 +16,10 @@ import zarr_vectors as zv
 from zarr_vectors.edit import (
     append_graph,
     append_lines,
-    append_mesh,
+    append_meshes,
     append_points,
     append_polylines,
-    append_skeleton,
+    append_skeletons,
     append_streamlines,
 )
 
@@ -221,13 +221,13 @@ CASES = (
     Case(
         "skeleton",
         _skeleton,
-        zv.write_skeleton,
-        append_skeleton,
+        zv.write_skeletons,
+        append_skeletons,
         _skeleton_cat,
-        zv.read_skeleton,
+        zv.read_skeletons,
         CHUNK3,
     ),
-    Case("mesh", _mesh, zv.write_mesh, append_mesh, _mesh_cat, zv.read_mesh, CHUNK3),
+    Case("mesh", _mesh, zv.write_meshes, append_meshes, _mesh_cat, zv.read_meshes, CHUNK3),
 )
 CASE_IDS = [c.name for c in CASES]
 

@@ -50,9 +50,9 @@ def test_append_to_zip_path(case: Case, tmp_path: Path) -> None:
 def test_appended_point_ids_keep_id_order() -> None:
     a, f = MemoryStore(), MemoryStore()
     pos = np.arange(12.0).reshape(6, 2)
-    zv.write_points(a, pos[:3], chunk_shape=(4, 4), object_ids=[5, 9, 5])
-    edit.append_points(a, pos[3:], object_ids=[7, 2, 7])
-    zv.write_points(f, pos, chunk_shape=(4, 4), object_ids=[5, 9, 5, 7, 2, 7])
+    zv.write_points(a, pos[:3], chunk_shape=(4, 4), vertex_object_ids=[5, 9, 5])
+    edit.append_points(a, pos[3:], vertex_object_ids=[7, 2, 7])
+    zv.write_points(f, pos, chunk_shape=(4, 4), vertex_object_ids=[5, 9, 5, 7, 2, 7])
     ra, rf = zv.read_points(a), zv.read_points(f)
     assert ra.object_ids.tolist() == rf.object_ids.tolist()
     assert ra.positions.tolist() == rf.positions.tolist()

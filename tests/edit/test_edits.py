@@ -101,7 +101,7 @@ def test_deleted_objects_leave_every_level(tmp_path: Path) -> None:
     fresh = str(tmp_path / "f.zarr")
     keep = [i for i in range(12) if i not in (1, 4, 7)]
     zv.write_polylines(
-        fresh, [paths[i] for i in keep], ids=keep, chunk_shape=(8, 8), bin_shape=(2, 2)
+        fresh, [paths[i] for i in keep], object_ids=keep, chunk_shape=(8, 8), bin_shape=(2, 2)
     )
     zv.build_pyramid(fresh, [(2, 2), (4, 4)])
     zv.compact(store)

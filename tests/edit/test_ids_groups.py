@@ -23,7 +23,7 @@ def test_user_ids_groups_and_labels() -> None:
     zv.write_polylines(
         store,
         a,
-        ids=[10, 20, 30],
+        object_ids=[10, 20, 30],
         object_attributes={"kind": np.array(["x", "y", "x"])},
         groups={"g1": [10, 30]},
         group_attributes={"size": np.array([2], np.int32)},
@@ -32,7 +32,7 @@ def test_user_ids_groups_and_labels() -> None:
     zv.append_polylines(
         store,
         b,
-        ids=[5, 99],
+        object_ids=[5, 99],
         object_attributes={"kind": np.array(["z", "x"])},
         groups={"g2": [99, 5]},
         group_attributes={"size": np.array([2], np.int32)},
@@ -40,7 +40,7 @@ def test_user_ids_groups_and_labels() -> None:
     zv.write_polylines(
         fresh,
         a + b,
-        ids=[10, 20, 30, 5, 99],
+        object_ids=[10, 20, 30, 5, 99],
         object_attributes={"kind": np.array(["x", "y", "x", "z", "x"])},
         groups={"g1": [10, 30], "g2": [99, 5]},
         group_attributes={"size": np.array([2, 2], np.int32)},
@@ -54,7 +54,7 @@ def test_user_ids_groups_and_labels() -> None:
 
 def test_new_ids_follow_the_largest_stored_id() -> None:
     store = MemoryStore()
-    zv.write_polylines(store, _paths(2, 0.0), ids=[7, 3], chunk_shape=CHUNK)
+    zv.write_polylines(store, _paths(2, 0.0), object_ids=[7, 3], chunk_shape=CHUNK)
     zv.append_polylines(store, _paths(2, 0.0))
     assert zv.read_polylines(store).object_ids.tolist() == [7, 3, 8, 9]
 
@@ -82,6 +82,10 @@ def test_delete_keeps_groups_of_survivors() -> None:
     zv.write_polylines(store, paths, groups={"g": [0, 2, 3], "h": [1]}, chunk_shape=CHUNK)
     zv.delete_objects(store, [2, 1])
     zv.write_polylines(
-        fresh, [paths[0], paths[3]], ids=[0, 3], groups={"g": [0, 3], "h": []}, chunk_shape=CHUNK
+        fresh,
+        [paths[0], paths[3]],
+        object_ids=[0, 3],
+        groups={"g": [0, 3], "h": []},
+        chunk_shape=CHUNK,
     )
     assert plain(zv.read_polylines(store)) == plain(zv.read_polylines(fresh))

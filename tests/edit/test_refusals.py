@@ -26,7 +26,7 @@ def stores(tmp_path: Path) -> dict[str, str]:
         pts,
         rng.uniform(0, 20, (20, 3)),
         attributes={"w": rng.normal(size=20)},
-        object_ids=np.repeat(np.arange(5), 4),
+        vertex_object_ids=np.repeat(np.arange(5), 4),
         chunk_shape=(8, 8, 8),
     )
     lines = str(tmp_path / "pl.zarr")
@@ -77,13 +77,17 @@ BAD: list[tuple[str, str, Callable[[str], Any], str]] = [
     (
         "duplicate id",
         "polylines",
-        lambda s: zv.append_polylines(s, PATH3, attributes=W3, object_attributes=S1, ids=[2]),
+        lambda s: zv.append_polylines(
+            s, PATH3, attributes=W3, object_attributes=S1, object_ids=[2]
+        ),
         "object id 2",
     ),
     (
         "duplicate point id",
         "points",
-        lambda s: zv.append_points(s, np.zeros((1, 3)), attributes={"w": [1.0]}, object_ids=[3]),
+        lambda s: zv.append_points(
+            s, np.zeros((1, 3)), attributes={"w": [1.0]}, vertex_object_ids=[3]
+        ),
         "object id 3",
     ),
     ("delete unknown", "polylines", lambda s: zv.delete_objects(s, [1, 40]), "40"),
@@ -135,4 +139,4 @@ def test_invalid_input_errors_are_value_errors(stores: dict[str, str]) -> None:
     with pytest.raises(InvalidInputError):
         zv.delete_objects(stores["points"], [77])
     with pytest.raises(ValueError, match="'w'"):
-        zv.append_points(stores["points"], np.zeros((1, 3)), object_ids=[9])
+        zv.append_points(stores["points"], np.zeros((1, 3)), vertex_object_ids=[9])

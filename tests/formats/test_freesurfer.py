@@ -68,7 +68,7 @@ def test_surface_and_morphometry_round_trip_byte_for_byte(tmp_path: Path) -> Non
     d = _subject(tmp_path)
     store = str(tmp_path / "s.zarrvectors")
     convert(d / "lh.white", store, vertex_data=[d / "lh.thickness", d / "lh.curv"])
-    mesh = zv.read_mesh(store)
+    mesh = zv.read_meshes(store)
     assert mesh.attributes["thickness"].dtype == np.float32
     out = tmp_path / "out"
     out.mkdir()
@@ -154,7 +154,7 @@ def test_no_keep_order_stores_no_index_and_exports_storage_order(tmp_path: Path)
     out.mkdir()
     export(store, out / "lh.white")
     coords, faces = fsio.read_geometry(str(out / "lh.white"))
-    mesh = zv.read_mesh(store)  # storage order, faces as a set
+    mesh = zv.read_meshes(store)  # storage order, faces as a set
     np.testing.assert_array_equal(coords, mesh.vertices)
     np.testing.assert_array_equal(faces, mesh.faces)
     np.testing.assert_array_equal(

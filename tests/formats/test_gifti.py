@@ -87,7 +87,7 @@ def test_func_file_round_trips_as_attributes(icosphere, tmp_path: Path) -> None:
     func = DATA / "task.func.gii"
     store = str(tmp_path / "s.zarrvectors")
     convert(surf, store, vertex_data=[func])
-    mesh = zv.read_mesh(store)
+    mesh = zv.read_meshes(store)
     task = nib.load(func)
     names = [f"task_{i}" for i in range(len(task.darrays))]
     assert set(names) <= set(mesh.attributes)
@@ -139,7 +139,7 @@ def test_curvature_shape_file_on_a_matching_surface(tmp_path: Path) -> None:
     )
     store = str(tmp_path / "s.zarrvectors")
     convert(surf, store, vertex_data=[DATA / "rh.shape.curv.gii"])
-    assert zv.read_mesh(store).attributes["rh_curv"].shape == (n,)
+    assert zv.read_meshes(store).attributes["rh_curv"].shape == (n,)
     export(store, tmp_path / "o.gii", vertex_data=tmp_path / "o.shape.gii")
     _same_arrays(curv, nib.load(tmp_path / "o.shape.gii"))
 
@@ -191,7 +191,7 @@ def test_label_file_keeps_its_label_table(tmp_path: Path) -> None:
     _chain_surface(surf, labels.darrays[0].data.shape[0])
     store = str(tmp_path / "s.zarrvectors")
     convert(surf, store, vertex_data=[DATA / "label.gii"])
-    assert zv.read_mesh(store).attributes["Activations"].dtype == np.int32
+    assert zv.read_meshes(store).attributes["Activations"].dtype == np.int32
     export(store, tmp_path / "o.surf.gii", vertex_data=tmp_path / "o.label.gii")
     back = nib.load(tmp_path / "o.label.gii")
     _same_arrays(labels, back)
@@ -203,7 +203,7 @@ def test_mesh_store_without_gifti_header_exports(tmp_path: Path) -> None:
     box = trimesh.creation.box(extents=(2, 2, 2))
     store = str(tmp_path / "box.zarrvectors")
     n = len(box.vertices)
-    zv.write_mesh(
+    zv.write_meshes(
         store,
         box.vertices,
         box.faces,
@@ -216,7 +216,7 @@ def test_mesh_store_without_gifti_header_exports(tmp_path: Path) -> None:
     )
     export(store, tmp_path / "box.gii")
     img = nib.load(tmp_path / "box.gii")
-    mesh = zv.read_mesh(store)
+    mesh = zv.read_meshes(store)
     assert [d.intent for d in img.darrays[:2]] == [1008, 1009]  # POINTSET, TRIANGLE
     np.testing.assert_array_equal(img.darrays[0].data, mesh.vertices.astype(np.float32))
     got = {d.meta["Name"]: d.data for d in img.darrays[2:]}

@@ -17,7 +17,7 @@ from zarr_vectors.formats import _ply
 from zarr_vectors.formats.ply_points import parse_ply, read_ply, store_to_ply
 from zarr_vectors.formats.registry import convert, export
 from zarr_vectors.types._order import INPUT_INDEX, index_dtype
-from zarr_vectors.types.meshes import read_mesh, write_mesh
+from zarr_vectors.types.meshes import read_meshes, write_meshes
 from zarr_vectors.types.points import read_points, write_points
 
 RNG = np.random.default_rng(7)
@@ -59,11 +59,11 @@ def test_points_with_objects_in_input_order() -> None:
     pos = RNG.uniform(0, 10, (200, 2))
     ids = RNG.integers(0, 5, 200) * 7
     store = MemoryStore()
-    write_points(store, pos, object_ids=ids, chunk_shape=(5, 5), keep_order=True)
+    write_points(store, pos, vertex_object_ids=ids, chunk_shape=(5, 5), keep_order=True)
     back = read_points(store, order="input")
     assert np.array_equal(back.positions, pos)
-    assert back.object_ids is not None
-    assert np.array_equal(back.object_ids, ids)
+    assert back.vertex_object_ids is not None
+    assert np.array_equal(back.vertex_object_ids, ids)
 
 
 def test_default_layout_is_unchanged_and_input_order_needs_the_index() -> None:
@@ -100,7 +100,7 @@ def test_mesh_vertices_and_faces_in_input_order() -> None:
     verts, faces = _interleaved_mesh()
     labels = np.array([7, 8, 9], np.int16)
     store = MemoryStore()
-    write_mesh(
+    write_meshes(
         store,
         verts,
         faces,
@@ -108,10 +108,10 @@ def test_mesh_vertices_and_faces_in_input_order() -> None:
         chunk_shape=(10, 10, 10),
         keep_order=True,
     )
-    stored = read_mesh(store)
+    stored = read_meshes(store)
     assert set(stored.face_attributes) == {"label"}
     assert not np.array_equal(stored.faces, faces)
-    back = read_mesh(store, order="input")
+    back = read_meshes(store, order="input")
     assert back.input_order
     assert np.array_equal(back.vertices, verts)
     assert np.array_equal(back.faces, faces)
@@ -123,9 +123,9 @@ def test_mesh_vertices_and_faces_in_input_order() -> None:
     assert first.face_attributes["label"].tolist() == [8, 9]
     assert back[1].faces.tolist() == [[1, 0, 2]]
     plain = MemoryStore()
-    write_mesh(plain, verts, faces, chunk_shape=(10, 10, 10))
+    write_meshes(plain, verts, faces, chunk_shape=(10, 10, 10))
     with pytest.raises(InvalidInputError, match="no input order"):
-        read_mesh(plain, order="input")
+        read_meshes(plain, order="input")
 
 
 ALL_TYPES = tuple(_ply.PLY_TYPES)
@@ -183,7 +183,7 @@ def test_ascii_float32_is_not_truncated() -> None:
 def test_mesh_store_exports_to_ply(tmp_path: Path) -> None:
     verts, faces = _interleaved_mesh()
     store = MemoryStore()
-    write_mesh(
+    write_meshes(
         store,
         verts,
         faces,

@@ -74,7 +74,7 @@ def test_graph_result_conversion() -> None:
     assert G.edges["a", "b"] == {"len": 1.5}
     back = from_networkx(G, position_attr="xy", object_attr="object_id")
     np.testing.assert_array_equal(back.positions, g.positions)
-    assert back.object_ids.tolist() == [4, 4, 9]
+    assert back.vertex_object_ids.tolist() == [4, 4, 9]
     assert back.attributes["node_id"].tolist() == ["a", "b", "c"]
     P = nx.path_graph(2)
     nx.set_node_attributes(P, (0.0, 1.0), "pos")
@@ -92,7 +92,7 @@ def test_string_nodes_user_objects_and_store() -> None:
     networkx_to_store(G, store, object_attr="cell", chunk_shape=(2, 2))
     g = read_graph(store, object_ids=[8])
     assert g.attributes["node_id"].tolist() == ["other"]
-    assert g.object_ids.tolist() == [8]
+    assert g.vertex_object_ids.tolist() == [8]
     H = store_to_networkx(store)
     assert set(H.nodes) == {"soma", "tip", "other"}
     assert H.edges["soma", "tip"]["w"] == 1.0

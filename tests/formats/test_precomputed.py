@@ -40,10 +40,10 @@ def skeletons(tmp_path: Path) -> Path:
         parents[12] = 4  # a branch
         trees.append((np.cumsum(rng.normal(0, 1, (n, 3)), axis=0) + 15 * k, parents))
     store = tmp_path / "sk.zarrvectors"
-    zv.write_skeleton(
+    zv.write_skeletons(
         str(store),
         trees,
-        ids=[5, 9, 100],
+        object_ids=[5, 9, 100],
         radius=[rng.random(len(p)).astype("f4") for p, _ in trees],
         attributes={"compartment": [rng.integers(0, 4, len(p)).astype("u1") for p, _ in trees]},
         object_attributes={"kind": np.array(["a", "b", "a"]), "score": np.array([1.5, 2.5, 3.5])},
@@ -60,7 +60,7 @@ def test_skeletons_round_trip(skeletons: Path, tmp_path: Path) -> None:
     back = str(tmp_path / "back.zarrvectors")
     report = convert(first, back)
     assert report.summary.geometry_type.value == "skeleton"
-    a, b = zv.read_skeleton(str(skeletons)), zv.read_skeleton(back)
+    a, b = zv.read_skeletons(str(skeletons)), zv.read_skeletons(back)
     np.testing.assert_array_equal(b.object_ids, a.object_ids)
     np.testing.assert_array_equal(b.positions, a.positions.astype(np.float32))
     np.testing.assert_array_equal(b.parents, a.parents)
@@ -80,7 +80,7 @@ def test_meshes_round_trip(tmp_path: Path) -> None:
     ball = trimesh.creation.icosphere(subdivisions=2)
     box = trimesh.creation.box(extents=(3, 3, 3))
     store = str(tmp_path / "m.zarrvectors")
-    zv.write_mesh(
+    zv.write_meshes(
         store,
         [(ball.vertices * 100, ball.faces), (box.vertices * 100 + 1000, box.faces)],
         object_ids=[3, 8],
@@ -91,8 +91,8 @@ def test_meshes_round_trip(tmp_path: Path) -> None:
     export(store, first)
     back = str(tmp_path / "back.zarrvectors")
     convert(first, back)
-    a, b = zv.read_mesh(store), zv.read_mesh(back)
-    np.testing.assert_array_equal(b.ids, a.ids)
+    a, b = zv.read_meshes(store), zv.read_meshes(back)
+    np.testing.assert_array_equal(b.object_ids, a.object_ids)
     np.testing.assert_array_equal(b.vertices, a.vertices.astype(np.float32))
     np.testing.assert_array_equal(b.faces, a.faces)
     second = tmp_path / "again.precomputed"
@@ -124,7 +124,7 @@ def test_cyclic_skeleton_becomes_a_graph(tmp_path: Path) -> None:
     g = zv.read_graph(store)
     assert len(g.positions) == 3
     assert sorted(map(sorted, g.edges.tolist())) == [[0, 1], [0, 2], [1, 2]]
-    np.testing.assert_array_equal(np.unique(g.object_ids), [7])
+    np.testing.assert_array_equal(np.unique(g.vertex_object_ids), [7])
 
 
 def test_bad_sources_are_refused(tmp_path: Path) -> None:
@@ -161,4 +161,4 @@ def test_cli(skeletons: Path, tmp_path: Path) -> None:
     assert run.exit_code == 0, run.output
     run = CliRunner().invoke(app, ["convert", str(out), str(tmp_path / "c.zarrvectors")])
     assert run.exit_code == 0, run.output
-    assert len(zv.read_skeleton(str(tmp_path / "c.zarrvectors")).object_ids) == 3
+    assert len(zv.read_skeletons(str(tmp_path / "c.zarrvectors")).object_ids) == 3

@@ -24,7 +24,7 @@ from zarr_vectors.formats.swc import (
     swc_to_store,
     write_swc,
 )
-from zarr_vectors.types.skeletons import read_skeleton
+from zarr_vectors.types.skeletons import read_skeletons
 
 SWC = """\
 # ORIGINAL_SOURCE written by hand from the SWC specification
@@ -74,11 +74,11 @@ def test_read_hand_written_file(swc_file: Path) -> None:
 def test_file_store_file_node_for_node(swc_file: Path, tmp_path: Path, zarr_format: int) -> None:
     store = MemoryStore()
     summary = swc_to_store(
-        swc_file, store, ids=[9001], chunk_shape=(4, 4, 4), zarr_format=zarr_format
+        swc_file, store, object_ids=[9001], chunk_shape=(4, 4, 4), zarr_format=zarr_format
     )
     assert (summary.object_count, summary.vertex_count) == (1, 11)
     assert zv.open_store(store).attrs["swc_compatible"] is True
-    sks = read_skeleton(store)
+    sks = read_skeletons(store)
     assert sks.parents.tolist() == [-1, 0, 1, 2, 2, 0, 5, -1, 7, 8, -1]  # file order kept
     assert sks.radius is not None
     assert sks.radius.dtype == np.float32
@@ -112,11 +112,13 @@ def test_several_files_become_several_skeletons(swc_file: Path) -> None:
         header=["second neuron"],
     )
     store = MemoryStore()
-    swc_to_store([swc_file, other], store, ids=np.array([10, 20], np.uint64), chunk_shape=(4, 4, 4))
-    sks = read_skeleton(store)
+    swc_to_store(
+        [swc_file, other], store, object_ids=np.array([10, 20], np.uint64), chunk_shape=(4, 4, 4)
+    )
+    sks = read_skeletons(store)
     assert len(sks) == 2
     assert sks.object_ids.tolist() == [10, 20]
-    d = skeleton_to_swc(read_skeleton(store, object_ids=[20])[0])
+    d = skeleton_to_swc(read_skeletons(store, object_ids=[20])[0])
     assert d.ids.tolist() == [5, 6, 7]
     assert d.parents.tolist() == [-1, 5, 6]
     assert d.header == ("second neuron",)
@@ -130,14 +132,14 @@ def test_several_files_become_several_skeletons(swc_file: Path) -> None:
 def test_skeleton_without_swc_attributes(tmp_path: Path) -> None:
     store = MemoryStore()
     zv_pos = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
-    from zarr_vectors.types.skeletons import write_skeleton
+    from zarr_vectors.types.skeletons import write_skeletons
 
-    write_skeleton(store, zv_pos, [-1, 0], chunk_shape=(1, 1, 1))
+    write_skeletons(store, zv_pos, [-1, 0], chunk_shape=(1, 1, 1))
     d = store_to_swc(store, tmp_path / "plain.swc")
     assert (tmp_path / "plain.swc").read_text() == "1 0 0.0 0.0 0.0 1.0 -1\n2 0 1.0 0.0 0.0 1.0 1\n"
     assert d.ids.tolist() == [1, 2]
     flat = MemoryStore()
-    write_skeleton(flat, zv_pos[:, :2], [-1, 0], chunk_shape=(1, 1))
+    write_skeletons(flat, zv_pos[:, :2], [-1, 0], chunk_shape=(1, 1))
     with pytest.raises(InvalidInputError, match="3-D"):
         store_to_swc(flat, None)
 

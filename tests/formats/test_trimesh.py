@@ -12,7 +12,7 @@ from zarr.storage import MemoryStore
 from zarr_vectors.errors import InvalidInputError, MissingDependencyError, ZVUserWarning
 from zarr_vectors.formats import trimesh_io
 from zarr_vectors.formats.trimesh_io import from_trimesh, read_trimesh, to_trimesh, write_trimesh
-from zarr_vectors.types.meshes import as_meshes, read_mesh, write_mesh
+from zarr_vectors.types.meshes import as_meshes, read_meshes, write_meshes
 
 trimesh = pytest.importorskip("trimesh")
 
@@ -60,7 +60,7 @@ def test_exact_round_trip_keeps_vertex_order_per_object() -> None:
     box.visual.vertex_colors = np.tile([10, 20, 30, 255], (8, 1)).astype(np.uint8)
     store = MemoryStore()
     write_trimesh(store, [box, box.copy()], chunk_shape=(0.4, 0.4, 0.4))
-    m = read_mesh(store)
+    m = read_meshes(store)
     assert len(m) == 2
     for obj in m:
         np.testing.assert_array_equal(obj.vertices, box.vertices)
@@ -82,14 +82,14 @@ def test_from_trimesh_matches_as_meshes() -> None:
     np.testing.assert_array_equal(a.vertices, b.vertices)
     np.testing.assert_array_equal(a.faces, b.faces)
     store = MemoryStore()
-    write_mesh(store, tm, chunk_shape=(2.0, 2.0, 2.0))  # a Trimesh is mesh-like as it is
-    np.testing.assert_array_equal(read_mesh(store).faces, b.faces)
+    write_meshes(store, tm, chunk_shape=(2.0, 2.0, 2.0))  # a Trimesh is mesh-like as it is
+    np.testing.assert_array_equal(read_meshes(store).faces, b.faces)
 
 
 def test_clockwise_stores_come_back_counter_clockwise() -> None:
     box = trimesh.creation.box()
     store = MemoryStore()
-    write_mesh(store, box.vertices, box.faces[:, ::-1], chunk_shape=(1, 1, 1), winding_order="cw")
+    write_meshes(store, box.vertices, box.faces[:, ::-1], chunk_shape=(1, 1, 1), winding_order="cw")
     tm = read_trimesh(store)
     assert tm.is_winding_consistent
     assert tm.volume > 0

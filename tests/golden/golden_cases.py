@@ -31,8 +31,8 @@ READERS: dict[str, Callable[..., Any]] = {
     "polyline": zv.read_polylines,
     "streamline": zv.read_streamlines,
     "graph": zv.read_graph,
-    "skeleton": zv.read_skeleton,
-    "mesh": zv.read_mesh,
+    "skeleton": zv.read_skeletons,
+    "mesh": zv.read_meshes,
 }
 """The public read verb of each geometry type."""
 

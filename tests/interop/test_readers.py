@@ -144,10 +144,10 @@ def _geometry_writers() -> dict[str, Callable[..., Any]]:
         ),
         "streamlines": lambda s, **kw: zv.write_streamlines(s, paths_pos, offsets=paths_off, **kw),
         "graph": lambda s, **kw: zv.write_graph(s, tree_pos, edges, **kw),
-        "skeleton": lambda s, **kw: zv.write_skeleton(
+        "skeleton": lambda s, **kw: zv.write_skeletons(
             s, tree_pos, tree_par, offsets=tree_off, **kw
         ),
-        "mesh": lambda s, **kw: zv.write_mesh(s, meshes, **kw),
+        "mesh": lambda s, **kw: zv.write_meshes(s, meshes, **kw),
     }
 
 

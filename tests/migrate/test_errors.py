@@ -82,7 +82,7 @@ def test_migrate_leaves_source_and_existing_target(upstream, tmp_path: Path) -> 
     assert _digest(src) == before
     zv.migrate(src, out, overwrite=True)
     assert _digest(src) == before
-    assert len(zv.read_mesh(out).faces) == 8
+    assert len(zv.read_meshes(out).faces) == 8
 
 
 def test_migrate_rejects_a_zvf_store(tmp_path: Path) -> None:
@@ -99,7 +99,7 @@ def test_cli_convert_migrates(upstream, tmp_path: Path, version: str) -> None:
     assert result.exit_code == 0, result.output
     assert f"migrated upstream zarr-vectors {LABEL[version]} skeleton store" in result.output
     assert ("spurious edges" in result.output) == version.startswith("0.2")
-    assert len(zv.read_skeleton(out)) == 2
+    assert len(zv.read_skeletons(out)) == 2
     again = CliRunner().invoke(app, ["convert", str(src), str(out)])
     assert again.exit_code == 1
     assert "exists" in again.output

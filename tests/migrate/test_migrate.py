@@ -58,7 +58,7 @@ def test_points_objects_groups(upstream, expected: Expected, tmp_path: Path) -> 
     )
     src = _rows_of(got.positions, expected.input("points_objects", "positions"))
     np.testing.assert_array_equal(
-        got.object_ids, expected.input("points_objects", "object_ids")[src]
+        got.vertex_object_ids, expected.input("points_objects", "object_ids")[src]
     )
     # read_points does not return object and group attributes yet: read the arrays
     level = zarr.open_group(out, mode="r")["0"]
@@ -71,7 +71,7 @@ def test_points_objects_groups(upstream, expected: Expected, tmp_path: Path) -> 
         expected.input("points_objects", "group_attributes/weight"),
     )
     for g in ("0", "1"):
-        members = zv.read_points(out, group=g).object_ids
+        members = zv.read_points(out, group=g).vertex_object_ids
         assert (
             sorted(set(members.tolist()))
             == expected.input("points_objects", f"groups/{g}").tolist()
@@ -126,7 +126,7 @@ def test_graph(upstream, expected: Expected, tmp_path: Path, version: str) -> No
     np.testing.assert_array_equal(got.positions, expected.read("graph", "positions"))
     assert _edge_set(got.edges) == _edge_set(expected.read("graph", "edges"))
     src = _rows_of(got.positions, expected.input("graph", "positions"))
-    np.testing.assert_array_equal(got.object_ids, expected.input("graph", "object_ids")[src])
+    np.testing.assert_array_equal(got.vertex_object_ids, expected.input("graph", "object_ids")[src])
     np.testing.assert_array_equal(
         got.attributes["degree"], expected.input("graph", "attributes/degree")[src]
     )
@@ -163,7 +163,7 @@ def test_skeleton(upstream, expected: Expected, tmp_path: Path, version: str) ->
             report = zv.migrate(src, out)
     else:
         out, report = _migrate(src, tmp_path)
-    got = zv.read_skeleton(out)
+    got = zv.read_skeletons(out)
     np.testing.assert_array_equal(got.positions, expected.read("skeleton", "positions"))
     ours = [(c, int(p)) for c, p in enumerate(got.parents) if p >= 0]
     upstream_edges = sorted(map(tuple, expected.read("skeleton", "edges").tolist()))
@@ -195,14 +195,14 @@ def _face_set(faces: np.ndarray) -> list[tuple[int, ...]]:
 
 def test_mesh(upstream, expected: Expected, tmp_path: Path) -> None:
     out, report = _migrate(upstream("mesh"), tmp_path)
-    got = zv.read_mesh(out)
+    got = zv.read_meshes(out)
     np.testing.assert_array_equal(got.vertices, expected.read("mesh", "vertices"))
     assert _face_set(got.faces) == _face_set(expected.read("mesh", "faces"))
     src = _rows_of(got.vertices, expected.input("mesh", "vertices"))
     np.testing.assert_array_equal(
         got.attributes["curv"], expected.input("mesh", "attributes/curv")[src]
     )
-    np.testing.assert_array_equal(got.object_ids, expected.input("mesh", "object_ids")[src])
+    np.testing.assert_array_equal(got.vertex_object_ids, expected.input("mesh", "object_ids")[src])
     np.testing.assert_array_equal(
         got.object_attributes["area"], expected.input("mesh", "object_attributes/area")
     )
@@ -291,7 +291,7 @@ def test_graph_shared_chunk(upstream, expected: Expected, tmp_path: Path, versio
 def test_mesh_shared_chunk(upstream, expected: Expected, tmp_path: Path, version: str) -> None:
     old = version.startswith("0.2")
     out, report = _migrate(upstream("mesh_shared"), tmp_path, "share fragments" if old else None)
-    got = zv.read_mesh(out)
+    got = zv.read_meshes(out)
     read_vertices = expected.read("mesh_shared", "vertices")
     # faces as coordinates: our writer groups vertices by object, upstream keeps input order
     want = sorted(
@@ -300,7 +300,9 @@ def test_mesh_shared_chunk(upstream, expected: Expected, tmp_path: Path, version
     have = sorted(tuple(map(tuple, got.vertices[f].tolist())) for f in got.faces)
     assert have == want
     rows = _rows_of(got.vertices, expected.input("mesh_shared", "vertices"))
-    np.testing.assert_array_equal(got.object_ids, expected.input("mesh_shared", "object_ids")[rows])
+    np.testing.assert_array_equal(
+        got.vertex_object_ids, expected.input("mesh_shared", "object_ids")[rows]
+    )
     if version.startswith("0.2"):
         # membership is not recorded: objects are the faces' components, and the report says so
         assert len(report.dropped) == 1
@@ -319,7 +321,7 @@ def test_skeleton_shared_chunk(upstream, expected: Expected, tmp_path: Path, ver
             zv.migrate(src, out)
     else:
         out, _ = _migrate(src, tmp_path)
-    got = zv.read_skeleton(out)
+    got = zv.read_skeletons(out)
     np.testing.assert_array_equal(got.positions, expected.read("skeleton_shared", "positions"))
     rows = _rows_of(got.positions, expected.input("skeleton_shared", "positions"))
     new_of = np.argsort(rows)

@@ -72,7 +72,7 @@ def test_graph_levels_take_the_min_over_vertices_and_merged_edges() -> None:
         pos,
         edges,
         directed=True,
-        object_ids=ids,
+        vertex_object_ids=ids,
         chunk_shape=(32, 32),
         bin_shape=(4, 4),
         keep_order=True,
@@ -84,7 +84,7 @@ def test_graph_levels_take_the_min_over_vertices_and_merged_edges() -> None:
     vmin = _min_per_group(vkey)
     meta_of = np.array([vmin[tuple(k)] for k in vkey.tolist()])  # metavertex = its min row
     g = read_graph(store, level=1, order="input")
-    assert np.array_equal(g.object_ids, ids[sorted(vmin.values())])
+    assert np.array_equal(g.vertex_object_ids, ids[sorted(vmin.values())])
     # edges between metavertices, self-loops dropped, duplicates merged: min edge row each
     ends = meta_of[edges]
     live = ends[:, 0] != ends[:, 1]

@@ -169,7 +169,7 @@ def test_rows_read_by_chunks_equal_rows_read_by_objects(tmp_path: Path) -> None:
         tmp_path / "p",
         pts,
         chunk_shape=(10, 10, 10),
-        object_ids=rng.integers(0, 20, len(pts)),
+        vertex_object_ids=rng.integers(0, 20, len(pts)),
         attributes={"c": np.array(["x", "y"])[rng.integers(0, 2, len(pts))]},
     )
     reader = LevelReader(zv.open_store(tmp_path / "p"), 0)

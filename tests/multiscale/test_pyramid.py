@@ -310,11 +310,11 @@ def test_skeleton_levels_stay_trees() -> None:
             pos[i] = pos[parents[i]] + steps[i]
         trees.append((pos + rng.uniform(20, 80, 3), parents))
     store = MemoryStore()
-    zv.write_skeleton(store, trees, chunk_shape=(50, 50, 50), bin_shape=(1, 1, 1))
+    zv.write_skeletons(store, trees, chunk_shape=(50, 50, 50), bin_shape=(1, 1, 1))
     zv.build_pyramid(store, [(2, 2, 2), (5, 5, 5)])
     _levels_shrink(store, 2)
     for level in (1, 2):
-        sk = zv.read_skeleton(store, level=level)
+        sk = zv.read_skeletons(store, level=level)
         assert len(sk) == 12
         for tree in sk:
             parents = tree.parents
@@ -330,7 +330,7 @@ def test_skeleton_levels_stay_trees() -> None:
 def test_mesh_levels_have_valid_faces() -> None:
     store = MemoryStore()
     sphere = trimesh.creation.icosphere(subdivisions=4, radius=30.0)
-    zv.write_mesh(
+    zv.write_meshes(
         store,
         np.asarray(sphere.vertices) + 50,
         np.asarray(sphere.faces),
@@ -340,7 +340,7 @@ def test_mesh_levels_have_valid_faces() -> None:
     zv.build_pyramid(store, [(5, 5, 5), (25, 25, 25)])
     _levels_shrink(store, 2)
     for level in (1, 2):
-        m = zv.read_mesh(store, level=level)
+        m = zv.read_meshes(store, level=level)
         f = m.faces
         assert f.min() >= 0
         assert f.max() < len(m.vertices)

@@ -79,7 +79,7 @@ def test_pyramid_levels_keep_the_stores_compressors(
 def test_skeleton_pyramid_and_rechunk_keep_lz4_links(tmp_path: Path) -> None:
     pos, par, off = random_walk_trees(6, 200, seed=2)
     store, copy = tmp_path / "s.zarrvectors", tmp_path / "c.zarrvectors"
-    zv.write_skeleton(
+    zv.write_skeletons(
         store, pos, par, offsets=off, chunk_shape=(24, 24, 24), bin_shape=(6, 6, 6),
         compressor="lz4",
     )  # fmt: skip
@@ -89,7 +89,7 @@ def test_skeleton_pyramid_and_rechunk_keep_lz4_links(tmp_path: Path) -> None:
     assert again == links  # the preset's 64 KiB unsplit blocks, not plain Blosc
     zv.rechunk(store, copy, chunk_shape=(12, 12, 12))
     assert json.loads((copy / "0" / "links" / "zarr.json").read_text())["codecs"][1] == links
-    assert_geometry_equal(zv.read_skeleton(copy), zv.read_skeleton(store))
+    assert_geometry_equal(zv.read_skeletons(copy), zv.read_skeletons(store))
 
 
 @pytest.mark.parametrize("compressor", ["default", "lz4", "none"])

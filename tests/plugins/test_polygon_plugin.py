@@ -142,8 +142,8 @@ def test_streaming_writer_matches_write(tmp_path: Path) -> None:
     whole, streamed = str(tmp_path / "whole.zarr"), str(tmp_path / "streamed.zarr")
     plugin().write_polygons(whole, data, chunk_shape=(4.0, 4.0, 4.0))
     with zv.open_writer(streamed, "polygon", chunk_shape=(4.0, 4.0, 4.0)) as w:
-        w.append(data[:3], ids=np.arange(3))
-        w.append(data[3:], ids=np.arange(3, len(data)))
+        w.append(data[:3], object_ids=np.arange(3))
+        w.append(data[3:], object_ids=np.arange(3, len(data)))
     a, b = zv.open(whole).read(), zv.open(streamed).read()
     assert type(b).__name__ == "Polygons"
     np.testing.assert_array_equal(b.positions, a.positions)

@@ -50,7 +50,7 @@ def _points(store: Any, storage_options: Any = None) -> dict[str, Any]:
         data["pos"],
         chunk_shape=(20, 20, 20),
         attributes={"v": data["v"], "kind": data["kind"]},
-        object_ids=data["cell"],
+        vertex_object_ids=data["cell"],
         storage_options=storage_options,
     )
     return data
@@ -69,7 +69,7 @@ def test_frame_equals_eager_read_on_a_cluster(tmp_path: Path, client: Client) ->
     np.testing.assert_array_equal(got[["x", "y", "z"]].to_numpy(), eager.positions)
     np.testing.assert_array_equal(got["v"].to_numpy(), eager.attributes["v"])
     np.testing.assert_array_equal(got["kind"].to_numpy().astype(str), eager.attributes["kind"])
-    np.testing.assert_array_equal(got["object_id"].to_numpy(), eager.object_ids)
+    np.testing.assert_array_equal(got["object_id"].to_numpy(), eager.vertex_object_ids)
     # brute force from the input
     p = data["pos"]
     mask = np.all((p >= box[0]) & (p < np.asarray(box[1])), axis=1)
@@ -122,7 +122,7 @@ def test_s3_store_on_a_cluster(s3: dict[str, Any], client: Client) -> None:
     eager = zv.read_points(url, where=where, storage_options=s3)
     np.testing.assert_array_equal(got[["x", "y", "z"]].to_numpy(), eager.positions)
     recs = zv.to_dask_objects(url, where=where, storage_options=s3).compute()
-    assert sorted(r.object_id for r in recs) == sorted(np.unique(eager.object_ids).tolist())
+    assert sorted(r.object_id for r in recs) == sorted(np.unique(eager.vertex_object_ids).tolist())
 
 
 def test_empty_and_errors(tmp_path: Path) -> None:

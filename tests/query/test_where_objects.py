@@ -109,8 +109,8 @@ def test_skeletons(data: Any, rng: Any) -> None:
     paths, values = data
     trees = [(p, np.arange(len(p)) - 1) for p in paths]  # a chain: node i's parent is i-1
     store = MemoryStore()
-    zv.write_skeleton(store, trees, chunk_shape=(4, 4), attributes={"value": values})
-    got = zv.read_skeleton(store, where={"value": rng})
+    zv.write_skeletons(store, trees, chunk_shape=(4, 4), attributes={"value": values})
+    got = zv.read_skeletons(store, where={"value": rng})
     want = _expected_objects(paths, values, None, rng, np.zeros(len(paths)), (None, None))
     assert got.object_ids.tolist() == want
     assert zv.count(store, where={"value": rng}) == len(want)
@@ -169,7 +169,7 @@ def test_graphs(g: Any, box: Any, rng: Any, lrng: Any) -> None:
     assert _links_of(got.positions, got.edges) == links
     assert zv.count(store, bbox=box, where={"value": rng}) == len(verts)
     # the result is a valid graph: object attributes align with its objects
-    assert len(got.objects) == len(np.unique(got.object_ids))
+    assert len(got.object_ids) == len(np.unique(got.vertex_object_ids))
 
 
 @settings(max_examples=30)
@@ -177,7 +177,7 @@ def test_graphs(g: Any, box: Any, rng: Any, lrng: Any) -> None:
 def test_meshes(m: Any, box: Any, rng: Any, lrng: Any) -> None:
     pos, vals, faces, fv = m
     store = MemoryStore()
-    zv.write_mesh(
+    zv.write_meshes(
         store,
         pos,
         faces,
@@ -185,7 +185,7 @@ def test_meshes(m: Any, box: Any, rng: Any, lrng: Any) -> None:
         attributes={"value": vals},
         face_attributes={"fv": fv},
     )
-    got = zv.read_mesh(store, bbox=box, where={"value": rng, "fv": lrng})
+    got = zv.read_meshes(store, bbox=box, where={"value": rng, "fv": lrng})
     verts, links = _linked_expectation(pos, vals, faces, fv, box, rng, lrng)
     assert rows_multiset(got.vertices, got.attributes["value"]) == verts
     assert _links_of(got.vertices, got.faces) == links
@@ -193,7 +193,8 @@ def test_meshes(m: Any, box: Any, rng: Any, lrng: Any) -> None:
     assert got.offsets[-1] == len(got.vertices)
     assert got.face_offsets[-1] == len(got.faces)
     for i in range(len(got)):
-        assert set(got.object_ids[got.offsets[i] : got.offsets[i + 1]].tolist()) == {got.ids[i]}
+        owned = got.vertex_object_ids[got.offsets[i] : got.offsets[i + 1]]
+        assert set(owned.tolist()) == {got.object_ids[i]}
 
 
 def test_link_predicate_on_paths_is_refused() -> None:

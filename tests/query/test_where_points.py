@@ -32,7 +32,7 @@ def _write(cloud: Cloud, **kw: Any) -> MemoryStore:
         cloud.positions,
         chunk_shape=(CHUNK,) * cloud.positions.shape[1],
         attributes={"value": cloud.value, "label": cloud.label},
-        object_ids=cloud.objects,
+        vertex_object_ids=cloud.objects,
         **kw,
     )
     return store
@@ -93,7 +93,7 @@ def test_object_attribute_filters_points(cloud: Cloud, rng: Any) -> None:
     got = zv.read_points(store, where={"score": rng})
     ok_ids = ids[range_mask(score, rng)]
     mask = np.isin(cloud.objects, ok_ids)
-    assert rows_multiset(got.positions, got.object_ids) == rows_multiset(
+    assert rows_multiset(got.positions, got.vertex_object_ids) == rows_multiset(
         cloud.positions[mask], cloud.objects[mask]
     )
     assert zv.count(store, where={"score": rng}) == int(mask.sum())

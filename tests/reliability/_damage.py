@@ -22,8 +22,8 @@ import zarr_vectors as zv
 from zarr_vectors.core.payload.rows import PayloadArray
 from zarr_vectors.core.zarr_adapter import quiet_vlen
 from zarr_vectors.types.graphs import read_graph, write_graph
-from zarr_vectors.types.meshes import read_mesh, write_mesh
-from zarr_vectors.types.skeletons import read_skeleton, write_skeleton
+from zarr_vectors.types.meshes import read_meshes, write_meshes
+from zarr_vectors.types.skeletons import read_skeletons, write_skeletons
 
 Fmt = Literal[2, 3]
 CHUNK = (25.0, 25.0, 25.0)
@@ -63,7 +63,7 @@ def write_kind(kind: str, store: Any, fmt: Fmt = 3, **kw: Any) -> None:
             store,
             _pts(rng, 120),
             attributes={"intensity": rng.random(120).astype("f4")},
-            object_ids=rng.integers(0, 10, 120),
+            vertex_object_ids=rng.integers(0, 10, 120),
             **opts,
         )
     elif kind == "points_plain":
@@ -87,9 +87,9 @@ def write_kind(kind: str, store: Any, fmt: Fmt = 3, **kw: Any) -> None:
     elif kind == "skeleton":
         pos = np.vstack(_walks(rng, 2, 15))
         parents = np.r_[-1, np.arange(14), -1, np.arange(15, 29)]
-        write_skeleton(store, pos, parents, radius=np.ones(30), **opts)
+        write_skeletons(store, pos, parents, radius=np.ones(30), **opts)
     elif kind == "mesh":
-        write_mesh(store, *_grid_mesh(), **opts)
+        write_meshes(store, *_grid_mesh(), **opts)
     else:  # pragma: no cover
         raise KeyError(kind)
 
@@ -102,8 +102,8 @@ READERS: dict[str, Callable[[Any], Any]] = {
     "lines": zv.read_lines,
     "polylines": zv.read_polylines,
     "graph": read_graph,
-    "skeleton": read_skeleton,
-    "mesh": read_mesh,
+    "skeleton": read_skeletons,
+    "mesh": read_meshes,
 }
 
 

@@ -57,7 +57,7 @@ def test_points_stream_equals_in_memory(with_ids: bool, partition_chunks: int) -
         chunk_shape=(10, 10, 10),
         bin_shape=(5, 5, 5),
         attributes=attrs,
-        object_ids=ids,
+        vertex_object_ids=ids,
     )
     got = MemoryStore()
     with zv.open_writer(
@@ -71,7 +71,7 @@ def test_points_stream_equals_in_memory(with_ids: bool, partition_chunks: int) -
             w.append(
                 pos[sl],
                 attributes={k: v[sl] for k, v in attrs.items()},
-                object_ids=None if ids is None else ids[sl],
+                vertex_object_ids=None if ids is None else ids[sl],
             )
     _assert_same_store(expected, got)
 
@@ -94,7 +94,7 @@ def test_paths_stream_equals_in_memory(gtype: str) -> None:
         bin_shape=(3, 3, 3),
         attributes={"fa": fa},
         object_attributes={"k": np.arange(200)},
-        ids=ids,
+        object_ids=ids,
     )
     got = MemoryStore()
     with zv.open_writer(
@@ -109,7 +109,7 @@ def test_paths_stream_equals_in_memory(gtype: str) -> None:
                 paths[sl],
                 attributes={"fa": fa[sl]},
                 object_attributes={"k": np.arange(200)[sl]},
-                ids=ids[sl],
+                object_ids=ids[sl],
             )
     _assert_same_store(expected, got)
     back = zv.read_polylines(got)
@@ -148,7 +148,7 @@ def test_exception_inside_block_writes_nothing(tmp_path: Path) -> None:
     [
         ({"attributes": {"a": np.zeros(2)}}, {}, "attributes"),
         ({"attributes": {"a": np.zeros(2)}}, {"attributes": {"a": np.zeros(2, np.int32)}}, "dtype"),
-        ({}, {"object_ids": np.zeros(2, np.int64)}, "user object ids"),
+        ({}, {"vertex_object_ids": np.zeros(2, np.int64)}, "user object ids"),
     ],
 )
 def test_inconsistent_batches_are_refused(
@@ -223,16 +223,16 @@ def test_skeleton_stream_equals_in_memory() -> None:
         trees.append((np.cumsum(rng.normal(0, 2, (n, 3)), axis=0), parents))
     ids = rng.choice(10**9, 30, replace=False).astype(np.uint64)
     expected = MemoryStore()
-    zv.write_skeleton(expected, trees, chunk_shape=(5, 5, 5), ids=ids)
+    zv.write_skeletons(expected, trees, chunk_shape=(5, 5, 5), object_ids=ids)
     got = MemoryStore()
     with zv.open_writer(got, "skeleton", chunk_shape=(5, 5, 5), memory_limit=1 << 12) as w:
         for i in range(0, 30, 7):
-            w.append(trees[i : i + 7], ids=ids[i : i + 7])
+            w.append(trees[i : i + 7], object_ids=ids[i : i + 7])
     _assert_same_store(expected, got)
 
 
 def test_mesh_stream_equals_in_memory() -> None:
-    """Root keys too: ``winding_order`` as ``write_mesh`` writes it."""
+    """Root keys too: ``winding_order`` as ``write_meshes`` writes it."""
     rng = np.random.default_rng(13)
     meshes = []
     for _ in range(12):
@@ -241,7 +241,7 @@ def test_mesh_stream_equals_in_memory() -> None:
         meshes.append((verts, faces[(faces[:, 0] != faces[:, 1]) & (faces[:, 1] != faces[:, 2])
                                     & (faces[:, 0] != faces[:, 2])]))  # fmt: skip
     expected = MemoryStore()
-    zv.write_mesh(expected, meshes, chunk_shape=(5, 5, 5))
+    zv.write_meshes(expected, meshes, chunk_shape=(5, 5, 5))
     got = MemoryStore()
     with zv.open_writer(got, "mesh", chunk_shape=(5, 5, 5), memory_limit=1 << 12) as w:
         for i in range(0, 12, 5):

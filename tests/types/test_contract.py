@@ -55,7 +55,11 @@ class TestPointCloudContract(GeometryTypeTests):
     def write(self, store: str, data: Any) -> None:
         pos, ids = data
         zv.write_points(
-            store, pos, chunk_shape=self.chunk_shape, bin_shape=self.bin_shape, object_ids=ids
+            store,
+            pos,
+            chunk_shape=self.chunk_shape,
+            bin_shape=self.bin_shape,
+            vertex_object_ids=ids,
         )
 
     def expected(self, data: Any) -> zv.Points:
@@ -68,7 +72,11 @@ class TestPointCloudContract(GeometryTypeTests):
 
     def canonical(self, result: zv.Points) -> Any:
         return sorted(
-            zip(result.object_ids.tolist(), map(tuple, result.positions.tolist()), strict=True)
+            zip(
+                result.vertex_object_ids.tolist(),
+                map(tuple, result.positions.tolist()),
+                strict=True,
+            )
         )
 
     def expected_in_box(self, data: Any, box: Box) -> Any:
@@ -250,7 +258,7 @@ class TestSkeletonContract(GeometryTypeTests):
         return LinkedInput(pos, parents, offsets)
 
     def write(self, store: str, data: Any) -> None:
-        zv.write_skeleton(
+        zv.write_skeletons(
             store,
             data.positions,
             parents=data.links,
@@ -309,7 +317,7 @@ class TestMeshContract(GeometryTypeTests):
             (data.positions[a:b], data.links[(data.links[:, 0] >= a) & (data.links[:, 0] < b)] - a)
             for a, b in zip(data.offsets[:-1], data.offsets[1:], strict=True)
         ]
-        zv.write_mesh(store, meshes, chunk_shape=self.chunk_shape, bin_shape=self.bin_shape)
+        zv.write_meshes(store, meshes, chunk_shape=self.chunk_shape, bin_shape=self.bin_shape)
 
     def expected(self, data: Any) -> Any:
         n = len(data.offsets) - 1
@@ -318,8 +326,8 @@ class TestMeshContract(GeometryTypeTests):
         return zv.Meshes(
             vertices=data.positions,
             faces=data.links,
-            object_ids=data.owner.astype(np.int64),
-            ids=np.arange(n, dtype=np.int64),
+            vertex_object_ids=data.owner.astype(np.int64),
+            object_ids=np.arange(n, dtype=np.int64),
             offsets=data.offsets,
             face_offsets=face_offsets,
         )

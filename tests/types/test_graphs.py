@@ -139,14 +139,14 @@ def test_round_trip_every_store(store_factory: Any, zarr_format: Literal[2, 3]) 
     np.testing.assert_array_equal(g.positions, POS)
     assert g.positions.dtype == np.float64
     assert g.edges.tolist() == [[0, 1], [1, 2], [2, 3], [4, 5]]  # canonical, sorted
-    assert g.object_ids.tolist() == [0, 0, 0, 0, 1, 1, 2]
+    assert g.vertex_object_ids.tolist() == [0, 0, 0, 0, 1, 1, 2]
     for k, v in vattrs.items():
         np.testing.assert_array_equal(g.attributes[k], v)
         assert g.attributes[k].dtype == v.dtype or k == "kind"
     np.testing.assert_array_equal(g.edge_attributes["len"], eattrs["len"])
     np.testing.assert_array_equal(g.edge_attributes["pair"], eattrs["pair"])
     assert g.object_attributes["mass"].tolist() == [1.5, 2.5, 3.5]
-    assert g.objects.tolist() == [0, 1, 2]
+    assert g.object_ids.tolist() == [0, 1, 2]
     assert zv.open_store(store_factory.for_reading(store)).attrs["is_directed"] is False
 
 
@@ -181,7 +181,7 @@ def test_global_order_interleaved_components() -> None:
     assert g.attributes["vid"].tolist() == [0, 2, 4, 1, 3]
     np.testing.assert_array_equal(g.positions, pos[[0, 2, 4, 1, 3]])
     assert g.edges.tolist() == [[0, 1], [0, 2], [3, 4]]
-    assert g.object_ids.tolist() == [0, 0, 0, 1, 1]
+    assert g.vertex_object_ids.tolist() == [0, 0, 0, 1, 1]
 
 
 def test_many_edges_in_few_runs_sort_with_attributes() -> None:
@@ -295,7 +295,7 @@ def test_isolated_and_empty() -> None:
     write(store, POS[:3], np.zeros((0, 2), np.int64))
     g = read_graph(store)
     assert g.n_edges == 0
-    assert g.object_ids.tolist() == [0, 1, 2]
+    assert g.vertex_object_ids.tolist() == [0, 1, 2]
     empty = MemoryStore()
     assert write_graph(empty, np.zeros((0, 2)), [], chunk_shape=(1, 1)).vertex_count == 0
     e = read_graph(empty)
@@ -313,15 +313,15 @@ def test_user_object_ids_order_attributes_groups() -> None:
         store,
         pos,
         edges,
-        object_ids=ids,
+        vertex_object_ids=ids,
         object_attributes={"mass": [3.0, 7.0]},  # ascending ids: 30, 70
         groups={"odd": [70]},
         group_attributes={"size": [1]},
     )
     g = read_graph(store)
     assert g.attributes["vid"].tolist() == [0, 1, 4, 2, 3]  # 70 first (first appearance)
-    assert g.object_ids.dtype == np.uint64
-    assert g.objects.tolist() == [70, 30]
+    assert g.vertex_object_ids.dtype == np.uint64
+    assert g.object_ids.tolist() == [70, 30]
     assert g.object_attributes["mass"].tolist() == [7.0, 3.0]
     assert result_edges(g) == edge_set(edges, False)
     one = read_graph(store, object_ids=[30])
@@ -360,7 +360,7 @@ def test_user_objects_boundary_edge_owned_outside_box() -> None:
     # are stored [min, max] in global order, so the chunk outside the box owns it
     pos = np.array([[0.5, 0.5], [3.5, 3.5]])
     store = MemoryStore()
-    write(store, pos, np.array([[1, 0]]), object_ids=[5, 6])
+    write(store, pos, np.array([[1, 0]]), vertex_object_ids=[5, 6])
     box = ([3, 3], [4, 4])
     assert read_graph(store, bbox=box).n_edges == 0
     g = read_graph(store, bbox=box, include_boundary_edges=True)
@@ -416,7 +416,7 @@ def test_wrong_store_type() -> None:
         ([[0, -1]], {}, GeometryError, "row 0: vertex index -1"),
         ([[0, 1, 2]], {}, InvalidInputError, r"shape \(E, 2\)"),
         ([[0.0, 1.0]], {}, InvalidInputError, "integers"),
-        ([[0, 1]], {"object_ids": [1, 2]}, InvalidInputError, "one per vertex"),
+        ([[0, 1]], {"vertex_object_ids": [1, 2]}, InvalidInputError, "one per vertex"),
         ([[0, 1]], {"object_attributes": {"id": [1, 2, 3, 4, 5, 6]}}, InvalidInputError, "id"),
         ([[0, 1]], {"edge_attributes": {"w": [1, 2]}}, InvalidInputError, "edge attribute"),
     ],
@@ -537,7 +537,7 @@ def test_property_round_trip_and_queries(case: Any, data: st.DataObject) -> None
     full = read_graph(store)
     assert full.attributes["vid"].tolist() == order.tolist()
     np.testing.assert_array_equal(full.positions, pos[order])
-    assert full.object_ids.tolist() == labels[order].tolist()
+    assert full.vertex_object_ids.tolist() == labels[order].tolist()
     assert result_edges(full) == edge_set(edges, directed)
     assert len(full.edges) == len(edges)
     assert_edge_attributes_aligned(full, edges)
@@ -559,7 +559,7 @@ def test_property_round_trip_and_queries(case: Any, data: st.DataObject) -> None
     for g in (box, bound):
         assert_edge_attributes_aligned(g, edges)
         np.testing.assert_array_equal(g.positions, pos[g.attributes["vid"]])
-        np.testing.assert_array_equal(g.object_ids, labels[g.attributes["vid"]])
+        np.testing.assert_array_equal(g.vertex_object_ids, labels[g.attributes["vid"]])
 
     obj = data.draw(st.integers(0, labels.max()))
     one = read_graph(store, object_ids=[obj])
@@ -596,12 +596,12 @@ def test_property_user_objects(case: Any, data: st.DataObject) -> None:
     chunk, pos, edges, directed = case
     ids = data.draw(object_id_arrays(len(pos)))
     store = MemoryStore()
-    write(store, pos, edges, directed=directed, chunk_shape=chunk, object_ids=ids)
+    write(store, pos, edges, directed=directed, chunk_shape=chunk, vertex_object_ids=ids)
     _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
     dense = np.argsort(np.argsort(first))[inverse]  # objects numbered by first appearance
     full = read_graph(store)
     assert full.attributes["vid"].tolist() == np.argsort(dense, kind="stable").tolist()
-    np.testing.assert_array_equal(full.object_ids, ids[full.attributes["vid"]])
+    np.testing.assert_array_equal(full.vertex_object_ids, ids[full.attributes["vid"]])
     assert result_edges(full) == edge_set(edges, directed)
     assert_edge_attributes_aligned(full, edges)
     lo, hi = data.draw(bboxes(chunk))
@@ -721,14 +721,14 @@ def test_graph_input_order_keeps_object_attributes_aligned() -> None:
         store,
         pos,
         [[4, 0], [1, 3], [2, 0]],
-        object_ids=ids,
+        vertex_object_ids=ids,
         object_attributes={"label": np.array([40, 90])},  # ascending id order: 4, 9
         chunk_shape=(10, 10),
         keep_order=True,
     )
     g = read_graph(store, order="input")
-    assert np.array_equal(g.object_ids, ids)
-    assert g.objects.tolist() == [9, 4]
+    assert np.array_equal(g.vertex_object_ids, ids)
+    assert g.object_ids.tolist() == [9, 4]
     assert g.object_attributes["label"].tolist() == [90, 40]
     assert g.edges.tolist() == [[0, 4], [1, 3], [0, 2]]
     one = read_graph(store, object_ids=[9], order="input")  # rows 0, 2, 4 of the input

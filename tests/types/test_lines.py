@@ -69,7 +69,7 @@ class SegmentCase:
             chunk_shape=self.chunk_shape,
             attributes=self.attributes,
             object_attributes=self.object_attributes,
-            ids=self.ids,
+            object_ids=self.ids,
             groups={g: self.out_ids[m] for g, m in self.groups.items()},
             group_attributes=self.group_attributes,
             **kw,
@@ -304,7 +304,7 @@ def test_read_lines_rejects_other_geometry_types() -> None:
         (np.zeros((3, 2, 2)), {"attributes": {"t": np.zeros(3)}}, "'t' must have shape"),
         (np.zeros((3, 2, 2)), {"attributes": {"t": np.zeros((4, 2))}}, "'t' must have shape"),
         (np.zeros((3, 2, 2)), {"object_attributes": {"s": np.zeros(2)}}, "'s' has 2 rows"),
-        (np.zeros((3, 2, 2)), {"ids": [1, 2, 1]}, "duplicate id"),
+        (np.zeros((3, 2, 2)), {"object_ids": [1, 2, 1]}, "duplicate id"),
         (np.zeros((3, 2, 2)), {"groups": {"g": [5]}}, "out of range"),
     ],
 )
@@ -322,6 +322,6 @@ def test_non_finite_endpoint_names_the_row() -> None:
 
 def test_unknown_segment_id_on_read() -> None:
     store = MemoryStore()
-    zv.write_lines(store, np.zeros((2, 2, 2)), chunk_shape=(1, 1), ids=[10, 20])
+    zv.write_lines(store, np.zeros((2, 2, 2)), chunk_shape=(1, 1), object_ids=[10, 20])
     with pytest.raises(InvalidInputError, match="15"):
         zv.read_lines(store, object_ids=[10, 15])

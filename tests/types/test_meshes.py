@@ -36,8 +36,8 @@ from zarr_vectors.types.meshes import (
     MeshType,
     as_meshes,
     connected_components,
-    read_mesh,
-    write_mesh,
+    read_meshes,
+    write_meshes,
 )
 
 AnyArray = npt.NDArray[Any]
@@ -117,7 +117,7 @@ def check_result(
         np.testing.assert_array_equal(mesh.faces, local[faces[fids]].reshape(-1, 3))
     assert m.offsets.tolist() == np.cumsum([0] + [len(v) for v in verts]).tolist()
     assert m.face_offsets.tolist() == np.cumsum([0] + [len(f) for f in fsets]).tolist()
-    assert m.object_ids.tolist() == np.repeat(m.ids, np.diff(m.offsets)).tolist()
+    assert m.vertex_object_ids.tolist() == np.repeat(m.object_ids, np.diff(m.offsets)).tolist()
 
 
 # -- strategies ------------------------------------------------------------------------------
@@ -157,7 +157,7 @@ def write(
     store: Any, vertices: AnyArray, faces: AnyArray, chunk: Sequence[float], **kw: Any
 ) -> zv.WriteSummary:
     """Write with ``vid``/``fid`` provenance attributes."""
-    return write_mesh(
+    return write_meshes(
         store,
         vertices,
         faces,
@@ -182,7 +182,7 @@ def test_list_round_trip_is_exact(
     store = MemoryStore()
     weight = np.arange(len(meshes), dtype=np.float32) / 2
     ids = np.array([10, 7, 99, 3], dtype=np.uint64)[: len(meshes)]
-    write_mesh(
+    write_meshes(
         store,
         meshes,
         chunk_shape=chunk,
@@ -197,12 +197,12 @@ def test_list_round_trip_is_exact(
         face_attributes={"fid": np.arange(len(faces))},
         object_attributes={"weight": weight},
     )
-    m = read_mesh(store)
+    m = read_meshes(store)
     fsets = [np.flatnonzero(owner[faces[:, 0]] == i) for i in range(len(meshes))]
     fsets = [f[sorted_faces(faces[f])] for f in fsets]
     check_result(m, verts, faces, [np.flatnonzero(owner == i) for i in range(len(meshes))], fsets)
-    assert m.ids.tolist() == ids.tolist()
-    assert m.object_ids.tolist() == ids[owner].tolist()
+    assert m.object_ids.tolist() == ids.tolist()
+    assert m.vertex_object_ids.tolist() == ids[owner].tolist()
     np.testing.assert_array_equal(m.object_attributes["weight"], weight)
     assert m.vertices.dtype == np.float64
     assert m.faces.dtype == np.int64
@@ -220,7 +220,7 @@ def test_computed_surfaces_match_union_find(data: st.DataObject, chunk: Sequence
     write(store, verts, faces, chunk)
     objects = union_find(len(verts), faces)
     check_result(
-        read_mesh(store),
+        read_meshes(store),
         verts,
         faces,
         *expected_objects(verts, faces, objects, np.ones(len(verts), bool)),
@@ -244,7 +244,7 @@ def test_bbox_matches_brute_force(
     store = MemoryStore()
     write(store, verts, faces, chunk)
     keep = np.all((verts >= lo) & (verts < hi), axis=1)
-    got = read_mesh(store, bbox=(lo, hi), include_boundary_faces=boundary)
+    got = read_meshes(store, bbox=(lo, hi), include_boundary_faces=boundary)
     objects = union_find(len(verts), faces)
     check_result(got, verts, faces, *expected_objects(verts, faces, objects, keep, boundary))
 
@@ -254,7 +254,7 @@ def test_store_kinds_round_trip(store: Any, store_factory: Any) -> None:
     verts = rng.random((60, 3)) * 4
     faces = rng.integers(0, 60, (80, 3))
     write(store, verts, faces, (1.0, 1.0, 1.0))
-    got = read_mesh(store_factory.for_reading(store))
+    got = read_meshes(store_factory.for_reading(store))
     objects = union_find(60, faces)
     check_result(got, verts, faces, *expected_objects(verts, faces, objects, np.ones(60, bool)))
 
@@ -273,7 +273,7 @@ def test_tiny_meshes_in_one_bin_and_a_mesh_larger_than_the_grid(zarr_format: int
     )
     meshes = [*tiny, (sphere_v, sphere_f)]
     store = MemoryStore()
-    summary = write_mesh(
+    summary = write_meshes(
         store,
         meshes,
         chunk_shape=(10, 10, 10),
@@ -284,13 +284,13 @@ def test_tiny_meshes_in_one_bin_and_a_mesh_larger_than_the_grid(zarr_format: int
     )
     assert summary.chunk_grid.shape == (11, 11, 11)
     verts, _faces, owner = flatten(meshes)
-    m = read_mesh(store)
+    m = read_meshes(store)
     np.testing.assert_array_equal(m.vertices, verts)
-    assert m.object_ids.tolist() == owner.tolist()
+    assert m.vertex_object_ids.tolist() == owner.tolist()
     np.testing.assert_array_equal(m[3].faces, sphere_f[sorted_faces(sphere_f)])
     assert zarr.open_group(store, mode="r").metadata.zarr_format == zarr_format
-    one = read_mesh(store, bbox=([0.9, 0.9, 0.9], [1.2, 1.2, 1.2]))
-    assert one.ids.tolist() == [0, 1, 2]
+    one = read_meshes(store, bbox=([0.9, 0.9, 0.9], [1.2, 1.2, 1.2]))
+    assert one.object_ids.tolist() == [0, 1, 2]
     assert len(one.faces) == 3
 
 
@@ -299,22 +299,22 @@ def test_degenerate_and_duplicate_faces_are_kept() -> None:
     faces = np.array([[0, 1, 1], [0, 1, 2], [0, 1, 2], [3, 3, 3]])
     store = MemoryStore()
     write(store, verts, faces, (0.5, 0.5, 0.5))
-    m = read_mesh(store)
+    m = read_meshes(store)
     assert m.faces.tolist() == [[0, 1, 1], [0, 1, 2], [0, 1, 2], [3, 3, 3]]
     assert sorted(m.face_attributes["fid"].tolist()[1:3]) == [1, 2]
-    assert m.object_ids.tolist() == [0, 0, 0, 1]
+    assert m.vertex_object_ids.tolist() == [0, 0, 0, 1]
 
 
 def test_empty_store_and_vertices_without_faces() -> None:
     store = MemoryStore()
-    write_mesh(store, np.zeros((0, 3)), np.zeros((0, 3), dtype=int), chunk_shape=(1, 1, 1))
-    m = read_mesh(store)
+    write_meshes(store, np.zeros((0, 3)), np.zeros((0, 3), dtype=int), chunk_shape=(1, 1, 1))
+    m = read_meshes(store)
     assert len(m) == 0
     assert m.vertices.shape == (0, 3)
     assert m.faces.shape == (0, 3)
     store = MemoryStore()
-    write_mesh(store, np.eye(3), np.zeros((0, 3), dtype=int), chunk_shape=(1, 1, 1))
-    assert len(read_mesh(store)) == 3  # an isolated vertex is an object of its own
+    write_meshes(store, np.eye(3), np.zeros((0, 3), dtype=int), chunk_shape=(1, 1, 1))
+    assert len(read_meshes(store)) == 3  # an isolated vertex is an object of its own
 
 
 # -- object, group and generic reads ---------------------------------------------------------
@@ -332,7 +332,7 @@ def grid_store() -> tuple[MemoryStore, list[tuple[AnyArray, AnyArray]]]:
         f = np.concatenate([[[i, i + 11, i + 1], [i + 1, i + 11, i + 12]] for i in range(10)])
         meshes.append((v, f))
     store = MemoryStore()
-    write_mesh(
+    write_meshes(
         store,
         meshes,
         chunk_shape=(2.0, 2.0, 2.0),
@@ -348,15 +348,15 @@ def grid_store() -> tuple[MemoryStore, list[tuple[AnyArray, AnyArray]]]:
 
 def test_object_and_group_reads(grid_store: Any) -> None:
     store, meshes = grid_store
-    m = read_mesh(store, object_ids=[20, 50, 20])
-    assert m.ids.tolist() == [20, 50]  # requested order, repeats read once
+    m = read_meshes(store, object_ids=[20, 50, 20])
+    assert m.object_ids.tolist() == [20, 50]  # requested order, repeats read once
     for i, k in enumerate([4, 1]):
         np.testing.assert_array_equal(m[i].vertices, meshes[k][0])
         f = meshes[k][1]
         np.testing.assert_array_equal(m[i].faces, f[sorted_faces(f)])
         assert m[i].face_attributes["area"].tolist() == [k] * 20
-    g = read_mesh(store, group="even", face_attributes=False, attributes=False)
-    assert g.ids.tolist() == [60, 40, 20]
+    g = read_meshes(store, group="even", face_attributes=False, attributes=False)
+    assert g.object_ids.tolist() == [60, 40, 20]
     assert g.groups["even"].tolist() == [60, 40, 20]
     assert g.group_attributes["score"].tolist() == [1.5]
     assert g.face_attributes == {}
@@ -378,7 +378,7 @@ def test_one_object_read_touches_only_its_chunks(grid_store: Any) -> None:
         return original(s, keys, *rest)
 
     with mock.patch.object(zv_store_io, "get_many", spy):
-        read_mesh(store, object_ids=[30])
+        read_meshes(store, object_ids=[30])
     chunks = {tuple(c) for c in np.floor(meshes[3][0] / 2.0).astype(int).tolist()}
     origin = np.asarray(zv.open_store(store).attrs["chunk_grid"]["origin"])  # type: ignore[index,call-overload]
     touched = set()
@@ -397,18 +397,18 @@ def test_generic_reader_dispatches_to_meshes(grid_store: Any) -> None:
     with zv.open(store) as r:
         got = r.read(bbox=([0, 0, 0], [4, 4, 4]))
     assert isinstance(got, Meshes)
-    assert got.ids.tolist() == [60, 50]
+    assert got.object_ids.tolist() == [60, 50]
 
 
 def test_meshes_result_rewrites_to_an_equal_store(grid_store: Any) -> None:
     store, _ = grid_store
-    first = read_mesh(store)
+    first = read_meshes(store)
     copy = MemoryStore()
-    write_mesh(copy, first, chunk_shape=(3.0, 3.0, 3.0), winding_order="cw")
-    again = read_mesh(copy)
+    write_meshes(copy, first, chunk_shape=(3.0, 3.0, 3.0), winding_order="cw")
+    again = read_meshes(copy)
     # user ids are re-numbered densely in ascending id order
-    order = np.argsort(first.ids)
-    assert again.ids.tolist() == first.ids[order].tolist()
+    order = np.argsort(first.object_ids)
+    assert again.object_ids.tolist() == first.object_ids[order].tolist()
     for i, j in enumerate(order):
         a, b = again[i], first[int(j)]
         np.testing.assert_array_equal(a.vertices, b.vertices)
@@ -424,7 +424,7 @@ def test_mesh_item_access() -> None:
     )
     assert isinstance(m[-1], Mesh)
     assert m[-1].object_attributes == {"w": 2.0}
-    assert [x.id for x in m] == [0, 1]
+    assert [x.object_id for x in m] == [0, 1]
     with pytest.raises(IndexError):
         m[2]
 
@@ -466,10 +466,10 @@ BAD = {
         [[0, 1, 2], [1, 2, 3]],
         GeometryError,
         r"face 1 = \[1, 2, 3\] joins vertices of objects",
-        {"object_ids": [5, 5, 5, 6]},
+        {"vertex_object_ids": [5, 5, 5, 6]},
     ),
     "object ids length": ExpectFail(
-        TRI, [[0, 1, 2]], InvalidInputError, "one entry per vertex", {"object_ids": [1, 2]}
+        TRI, [[0, 1, 2]], InvalidInputError, "one entry per vertex", {"vertex_object_ids": [1, 2]}
     ),
     "reserved id": ExpectFail(
         TRI, [[0, 1, 2]], InvalidInputError, "reserved", {"object_attributes": {"id": [1, 2]}}
@@ -489,13 +489,13 @@ BAD = {
 def test_bad_input_is_rejected_before_writing(case: ExpectFail) -> None:
     store = MemoryStore()
     with pytest.raises(case.error, match=case.match):
-        write_mesh(store, case.vertices, case.faces, chunk_shape=(1, 1, 1), **case.kwargs)
+        write_meshes(store, case.vertices, case.faces, chunk_shape=(1, 1, 1), **case.kwargs)
     assert not store._store_dict  # nothing written
 
 
 def test_list_input_errors_name_the_mesh() -> None:
     with pytest.raises(GeometryError, match="mesh 1 faces: face 0"):
-        write_mesh(
+        write_meshes(
             MemoryStore(), [(TRI, [[0, 1, 2]]), (TRI[:2], [[0, 1, 2]])], chunk_shape=(1, 1, 1)
         )
     with pytest.raises(InvalidInputError, match="mixed dimensions"):
@@ -507,13 +507,13 @@ def test_list_input_errors_name_the_mesh() -> None:
 def test_read_errors(grid_store: Any) -> None:
     store, _ = grid_store
     with pytest.raises(InvalidInputError, match="not in the store"):
-        read_mesh(store, object_ids=[1])
+        read_meshes(store, object_ids=[1])
     with pytest.raises(InvalidInputError, match="unknown attribute"):
-        read_mesh(store, face_attributes=["nope"])
+        read_meshes(store, face_attributes=["nope"])
     points = MemoryStore()
     zv.write_points(points, np.eye(3), chunk_shape=(1, 1, 1))
-    with pytest.raises(InvalidInputError, match="read_mesh needs 'mesh'"):
-        read_mesh(points)
+    with pytest.raises(InvalidInputError, match="read_meshes needs 'mesh'"):
+        read_meshes(points)
 
 
 # -- Draco -----------------------------------------------------------------------------------
@@ -538,7 +538,7 @@ def test_draco_keeps_order_faces_and_attributes(zarr_format: int, bits: int) -> 
         quantization_bits=bits,
         compression_level=3,
     )
-    a, b = read_mesh(raw), read_mesh(packed)
+    a, b = read_meshes(raw), read_meshes(packed)
     np.testing.assert_array_equal(a.faces, b.faces)
     np.testing.assert_array_equal(a.attributes["vid"], b.attributes["vid"])
     np.testing.assert_array_equal(a.face_attributes["fid"], b.face_attributes["fid"])
@@ -553,19 +553,19 @@ def test_draco_keeps_order_faces_and_attributes(zarr_format: int, bits: int) -> 
         3,
     )
     assert attrs["dtype"] == "<f4"
-    box = read_mesh(packed, bbox=([1, 1, 1], [5, 5, 5]))
+    box = read_meshes(packed, bbox=([1, 1, 1], [5, 5, 5]))
     assert set(box.attributes["vid"].tolist()) <= set(range(400))
 
 
 @needs_draco
 def test_draco_store_without_dracopy_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     store = MemoryStore()
-    write_mesh(store, TRI, [[0, 1, 2]], chunk_shape=(1, 1, 1), encoding="draco")
+    write_meshes(store, TRI, [[0, 1, 2]], chunk_shape=(1, 1, 1), encoding="draco")
     monkeypatch.setattr(zv_draco, "_dracopy", None)
     with pytest.raises(MissingDependencyError, match=r"zarr-vectors\[draco\]"):
-        read_mesh(store)
+        read_meshes(store)
     with pytest.raises(MissingDependencyError, match="draco"):
-        write_mesh(MemoryStore(), TRI, [[0, 1, 2]], chunk_shape=(1, 1, 1), encoding="draco")
+        write_meshes(MemoryStore(), TRI, [[0, 1, 2]], chunk_shape=(1, 1, 1), encoding="draco")
 
 
 def test_draco_write_without_dracopy_fails_before_writing(
@@ -574,7 +574,7 @@ def test_draco_write_without_dracopy_fails_before_writing(
     monkeypatch.setattr(zv_draco, "_dracopy", None)
     store = MemoryStore()
     with pytest.raises(MissingDependencyError, match=r"pip install 'zarr-vectors\[draco\]'"):
-        write_mesh(store, TRI, [[0, 1, 2]], chunk_shape=(1, 1, 1), encoding="draco")
+        write_meshes(store, TRI, [[0, 1, 2]], chunk_shape=(1, 1, 1), encoding="draco")
     assert not store._store_dict
 
 
@@ -587,7 +587,7 @@ def test_draco_write_without_dracopy_fails_before_writing(
 )
 def test_draco_settings_are_validated(kwargs: dict[str, int], match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):
-        write_mesh(
+        write_meshes(
             MemoryStore(), TRI, [[0, 1, 2]], chunk_shape=(1, 1, 1), encoding="draco", **kwargs
         )  # type: ignore[arg-type]
 
@@ -595,7 +595,7 @@ def test_draco_settings_are_validated(kwargs: dict[str, int], match: str) -> Non
 @pytest.mark.skipif(not HAS_DRACO, reason="needs DracoPy")
 def test_draco_rejects_four_dimensions() -> None:
     with pytest.raises(InvalidInputError, match="at most 3"):
-        write_mesh(
+        write_meshes(
             MemoryStore(), np.eye(4)[:3], [[0, 1, 2]], chunk_shape=(1, 1, 1, 1), encoding="draco"
         )
 
@@ -617,14 +617,16 @@ def test_face_joining_objects_is_named_in_any_block(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(meshes_module, "_FACE_BLOCK", 2)
     faces = [[0, 1, 2], [1, 2, 0], [0, 2, 1], [1, 2, 3], [0, 1, 2]]
     with pytest.raises(GeometryError, match=r"face 3 = \[1, 2, 3\] joins vertices of objects"):
-        write_mesh(MemoryStore(), TRI, faces, object_ids=[5, 5, 5, 6], chunk_shape=(1, 1, 1))
+        write_meshes(
+            MemoryStore(), TRI, faces, vertex_object_ids=[5, 5, 5, 6], chunk_shape=(1, 1, 1)
+        )
 
 
 @pytest.mark.parametrize("ids", [[7, 7, 9, 9], [9, 9, 7, 7], [2**63, 2**63, 2**64 - 1, 2**64 - 1]])
 def test_sorted_and_unsorted_user_ids_give_the_same_objects(ids: list[int]) -> None:
     store = MemoryStore()
     arr = np.array(ids, dtype=np.uint64)
-    write_mesh(store, TRI, [[0, 1, 1], [2, 3, 3]], object_ids=arr, chunk_shape=(1, 1, 1))
-    m = read_mesh(store)
-    assert sorted(m.ids.tolist()) == sorted(set(arr.tolist()))
-    np.testing.assert_array_equal(m.object_ids, arr[np.argsort(arr, kind="stable")])
+    write_meshes(store, TRI, [[0, 1, 1], [2, 3, 3]], vertex_object_ids=arr, chunk_shape=(1, 1, 1))
+    m = read_meshes(store)
+    assert sorted(m.object_ids.tolist()) == sorted(set(arr.tolist()))
+    np.testing.assert_array_equal(m.vertex_object_ids, arr[np.argsort(arr, kind="stable")])

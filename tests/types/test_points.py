@@ -33,7 +33,7 @@ PROPERTY = settings(
 
 
 def expected_points(case: PointCloudCase) -> zv.Points:
-    return zv.Points(case.positions, dict(case.attributes), case.object_ids)
+    return zv.Points(case.positions, dict(case.attributes), case.vertex_object_ids)
 
 
 def n_chunks(pos: np.ndarray, chunk: tuple[float, ...]) -> int:
@@ -57,7 +57,7 @@ def test_write_read_round_trip(store_factory: StoreFactory, zarr_format: int,
     assert summary.chunk_count == n_chunks(case.positions, case.chunk_shape)
     got = zv.read_points(store_factory.for_reading(store))
     assert got.positions.dtype == case.positions.dtype
-    assert got.object_ids is None
+    assert got.vertex_object_ids is None
     assert_points_equal(got, expected_points(case))
 
 
@@ -67,7 +67,7 @@ def filtered(case: PointCloudCase, box: tuple[tuple[float, ...], ...]) -> zv.Poi
     return zv.Points(
         case.positions[keep],
         {k: v[keep] for k, v in case.attributes.items()},
-        None if case.object_ids is None else case.object_ids[keep],
+        None if case.vertex_object_ids is None else case.vertex_object_ids[keep],
     )
 
 
@@ -94,8 +94,8 @@ def test_bbox_read_equals_numpy_filter(store_factory: StoreFactory, zarr_format:
 @given(case=point_clouds(objects=True, min_points=1, max_points=25), data=st.data())
 def test_object_and_group_reads(store_factory: StoreFactory, zarr_format: int,
                                 case: PointCloudCase, data: st.DataObject) -> None:  # fmt: skip
-    assert case.object_ids is not None
-    distinct = np.unique(case.object_ids)
+    assert case.vertex_object_ids is not None
+    distinct = np.unique(case.vertex_object_ids)
     groups = {
         f"g{i}": np.array(data.draw(st.lists(st.sampled_from(distinct.tolist()), unique=True)),
                           dtype=distinct.dtype)
@@ -108,13 +108,13 @@ def test_object_and_group_reads(store_factory: StoreFactory, zarr_format: int,
     assert_points_equal(full, expected_points(case))
     wanted = np.array(data.draw(st.lists(st.sampled_from(distinct.tolist()), unique=True)),
                       dtype=distinct.dtype)  # fmt: skip
-    keep = np.isin(case.object_ids, wanted)
+    keep = np.isin(case.vertex_object_ids, wanted)
     got = zv.read_points(reader, object_ids=wanted)
-    assert_points_equal(got, zv.Points(case.positions[keep], {}, case.object_ids[keep]))
+    assert_points_equal(got, zv.Points(case.positions[keep], {}, case.vertex_object_ids[keep]))
     for name, members in groups.items():
-        keep = np.isin(case.object_ids, members)
+        keep = np.isin(case.vertex_object_ids, members)
         got = zv.read_points(reader, group=name)
-        assert_points_equal(got, zv.Points(case.positions[keep], {}, case.object_ids[keep]))
+        assert_points_equal(got, zv.Points(case.positions[keep], {}, case.vertex_object_ids[keep]))
 
 
 # --------------------------------------------------------------------------------------------
@@ -221,7 +221,7 @@ POS6 = np.arange(18, dtype=np.float64).reshape(6, 3) * 3.0 - 20.0
 def objects_store(zarr_format: int = 3) -> MemoryStore:
     store = MemoryStore()
     zv.write_points(
-        store, POS6, chunk_shape=(10.0, 10.0, 10.0), zarr_format=zarr_format, object_ids=IDS,
+        store, POS6, chunk_shape=(10.0, 10.0, 10.0), zarr_format=zarr_format, vertex_object_ids=IDS,
         object_attributes={"volume": [1.5, 2.5, 3.5, 4.5],
                            "kind": ["a", "b", "a", "c"],
                            "xyz": np.arange(12.0).reshape(4, 3)},
@@ -240,8 +240,8 @@ def points_of(ids: list[int]) -> zv.Points:
 def test_non_dense_uint64_object_ids(zarr_format: int) -> None:
     store = objects_store(zarr_format)
     full = zv.read_points(store)
-    assert full.object_ids is not None
-    assert full.object_ids.dtype == np.uint64
+    assert full.vertex_object_ids is not None
+    assert full.vertex_object_ids.dtype == np.uint64
     assert_points_equal(full, zv.Points(POS6, {}, IDS))
     assert_points_equal(zv.read_points(store, object_ids=[7]), points_of([7]))
     assert_points_equal(zv.read_points(store, object_ids=np.array([2**64 - 1, 123], np.uint64)),
@@ -291,7 +291,7 @@ def test_object_and_group_attributes_are_written(zarr_format: int) -> None:
 def test_dense_object_ids_store_no_id_attribute() -> None:
     store = MemoryStore()
     ids = np.array([1, 0, 2, 1], dtype=np.int32)
-    zv.write_points(store, POS4, chunk_shape=(10.0, 10.0, 10.0), object_ids=ids)
+    zv.write_points(store, POS4, chunk_shape=(10.0, 10.0, 10.0), vertex_object_ids=ids)
     assert "object_attributes/id" not in zarr.open_group(store, mode="r")["0"]  # type: ignore[operator]
     got = zv.read_points(store, object_ids=[1])
     assert_points_equal(got, zv.Points(POS4[ids == 1], {}, ids[ids == 1]))
@@ -416,14 +416,14 @@ WRITE_FAILURES = {
     "bin_larger": ExpectFail({"bin_shape": (20.0, 10.0, 10.0)}, MetadataValidationError,
                              "does not divide"),
     "bounds_dims": ExpectFail({"bounds": ([0.0, 0.0], [1.0, 1.0])}, match="3 values each"),
-    "object_ids_length": ExpectFail({"object_ids": [1, 2]}, match="one entry per point"),
-    "object_ids_float": ExpectFail({"object_ids": np.zeros(4)}, match="integers"),
-    "object_attributes_without_ids": ExpectFail({"object_attributes": {"a": [1]}}, match="need object_ids"),
-    "object_attribute_rows": ExpectFail({"object_ids": [0, 0, 5, 5], "object_attributes": {"a": [1]}},
+    "object_ids_length": ExpectFail({"vertex_object_ids": [1, 2]}, match="one entry per point"),
+    "object_ids_float": ExpectFail({"vertex_object_ids": np.zeros(4)}, match="integers"),
+    "object_attributes_without_ids": ExpectFail({"object_attributes": {"a": [1]}}, match="need vertex_object_ids"),
+    "object_attribute_rows": ExpectFail({"vertex_object_ids": [0, 0, 5, 5], "object_attributes": {"a": [1]}},
                                         match="'a' has 1 rows, expected 2"),
-    "reserved_id_attribute": ExpectFail({"object_ids": [0, 0, 5, 5], "object_attributes": {"id": [1, 2]}},
+    "reserved_id_attribute": ExpectFail({"vertex_object_ids": [0, 0, 5, 5], "object_attributes": {"id": [1, 2]}},
                                         match="reserved"),
-    "group_member_unknown": ExpectFail({"object_ids": [0, 0, 1, 1], "groups": {"g": [9]}}, match="9"),
+    "group_member_unknown": ExpectFail({"vertex_object_ids": [0, 0, 1, 1], "groups": {"g": [9]}}, match="9"),
     "positions_1d": ExpectFail(positions=np.arange(3.0), match=r"shape \(N, D\)"),
     "positions_complex": ExpectFail(positions=np.ones((2, 2), complex), match="numeric"),
 }  # fmt: skip

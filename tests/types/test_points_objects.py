@@ -27,7 +27,7 @@ def _write(n: int = 400, seed: int = 0):
         store,
         pos,
         chunk_shape=(50, 50, 50),
-        object_ids=ids,
+        vertex_object_ids=ids,
         object_attributes=obj_attrs,
         groups=groups,
         group_attributes=group_attrs,
@@ -37,11 +37,11 @@ def _write(n: int = 400, seed: int = 0):
 
 def _check(got: zv.Points, distinct, obj_attrs, groups, group_attrs) -> None:
     """Every returned object's attributes and groups equal the input (brute force)."""
+    assert got.vertex_object_ids is not None
     assert got.object_ids is not None
-    assert got.objects is not None
-    want_objects = np.unique(got.object_ids)
-    np.testing.assert_array_equal(got.objects, want_objects)
-    rows = np.searchsorted(distinct, got.objects)
+    want_objects = np.unique(got.vertex_object_ids)
+    np.testing.assert_array_equal(got.object_ids, want_objects)
+    rows = np.searchsorted(distinct, got.object_ids)
     assert set(got.object_attributes) == set(obj_attrs)
     for name, values in obj_attrs.items():
         np.testing.assert_array_equal(got.object_attributes[name], values[rows])
@@ -49,7 +49,7 @@ def _check(got: zv.Points, distinct, obj_attrs, groups, group_attrs) -> None:
             assert got.object_attributes[name].dtype == values.dtype
     assert list(got.groups) == list(groups)
     for name, members in groups.items():
-        np.testing.assert_array_equal(got.groups[name], members[np.isin(members, got.objects)])
+        np.testing.assert_array_equal(got.groups[name], members[np.isin(members, got.object_ids)])
     for name, values in group_attrs.items():
         np.testing.assert_array_equal(got.group_attributes[name], values)
 
@@ -58,7 +58,7 @@ def test_whole_read_returns_object_and_group_data() -> None:
     store, pos, _ids, distinct, obj_attrs, groups, group_attrs = _write()
     got = zv.read_points(store)
     assert len(got) == len(pos)
-    np.testing.assert_array_equal(got.objects, distinct)
+    np.testing.assert_array_equal(got.object_ids, distinct)
     _check(got, distinct, obj_attrs, groups, group_attrs)
 
 
@@ -69,17 +69,17 @@ def test_box_read_returns_the_objects_it_touches(lo, size) -> None:
     box = (lo, [v + size for v in lo])
     got = zv.read_points(store, bbox=box)
     inside = np.all((pos >= box[0]) & (pos < box[1]), axis=1)
-    np.testing.assert_array_equal(np.sort(got.object_ids), np.sort(ids[inside]))
+    np.testing.assert_array_equal(np.sort(got.vertex_object_ids), np.sort(ids[inside]))
     _check(got, distinct, obj_attrs, groups, group_attrs)
 
 
 def test_object_and_group_selection() -> None:
     store, _pos, _ids, distinct, obj_attrs, groups, group_attrs = _write(seed=2)
     got = zv.read_points(store, object_ids=[distinct[1], distinct[4]])
-    np.testing.assert_array_equal(got.objects, distinct[[1, 4]])
+    np.testing.assert_array_equal(got.object_ids, distinct[[1, 4]])
     _check(got, distinct, obj_attrs, groups, group_attrs)
     got = zv.read_points(store, group="right")
-    np.testing.assert_array_equal(got.objects, groups["right"])
+    np.testing.assert_array_equal(got.object_ids, groups["right"])
     _check(got, distinct, obj_attrs, groups, group_attrs)
 
 
@@ -87,8 +87,8 @@ def test_store_without_objects_returns_none() -> None:
     store = MemoryStore()
     zv.write_points(store, np.zeros((3, 2)), chunk_shape=(1, 1))
     got = zv.read_points(store)
-    assert got.objects is None
     assert got.object_ids is None
+    assert got.vertex_object_ids is None
     assert not got.object_attributes
     assert not got.groups
 
@@ -98,8 +98,8 @@ def test_dense_ids_without_attributes(dense: bool) -> None:
     ids = np.array([0, 1, 1, 2]) if dense else np.array([5, 9, 9, 11])
     store = MemoryStore()
     zv.write_points(
-        store, np.arange(12.0).reshape(4, 3), chunk_shape=(100, 100, 100), object_ids=ids
+        store, np.arange(12.0).reshape(4, 3), chunk_shape=(100, 100, 100), vertex_object_ids=ids
     )
     got = zv.read_points(store)
-    np.testing.assert_array_equal(got.objects, np.unique(ids))
+    np.testing.assert_array_equal(got.object_ids, np.unique(ids))
     assert dict(got.object_attributes) == {}

@@ -109,7 +109,7 @@ class PathCase:
             "bin_shape": self.bin_shape,
             "attributes": attrs,
             "object_attributes": self.object_attributes,
-            "ids": self.ids,
+            "object_ids": self.ids,
             "groups": {g: self.out_ids[m] for g, m in self.groups.items()},
             "group_attributes": self.group_attributes,
         }
@@ -633,13 +633,13 @@ def test_flat_positions_need_offsets() -> None:
         ({"attributes": {"w": np.zeros(4)}}, "'w' has 4 rows, expected 5"),
         ({"attributes": {"w": [np.zeros(3), np.zeros(3)]}}, "object 1 has 3 values"),
         ({"object_attributes": {"s": np.zeros(3)}}, "'s' has 3 rows, expected 2"),
-        ({"ids": [4, 4]}, "duplicate id"),
-        ({"ids": [4]}, "ids must be 2"),
-        ({"ids": [0.5, 1.5]}, "integers"),
+        ({"object_ids": [4, 4]}, "duplicate id"),
+        ({"object_ids": [4]}, "ids must be 2"),
+        ({"object_ids": [0.5, 1.5]}, "integers"),
         ({"groups": {"g": [0]}, "group_attributes": {"w": [1, 2]}}, "'w' has 2 rows"),
         ({"group_attributes": {"w": [1]}}, "need groups"),
         ({"groups": {"g": [7]}}, "out of range"),
-        ({"ids": [10, 20], "groups": {"g": [15]}}, "unknown object id"),
+        ({"object_ids": [10, 20], "groups": {"g": [15]}}, "unknown object id"),
         ({"object_attributes": {"id": [1, 2]}}, "reserved"),
         ({"attributes": {"not an identifier": np.zeros(5)}}, "identifier"),
     ],
@@ -663,7 +663,7 @@ def test_unknown_ids_groups_and_boxes_on_read_are_rejected() -> None:
     dense, users = MemoryStore(), MemoryStore()
     paths = [np.zeros((3, 2)), np.ones((2, 2))]
     zv.write_polylines(dense, paths, chunk_shape=(1, 1))
-    zv.write_polylines(users, paths, chunk_shape=(1, 1), ids=np.array([2**63, 5], np.uint64),
+    zv.write_polylines(users, paths, chunk_shape=(1, 1), object_ids=np.array([2**63, 5], np.uint64),
                        groups={"g": [5]})  # fmt: skip
     with pytest.raises(InvalidInputError, match="2"):
         zv.read_polylines(dense, object_ids=[0, 2])

@@ -34,9 +34,9 @@ from zarr_vectors.types.skeletons import (
     Skeleton,
     Skeletons,
     parents_array,
-    read_skeleton,
+    read_skeletons,
     tree_roots,
-    write_skeleton,
+    write_skeletons,
 )
 
 AnyArray = npt.NDArray[Any]
@@ -98,12 +98,12 @@ def test_round_trip_every_store(store_factory: Any, zarr_format: Literal[2, 3]) 
     store = store_factory()
     radius = np.linspace(0.5, 2.0, 9)
     swc_type = np.array([1, 3, 3, 3, 3, 2, 2, 2, 0])
-    summary = write_skeleton(
+    summary = write_skeletons(
         store,
         POS,
         PARENTS,
         offsets=OFFSETS,
-        ids=IDS,
+        object_ids=IDS,
         radius=radius,
         swc_type=swc_type,
         attributes={"label": np.array(list("abcdefghi"))},
@@ -112,7 +112,7 @@ def test_round_trip_every_store(store_factory: Any, zarr_format: Literal[2, 3]) 
         zarr_format=zarr_format,
     )
     assert (summary.vertex_count, summary.object_count) == (9, 2)
-    sks = read_skeleton(store_factory.for_reading(store))
+    sks = read_skeletons(store_factory.for_reading(store))
     np.testing.assert_array_equal(sks.positions, POS)
     np.testing.assert_array_equal(sks.parents, PARENTS)
     assert sks.offsets.tolist() == [0, 5, 9]
@@ -134,17 +134,17 @@ def test_round_trip_every_store(store_factory: Any, zarr_format: Literal[2, 3]) 
 
 def test_skeletons_access() -> None:
     store = MemoryStore()
-    write_skeleton(
+    write_skeletons(
         store,
         POS,
         PARENTS,
         offsets=OFFSETS,
-        ids=IDS,
+        object_ids=IDS,
         radius=np.ones(9),
         object_attributes={"volume": [1.0, 2.0]},
         chunk_shape=(1, 1, 1),
     )
-    sks = read_skeleton(store)
+    sks = read_skeletons(store)
     assert len(sks) == 2
     assert isinstance(sks, Skeletons)
     second = sks[-1]
@@ -166,8 +166,8 @@ def test_forest_without_offsets_numbers_trees_by_smallest_node() -> None:
     pos = np.array([[0.5, 0.5], [4.5, 4.5], [4.5, 5.5], [0.5, 1.5], [0.5, 2.5]])
     parents = np.array([3, -1, 1, 4, -1])
     store = MemoryStore()
-    assert write_skeleton(store, pos, parents, chunk_shape=(1, 1)).object_count == 2
-    sks = read_skeleton(store)
+    assert write_skeletons(store, pos, parents, chunk_shape=(1, 1)).object_count == 2
+    sks = read_skeletons(store)
     order = np.array([0, 3, 4, 1, 2])
     np.testing.assert_array_equal(sks.positions, pos[order])
     np.testing.assert_array_equal(sks.parents, remap(parents, order))
@@ -178,40 +178,46 @@ def test_forest_without_offsets_numbers_trees_by_smallest_node() -> None:
 def test_pairs_and_edge_forms() -> None:
     pairs = [(POS[:5], PARENTS[:5]), (POS[5:], np.array([-1, 0, 1, -1]))]
     a, b = MemoryStore(), MemoryStore()
-    write_skeleton(a, pairs, chunk_shape=(1, 1, 1), radius=[np.ones(5), np.full(4, 2.0)])
+    write_skeletons(a, pairs, chunk_shape=(1, 1, 1), radius=[np.ones(5), np.full(4, 2.0)])
     child = np.flatnonzero(PARENTS >= 0)
     edges = np.stack([child, PARENTS[child]], axis=1)[::-1]
-    write_skeleton(b, POS, edges, offsets=OFFSETS, chunk_shape=(1, 1, 1))
+    write_skeletons(b, POS, edges, offsets=OFFSETS, chunk_shape=(1, 1, 1))
     for store in (a, b):
-        sks = read_skeleton(store)
+        sks = read_skeletons(store)
         np.testing.assert_array_equal(sks.parents, PARENTS)
         assert sks.offsets.tolist() == [0, 5, 9]
-    assert read_skeleton(a).radius.tolist() == [1.0] * 5 + [2.0] * 4  # type: ignore[union-attr]
+    assert read_skeletons(a).radius.tolist() == [1.0] * 5 + [2.0] * 4  # type: ignore[union-attr]
 
 
 def test_queries_by_id_box_group() -> None:
     store = MemoryStore()
-    write_skeleton(
-        store, POS, PARENTS, offsets=OFFSETS, ids=IDS, chunk_shape=(1, 1, 1), groups={"g": [17]}
+    write_skeletons(
+        store,
+        POS,
+        PARENTS,
+        offsets=OFFSETS,
+        object_ids=IDS,
+        chunk_shape=(1, 1, 1),
+        groups={"g": [17]},
     )
-    one = read_skeleton(store, object_ids=[17])
+    one = read_skeletons(store, object_ids=[17])
     assert len(one) == 1
     assert one[0].parents.tolist() == [-1, 0, 1, -1]
-    both = read_skeleton(store, object_ids=[17, IDS[0], 17])
+    both = read_skeletons(store, object_ids=[17, IDS[0], 17])
     assert both.object_ids.tolist() == [17, IDS[0]]  # order given, repeats read once
     assert both.offsets.tolist() == [0, 4, 9]
-    box = read_skeleton(store, bbox=([2, 0, 0], [3, 1, 1]))  # touches node 2 only
+    box = read_skeletons(store, bbox=([2, 0, 0], [3, 1, 1]))  # touches node 2 only
     assert box.object_ids.tolist() == [IDS[0]]
     assert len(box.positions) == 5
-    assert len(read_skeleton(store, bbox=([20, 20, 20], [30, 30, 30]))) == 0
-    assert read_skeleton(store, group="g").object_ids.tolist() == [17]
+    assert len(read_skeletons(store, bbox=([20, 20, 20], [30, 30, 30]))) == 0
+    assert read_skeletons(store, group="g").object_ids.tolist() == [17]
     with pytest.raises(InvalidInputError, match="not in the store"):
-        read_skeleton(store, object_ids=[3])
+        read_skeletons(store, object_ids=[3])
 
 
 def test_read_as_graph_and_registry() -> None:
     store = MemoryStore()
-    write_skeleton(store, POS, PARENTS, offsets=OFFSETS, chunk_shape=(1, 1, 1))
+    write_skeletons(store, POS, PARENTS, offsets=OFFSETS, chunk_shape=(1, 1, 1))
     g = read_graph(store)
     assert g.directed
     assert g.edges.tolist() == [[1, 0], [2, 1], [3, 1], [4, 3], [6, 5], [7, 6]]
@@ -223,13 +229,13 @@ def test_read_as_graph_and_registry() -> None:
     other = MemoryStore()
     zv.write_points(other, POS, chunk_shape=(1, 1, 1))
     with pytest.raises(InvalidInputError, match="skeleton"):
-        read_skeleton(other)
+        read_skeletons(other)
 
 
 def test_empty_skeleton_segment_round_trips() -> None:
     store = MemoryStore()
-    write_skeleton(store, POS, PARENTS, offsets=[0, 5, 5, 9], chunk_shape=(1, 1, 1))
-    sks = read_skeleton(store)
+    write_skeletons(store, POS, PARENTS, offsets=[0, 5, 5, 9], chunk_shape=(1, 1, 1))
+    sks = read_skeletons(store)
     assert sks.offsets.tolist() == [0, 5, 5, 9]
     assert len(sks[1]) == 0
 
@@ -259,22 +265,22 @@ def test_empty_skeleton_segment_round_trips() -> None:
             InvalidInputError,
             "both",
         ),
-        (PARENTS, {"ids": [1, 2]}, InvalidInputError, "ids must be 3 integers"),
+        (PARENTS, {"object_ids": [1, 2]}, InvalidInputError, "ids must be 3 integers"),
         (PARENTS, {"offsets": [0, 4]}, InvalidInputError, "offsets"),
     ],
 )
 def test_rejects(parents: Any, kw: dict[str, Any], error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
-        write_skeleton(MemoryStore(), POS, np.asarray(parents), chunk_shape=(1, 1, 1), **kw)
+        write_skeletons(MemoryStore(), POS, np.asarray(parents), chunk_shape=(1, 1, 1), **kw)
 
 
 def test_rejects_pairs_with_bad_local_parent() -> None:
     with pytest.raises(GeometryError, match="skeleton 1 node 2: parent 5 is out of range"):
-        write_skeleton(
+        write_skeletons(
             MemoryStore(), [(POS[:2], [-1, 0]), (POS[:3], [-1, 0, 5])], chunk_shape=(1, 1, 1)
         )
     with pytest.raises(InvalidInputError, match="pairs"):
-        write_skeleton(MemoryStore(), [POS], chunk_shape=(1, 1, 1))
+        write_skeletons(MemoryStore(), [POS], chunk_shape=(1, 1, 1))
 
 
 @pytest.mark.parametrize(
@@ -292,12 +298,12 @@ def test_many_local_and_cross_links_full_and_object_reads(seed: int, n_sk: int, 
     parents = np.concatenate([np.where(local >= 0, local + n * i, -1) for i in range(n_sk)])
     store = MemoryStore()
     offsets = np.arange(0, n * n_sk + 1, n)
-    write_skeleton(store, pos, parents, offsets=offsets, chunk_shape=(2, 2, 2))
-    full = read_skeleton(store)
+    write_skeletons(store, pos, parents, offsets=offsets, chunk_shape=(2, 2, 2))
+    full = read_skeletons(store)
     assert full.parents.tolist() == parents.tolist()
     np.testing.assert_array_equal(full.positions, pos)
     for k in (0, 3, 5):
-        one = read_skeleton(store, object_ids=[k])
+        one = read_skeletons(store, object_ids=[k])
         assert one[0].parents.tolist() == local.tolist()
         np.testing.assert_array_equal(one.positions, pos[n * k : n * (k + 1)])
 
@@ -310,12 +316,12 @@ def test_long_runs_full_and_object_reads() -> None:
     chain = np.arange(-1, n - 1)
     parents = np.concatenate([chain, np.where(chain >= 0, chain + n, -1)])
     store = MemoryStore()
-    write_skeleton(store, pos, parents, offsets=[0, n, 2 * n], chunk_shape=(1, 1, 1))
-    full = read_skeleton(store)
+    write_skeletons(store, pos, parents, offsets=[0, n, 2 * n], chunk_shape=(1, 1, 1))
+    full = read_skeletons(store)
     assert full.parents.tolist() == parents.tolist()
     np.testing.assert_array_equal(full.positions, pos)
     for k in (0, 1):
-        one = read_skeleton(store, object_ids=[k])
+        one = read_skeletons(store, object_ids=[k])
         assert one[0].parents.tolist() == chain.tolist()
         np.testing.assert_array_equal(one.positions, pos[n * k : n * (k + 1)])
 
@@ -323,17 +329,17 @@ def test_long_runs_full_and_object_reads() -> None:
 def test_read_rejects_a_stored_node_with_two_parents() -> None:
     store = MemoryStore()
     pos = np.array([[0.1, 0.1, 0.1], [0.2, 0.2, 0.2], [0.3, 0.3, 0.3], [0.4, 0.4, 0.4]])
-    write_skeleton(store, pos, [-1, 0, 1, 2], chunk_shape=(1, 1, 1))
-    assert read_skeleton(store).parents.tolist() == [-1, 0, 1, 2]
+    write_skeletons(store, pos, [-1, 0, 1, 2], chunk_shape=(1, 1, 1))
+    assert read_skeletons(store).parents.tolist() == [-1, 0, 1, 2]
     with quiet_vlen():
         links = PayloadArray(zarr.open_array(store, path="0/links", mode="r+"))
     flat = np.zeros(1, dtype=np.int64)  # the one chunk
     rows = np.frombuffer(links.read(flat)[0], dtype="<i4").reshape(-1, 2)
     links.write(flat, [np.vstack([rows, [[3, 0]]]).astype("<i4").tobytes()])
     with pytest.raises(CorruptPayloadError, match="two parents"):
-        read_skeleton(store)
+        read_skeletons(store)
     with pytest.raises(CorruptPayloadError, match="two parents"):
-        read_skeleton(store, object_ids=[0])
+        read_skeletons(store, object_ids=[0])
 
 
 def _long_chunk_store(
@@ -355,7 +361,7 @@ def _long_chunk_store(
     parents = np.concatenate([np.arange(-1, n - 1), np.arange(n - 1, 2 * n - 1)])
     parents[n] = -1
     store = MemoryStore()
-    write_skeleton(
+    write_skeletons(
         store, pos, parents, offsets=[0, n, 2 * n], chunk_shape=(1, 1, 1), compressor=compressor
     )
     return store, pos, parents
@@ -377,20 +383,20 @@ def test_long_chunks_map_links_chunk_by_chunk(
     """Both ways of mapping long chunks' links: each decoded just before, or all read first."""
     monkeypatch.setattr(linkread, "DECODE_EACH_ROWS", 1 if decode_each else 1 << 40)
     store, pos, parents = _long_chunk_store(compressor)
-    full = read_skeleton(store)
+    full = read_skeletons(store)
     assert full.parents.tolist() == parents.tolist()
     np.testing.assert_array_equal(full.positions, pos)
-    one = read_skeleton(store, object_ids=[1])
+    one = read_skeletons(store, object_ids=[1])
     assert one.parents.tolist() == (parents[800:] - 800).clip(-1).tolist()
     _rewrite_links(store, lambda rows: np.vstack([rows, [[5, 0]]]))
     with pytest.raises(CorruptPayloadError, match="two parents"):
-        read_skeleton(store)
+        read_skeletons(store)
     _rewrite_links(store, lambda rows: np.vstack([rows[:-1], [[5, 900]]]))
     with pytest.raises(CorruptPayloadError, match="outside its chunk"):
-        read_skeleton(store)
+        read_skeletons(store)
     _rewrite_links(store, lambda rows: np.hstack([rows, rows[:, :1]]).ravel()[:-1])
     with pytest.raises(CorruptPayloadError, match="whole number"):
-        read_skeleton(store)
+        read_skeletons(store)
 
 
 def test_helpers() -> None:
@@ -435,7 +441,7 @@ def test_one_skeleton_reads_only_its_chunks() -> None:
     local = np.concatenate([[-1], rng.integers(0, np.arange(1, n))])  # random tree per skeleton
     parents = np.concatenate([np.where(local >= 0, local + n * i, -1) for i in range(n_sk)])
     store = CountingStore()
-    write_skeleton(
+    write_skeletons(
         store,
         pos,
         parents,
@@ -447,7 +453,7 @@ def test_one_skeleton_reads_only_its_chunks() -> None:
     origin = np.array(grid["origin"])
     for k in (0, 4, 9):
         store.reads.clear()
-        sks = read_skeleton(store, object_ids=[k])
+        sks = read_skeletons(store, object_ids=[k])
         assert sks.parents.tolist() == local.tolist()
         mine = {
             tuple(c) for c in (np.floor(pos[n * k : n * k + n] / 2) - origin).astype(int).tolist()
@@ -478,23 +484,23 @@ def forests(draw: st.DrawFn) -> tuple[tuple[float, ...], AnyArray, AnyArray]:
 def test_property_forest_round_trip(case: Any, data: st.DataObject) -> None:
     chunk, pos, parents = case
     store = MemoryStore()
-    write_skeleton(store, pos, parents, chunk_shape=chunk, radius=np.arange(len(pos)))
+    write_skeletons(store, pos, parents, chunk_shape=chunk, radius=np.arange(len(pos)))
     tree = trees_of(parents)
     order = np.argsort(tree, kind="stable")
-    sks = read_skeleton(store)
+    sks = read_skeletons(store)
     np.testing.assert_array_equal(sks.positions, pos[order])
     np.testing.assert_array_equal(sks.parents, remap(parents, order))
     assert sks.radius.tolist() == order.tolist()  # type: ignore[union-attr]
     assert np.diff(sks.offsets).tolist() == np.bincount(tree).tolist()
     k = data.draw(st.integers(0, tree.max()))
-    one = read_skeleton(store, object_ids=[k])[0]
+    one = read_skeletons(store, object_ids=[k])[0]
     mine = np.flatnonzero(tree == k)
     np.testing.assert_array_equal(one.positions, pos[mine])
     np.testing.assert_array_equal(one.parents, remap(parents, mine))
     lo, hi = data.draw(bboxes(chunk))
     p = np.asarray(pos, dtype=np.float64)
     hit = np.all((p >= np.asarray(lo)) & (p < np.asarray(hi)), axis=1)
-    assert read_skeleton(store, bbox=(lo, hi)).object_ids.tolist() == sorted(set(tree[hit]))
+    assert read_skeletons(store, bbox=(lo, hi)).object_ids.tolist() == sorted(set(tree[hit]))
 
 
 @pytest.mark.slow
@@ -503,8 +509,8 @@ def test_property_forest_round_trip(case: Any, data: st.DataObject) -> None:
 def test_property_one_object_forest_with_offsets(case: Any) -> None:
     chunk, pos, parents = case
     store = MemoryStore()
-    write_skeleton(store, pos, parents, offsets=[0, len(pos)], ids=[7], chunk_shape=chunk)
-    sks = read_skeleton(store)
+    write_skeletons(store, pos, parents, offsets=[0, len(pos)], object_ids=[7], chunk_shape=chunk)
+    sks = read_skeletons(store)
     np.testing.assert_array_equal(sks.positions, pos)
     np.testing.assert_array_equal(sks.parents, parents)
     assert sks.object_ids.tolist() == [7]
@@ -517,7 +523,7 @@ def test_big_reads_share_the_link_tasks(
     """Local and cross-chunk links go to whichever thread is free; errors still surface."""
     store, pos, parents = _long_chunk_store(compressor, 40_000, crossing=True)
     assert len(pos) >= linkread.OVERLAP_ROWS  # the two-thread path
-    full = read_skeleton(store)
+    full = read_skeletons(store)
     assert full.parents.tolist() == parents.tolist()
     np.testing.assert_array_equal(full.positions, pos)
     # a node of chunk 1 whose parent is a cross-chunk link also gets a local one
@@ -528,14 +534,14 @@ def test_big_reads_share_the_link_tasks(
     assert 0 not in rows[:, 0]  # its first node's parent is in chunk 0
     links.write(flat, [np.vstack([rows, [[0, 5]]]).astype("<i4").tobytes()])
     with pytest.raises(CorruptPayloadError, match="two parents"):
-        read_skeleton(store)
+        read_skeletons(store)
 
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("row map failed")
 
     monkeypatch.setattr(linkread, "row_index", boom)  # the worker fails before any link
     with pytest.raises(RuntimeError, match="row map failed"):
-        read_skeleton(store)
+        read_skeletons(store)
 
 
 def test_tasks_run_once_whoever_claims_them() -> None:

@@ -89,7 +89,7 @@ def _write(store: Any, tracts: list[AnyArray], extra: dict[str, Any], **kw: Any)
         tracts,
         attributes=extra["attributes"],
         object_attributes=extra["object_attributes"],
-        ids=extra["ids"],
+        object_ids=extra["ids"],
         groups=groups,
         group_attributes=extra["group_attributes"],
         **kw,
@@ -272,4 +272,4 @@ def test_write_streamlines_validates_like_polylines() -> None:
                              chunk_shape=(1, 1, 1))  # fmt: skip
     with pytest.raises(InvalidInputError, match="duplicate id"):
         zv.write_streamlines(MemoryStore(), [np.zeros((1, 3))] * 2, chunk_shape=(1, 1, 1),
-                             ids=[9, 9])  # fmt: skip
+                             object_ids=[9, 9])  # fmt: skip

@@ -35,7 +35,7 @@ def sample_points(n: int = 120, d: int = 3, seed: int = 0) -> dict[str, Any]:
     return {
         "positions": rng.uniform(0, 50, (n, d)),
         "attributes": {"intensity": rng.random(n).astype("f4")},
-        "object_ids": rng.integers(0, 10, n),
+        "vertex_object_ids": rng.integers(0, 10, n),
         "object_attributes": {"label": np.arange(10, dtype="i4")},
     }
 

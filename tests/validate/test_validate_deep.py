@@ -25,8 +25,8 @@ from zarr_vectors.core.payload.rows import PayloadArray
 from zarr_vectors.spec.conventions import Severity
 from zarr_vectors.testing import strategies as zst
 from zarr_vectors.types.graphs import write_graph
-from zarr_vectors.types.meshes import write_mesh
-from zarr_vectors.types.skeletons import write_skeleton
+from zarr_vectors.types.meshes import write_meshes
+from zarr_vectors.types.skeletons import write_skeletons
 from zarr_vectors.validate import _levelview, validate
 from zarr_vectors.validate._context import MAX_REPEATS
 
@@ -99,13 +99,13 @@ def test_random_valid_stores_are_clean(data: st.DataObject) -> None:
         zv.write_polylines(store, case.positions, offsets=case.offsets, **opts)
     elif kind == "trees":
         tree = data.draw(zst.trees(_C))
-        write_skeleton(store, tree.positions, tree.parents, **opts)
+        write_skeletons(store, tree.positions, tree.parents, **opts)
     elif kind == "graph":
         g = data.draw(zst.graphs(_C))
         write_graph(store, g.positions, g.edges, **opts)
     else:
         m = data.draw(zst.meshes(_C))
-        write_mesh(store, m.positions, m.faces, **opts)
+        write_meshes(store, m.positions, m.faces, **opts)
     report = validate(store, level=5)
     assert report.findings == (), str(report)
 
@@ -187,7 +187,7 @@ def tiny_skeleton(extra_edge: tuple[int, int] | None = None, swap: bool = False)
     """Two 3-node chains in one chunk; optionally add an edge or rewire one across trees."""
     store = MemoryStore()
     pos = np.array([[1, 1, 1], [2, 2, 2], [3, 3, 3], [5, 5, 5], [6, 6, 6], [7, 7, 7.0]])
-    write_skeleton(store, pos, np.array([-1, 0, 1, -1, 3, 4]), chunk_shape=(50.0,) * 3)
+    write_skeletons(store, pos, np.array([-1, 0, 1, -1, 3, 4]), chunk_shape=(50.0,) * 3)
     d = Damage(store)
     links = d.rows("0/links", 0)
     if extra_edge is not None:
@@ -201,7 +201,7 @@ def tiny_skeleton(extra_edge: tuple[int, int] | None = None, swap: bool = False)
 def mesh_two_objects_joined() -> Damage:
     store = MemoryStore()
     pos = np.random.default_rng(0).uniform(0, 40, (6, 3))
-    write_mesh(store, pos, np.array([[0, 1, 2], [3, 4, 5]]), chunk_shape=(50.0,) * 3)
+    write_meshes(store, pos, np.array([[0, 1, 2], [3, 4, 5]]), chunk_shape=(50.0,) * 3)
     d = Damage(store)
     d.set_rows("0/links", 0, setitem((1, 0), 0)(d.rows("0/links", 0)))
     return d
@@ -673,7 +673,7 @@ def test_cli_deep_levels_exit_codes(tmp_path: Path, damaged: bool, code: int) ->
 def test_draco_vertices_are_decoded() -> None:
     pytest.importorskip("DracoPy")
     store = MemoryStore()
-    write_mesh(store, *_grid_mesh(), encoding="draco", chunk_shape=(25.0,) * 3)
+    write_meshes(store, *_grid_mesh(), encoding="draco", chunk_shape=(25.0,) * 3)
     assert validate(store, level=5).findings == ()
     d = Damage(store)
     flat = d.occupied()[0]

@@ -17,8 +17,8 @@ from zarr_vectors.core.store import open_store
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import Severity
 from zarr_vectors.types.graphs import write_graph
-from zarr_vectors.types.meshes import write_mesh
-from zarr_vectors.types.skeletons import write_skeleton
+from zarr_vectors.types.meshes import write_meshes
+from zarr_vectors.types.skeletons import write_skeletons
 from zarr_vectors.validate import CHECKS, validate
 
 
@@ -283,7 +283,12 @@ def _pts(n: int) -> Any:
 
 _WRITERS = {
     "point_cloud": lambda s, f: zv.write_points(
-        s, _pts(100), chunk_shape=_C, bin_shape=_B, zarr_format=f, object_ids=np.arange(100) % 7
+        s,
+        _pts(100),
+        chunk_shape=_C,
+        bin_shape=_B,
+        zarr_format=f,
+        vertex_object_ids=np.arange(100) % 7,
     ),
     "line": lambda s, f: zv.write_lines(
         s, _pts(40).reshape(20, 2, 3), chunk_shape=_C, bin_shape=_B, zarr_format=f
@@ -302,7 +307,7 @@ _WRITERS = {
         bin_shape=_B,
         zarr_format=f,
     ),
-    "mesh": lambda s, f: write_mesh(
+    "mesh": lambda s, f: write_meshes(
         s,
         _pts(50),
         np.c_[np.arange(48), np.arange(1, 49), np.arange(2, 50)],
@@ -310,7 +315,7 @@ _WRITERS = {
         bin_shape=_B,
         zarr_format=f,
     ),
-    "skeleton": lambda s, f: write_skeleton(
+    "skeleton": lambda s, f: write_skeletons(
         s, _pts(30), np.r_[-1, np.arange(29)], chunk_shape=_C, bin_shape=_B, zarr_format=f
     ),
 }

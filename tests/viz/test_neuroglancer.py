@@ -35,7 +35,7 @@ from typer.testing import CliRunner
 import zarr_vectors as zv
 from zarr_vectors.cli import app
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.types.meshes import write_mesh
+from zarr_vectors.types.meshes import write_meshes
 from zarr_vectors.viz import (
     ExportKind,
     export_neuroglancer,
@@ -89,7 +89,7 @@ def test_points_round_trip(stores: dict[str, str], tmp_path: Path):
         assert ann.properties["intensity"] == pytest.approx(pts.attributes["intensity"][i], 1e-6)
         assert labels[ann.properties["label"]] == pts.attributes["label"][i]
         assert ann.properties["count"] == pts.attributes["count"][i]
-        assert ann.related == [[int(pts.object_ids[i])]]
+        assert ann.related == [[int(pts.vertex_object_ids[i])]]
 
     # spatial index: every point exactly once, inside its cell; more than one level
     cells = spatial_cells(root, src)
@@ -113,7 +113,7 @@ def test_points_round_trip(stores: dict[str, str], tmp_path: Path):
     assert info["relationships"] == [{"id": "object", "key": "by_object"}]
     for path in (root / "by_object").iterdir():
         members = ng_multiple(src, path.read_bytes())
-        expected = np.flatnonzero(pts.object_ids == int(path.name))
+        expected = np.flatnonzero(pts.vertex_object_ids == int(path.name))
         assert sorted(members) == expected.tolist()
 
 
@@ -230,7 +230,7 @@ def test_graph_exports_one_skeleton_per_object(stores: dict[str, str], tmp_path:
     out = export_neuroglancer(stores["graph"], tmp_path)
     info, decoded = read_skeletons(out.source_path)
     assert {a["id"]: a["data_type"] for a in info["vertex_attributes"]} == {"degree": "int32"}
-    assert len(decoded) == len(np.unique(g.object_ids)) == 2
+    assert len(decoded) == len(np.unique(g.vertex_object_ids)) == 2
     all_pos = np.concatenate([d.positions for d in decoded.values()])
     np.testing.assert_allclose(
         np.sort(all_pos, axis=0), np.sort(_f32(g.positions) * UM_TO_NM, axis=0), rtol=1e-6
@@ -261,7 +261,7 @@ def test_meshes_round_trip(stores: dict[str, str], tmp_path: Path):
     assert sorted(decoded) == [4, 9]
     for i in range(len(m)):
         one = m[i]
-        verts, faces = decoded[int(one.id) + 1]
+        verts, faces = decoded[int(one.object_id) + 1]
         expected = _f32(one.vertices * UM_TO_NM)
         np.testing.assert_allclose(verts, expected, rtol=1e-6)
         assert _face_set(verts, faces) == _face_set(expected, one.faces)
@@ -271,7 +271,7 @@ def test_meshes_round_trip(stores: dict[str, str], tmp_path: Path):
 
 def test_2d_mesh_and_4d_annotations(make_store, tmp_path: Path):
     store = make_store(
-        write_mesh, np.array([[0.0, 0], [1, 0], [0, 1]]), [[0, 1, 2]], chunk_shape=(2, 2)
+        write_meshes, np.array([[0.0, 0], [1, 0], [0, 1]]), [[0, 1, 2]], chunk_shape=(2, 2)
     )
     out = export_neuroglancer(store, tmp_path / "a")
     ((verts, _),) = read_legacy_meshes(out.source_path).values()

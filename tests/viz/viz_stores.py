@@ -12,8 +12,8 @@ import numpy as np
 
 import zarr_vectors as zv
 from zarr_vectors.types.graphs import write_graph
-from zarr_vectors.types.meshes import write_mesh
-from zarr_vectors.types.skeletons import write_skeleton
+from zarr_vectors.types.meshes import write_meshes
+from zarr_vectors.types.skeletons import write_skeletons
 
 DATA_MAX = 40.0
 VIEW_BOX = [0.0, 0.0, 0.0, 100.0, 100.0, 100.0]
@@ -37,7 +37,7 @@ def _points(path: str) -> None:
             "label": np.where(pos[:, 2] > 20, "high", "low"),
             "count": rng.integers(0, 1000, 400).astype(np.int64),
         },
-        object_ids=rng.integers(0, 5, 400),
+        vertex_object_ids=rng.integers(0, 5, 400),
         axis_units=UNITS,
     )
 
@@ -99,12 +99,12 @@ def _skeleton(path: str) -> None:
     rng = _rng()
     pos = rng.uniform(2, DATA_MAX, (12, 3))
     parents = [-1, 0, 1, 2, 1, 4, -1, 6, 7, 7, 9, 10]
-    write_skeleton(
+    write_skeletons(
         path,
         pos,
         parents,
         offsets=[0, 6, 12],
-        ids=[10, 20],
+        object_ids=[10, 20],
         radius=np.linspace(0.5, 3.0, 12),
         chunk_shape=CHUNK,
         axis_units=UNITS,
@@ -120,12 +120,12 @@ def _mesh(path: str) -> None:
         [[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4], [2, 0, 5], [1, 2, 5], [3, 1, 5], [0, 3, 5]]
     )
     verts = np.concatenate([base * 12 + 15, base * 8 + [30, 28, 20]])
-    write_mesh(
+    write_meshes(
         path,
         verts,
         np.concatenate([faces, faces + 6]),
         chunk_shape=CHUNK,
-        object_ids=np.repeat([3, 8], 6),
+        vertex_object_ids=np.repeat([3, 8], 6),
         attributes={"height": verts[:, 2]},
         axis_units=UNITS,
     )

@@ -5,12 +5,18 @@ from __future__ import annotations
 from zarr_vectors.edit.append import (
     append_graph,
     append_lines,
-    append_mesh,
+    append_meshes,
     append_points,
     append_polylines,
-    append_skeleton,
+    append_skeletons,
     append_store,
     append_streamlines,
+)
+from zarr_vectors.edit.append import (
+    append_mesh as append_mesh,  # deprecated alias of append_meshes
+)
+from zarr_vectors.edit.append import (
+    append_skeleton as append_skeleton,  # deprecated alias of append_skeletons
 )
 from zarr_vectors.edit.attributes import (
     AttributeKind,
@@ -31,10 +37,10 @@ __all__ = [
     "add_attribute",
     "append_graph",
     "append_lines",
-    "append_mesh",
+    "append_meshes",
     "append_points",
     "append_polylines",
-    "append_skeleton",
+    "append_skeletons",
     "append_store",
     "append_streamlines",
     "compact",

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.core.deprecation import deprecated_function, renamed_keywords
 from zarr_vectors.core.parts import read_parts
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import LevelReader
@@ -37,10 +38,10 @@ from zarr_vectors.types.skeletons import _skeleton_parts
 __all__ = [
     "append_graph",
     "append_lines",
-    "append_mesh",
+    "append_meshes",
     "append_points",
     "append_polylines",
-    "append_skeleton",
+    "append_skeletons",
     "append_store",
     "append_streamlines",
 ]
@@ -67,12 +68,13 @@ def _append(
     return rewrite(store, edit, geometry_type=gtype, timeout=timeout, fast=fast)
 
 
+@renamed_keywords(object_ids="vertex_object_ids")
 def append_points(
     store: StoreLike,
     positions: npt.ArrayLike,
     *,
     attributes: Attrs = None,
-    object_ids: npt.ArrayLike | None = None,
+    vertex_object_ids: npt.ArrayLike | None = None,
     object_attributes: Attrs = None,
     groups: Attrs = None,
     group_attributes: Attrs = None,
@@ -84,9 +86,9 @@ def append_points(
     ----------
     store
         An existing point-cloud store (local directory, ``.zip`` path or memory store).
-    positions, attributes, object_ids, object_attributes, groups, group_attributes
+    positions, attributes, vertex_object_ids, object_attributes, groups, group_attributes
         As in :func:`~zarr_vectors.write_points`; attribute names and dtypes must be the
-        stored ones.  ``object_ids`` must not name objects already in the store.
+        stored ones.  ``vertex_object_ids`` must not name objects already in the store.
     timeout
         Seconds to wait for another writer's lock.
 
@@ -113,9 +115,10 @@ def append_points(
     3
     """
     parts = _points_parts(
-        positions, attributes, object_ids, object_attributes, groups, group_attributes
+        positions, attributes, vertex_object_ids, object_attributes, groups, group_attributes
     )
-    return _append(store, GeometryTypeName.POINT_CLOUD, parts, object_ids is not None, timeout)
+    given = vertex_object_ids is not None
+    return _append(store, GeometryTypeName.POINT_CLOUD, parts, given, timeout)
 
 
 def _paths(
@@ -130,13 +133,14 @@ def _paths(
         offsets,
         kw["attributes"],
         kw["object_attributes"],
-        kw["ids"],
+        kw["object_ids"],
         kw["groups"],
         kw["group_attributes"],
     )
-    return _append(store, gtype, parts, kw["ids"] is not None, kw["timeout"])
+    return _append(store, gtype, parts, kw["object_ids"] is not None, kw["timeout"])
 
 
+@renamed_keywords(ids="object_ids")
 def append_polylines(
     store: StoreLike,
     polylines: Sequence[npt.ArrayLike] | npt.ArrayLike,
@@ -144,7 +148,7 @@ def append_polylines(
     offsets: npt.ArrayLike | None = None,
     attributes: Mapping[str, Any] | None = None,
     object_attributes: Attrs = None,
-    ids: npt.ArrayLike | None = None,
+    object_ids: npt.ArrayLike | None = None,
     groups: Attrs = None,
     group_attributes: Attrs = None,
     timeout: float = DEFAULT_TIMEOUT,
@@ -156,7 +160,7 @@ def append_polylines(
     kw = {
         "attributes": attributes,
         "object_attributes": object_attributes,
-        "ids": ids,
+        "object_ids": object_ids,
         "groups": groups,
         "group_attributes": group_attributes,
         "timeout": timeout,
@@ -164,6 +168,7 @@ def append_polylines(
     return _paths(store, GeometryTypeName.POLYLINE, polylines, offsets, kw)
 
 
+@renamed_keywords(ids="object_ids")
 def append_streamlines(
     store: StoreLike,
     streamlines: Sequence[npt.ArrayLike] | npt.ArrayLike,
@@ -171,7 +176,7 @@ def append_streamlines(
     offsets: npt.ArrayLike | None = None,
     attributes: Mapping[str, Any] | None = None,
     object_attributes: Attrs = None,
-    ids: npt.ArrayLike | None = None,
+    object_ids: npt.ArrayLike | None = None,
     groups: Attrs = None,
     group_attributes: Attrs = None,
     timeout: float = DEFAULT_TIMEOUT,
@@ -180,7 +185,7 @@ def append_streamlines(
     kw = {
         "attributes": attributes,
         "object_attributes": object_attributes,
-        "ids": ids,
+        "object_ids": object_ids,
         "groups": groups,
         "group_attributes": group_attributes,
         "timeout": timeout,
@@ -188,13 +193,14 @@ def append_streamlines(
     return _paths(store, GeometryTypeName.STREAMLINE, streamlines, offsets, kw)
 
 
+@renamed_keywords(ids="object_ids")
 def append_lines(
     store: StoreLike,
     endpoints: npt.ArrayLike,
     *,
     attributes: Attrs = None,
     object_attributes: Attrs = None,
-    ids: npt.ArrayLike | None = None,
+    object_ids: npt.ArrayLike | None = None,
     groups: Attrs = None,
     group_attributes: Attrs = None,
     timeout: float = DEFAULT_TIMEOUT,
@@ -215,7 +221,7 @@ def append_lines(
     kw = {
         "attributes": flat,
         "object_attributes": object_attributes,
-        "ids": ids,
+        "object_ids": object_ids,
         "groups": groups,
         "group_attributes": group_attributes,
         "timeout": timeout,
@@ -224,12 +230,13 @@ def append_lines(
     return _paths(store, GeometryTypeName.LINE, ends.reshape(2 * m, d), offsets, kw)
 
 
+@renamed_keywords(object_ids="vertex_object_ids")
 def append_graph(
     store: StoreLike,
     positions: npt.ArrayLike,
     edges: npt.ArrayLike,
     *,
-    object_ids: npt.ArrayLike | None = None,
+    vertex_object_ids: npt.ArrayLike | None = None,
     attributes: Attrs = None,
     edge_attributes: Attrs = None,
     object_attributes: Attrs = None,
@@ -240,30 +247,31 @@ def append_graph(
     """Append nodes and edges to a graph store.
 
     ``edges`` index the new ``positions`` (0..N-1); new objects are the new nodes' connected
-    components unless ``object_ids`` are given.  Other arguments as :func:`append_points`
+    components unless ``vertex_object_ids`` are given.  Other arguments as :func:`append_points`
     and :func:`~zarr_vectors.write_graph`.
     """
     parts = _graph_parts(
         positions,
         edges,
         False,
-        object_ids,
+        vertex_object_ids,
         attributes,
         edge_attributes,
         object_attributes,
         groups,
         group_attributes,
     )
-    return _append(store, GeometryTypeName.GRAPH, parts, object_ids is not None, timeout)
+    return _append(store, GeometryTypeName.GRAPH, parts, vertex_object_ids is not None, timeout)
 
 
-def append_skeleton(
+@renamed_keywords(ids="object_ids")
+def append_skeletons(
     store: StoreLike,
     positions: npt.ArrayLike | Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
     parents: npt.ArrayLike | None = None,
     *,
     offsets: npt.ArrayLike | None = None,
-    ids: npt.ArrayLike | None = None,
+    object_ids: npt.ArrayLike | None = None,
     radius: npt.ArrayLike | Sequence[npt.ArrayLike] | None = None,
     swc_type: npt.ArrayLike | Sequence[npt.ArrayLike] | None = None,
     attributes: Mapping[str, Any] | None = None,
@@ -272,12 +280,12 @@ def append_skeleton(
     group_attributes: Attrs = None,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> WriteSummary:
-    """Append trees to a skeleton store (input as :func:`~zarr_vectors.write_skeleton`)."""
+    """Append trees to a skeleton store (input as :func:`~zarr_vectors.write_skeletons`)."""
     parts = _skeleton_parts(
         positions,
         parents,
         offsets,
-        ids,
+        object_ids,
         radius,
         swc_type,
         attributes,
@@ -285,14 +293,15 @@ def append_skeleton(
         groups,
         group_attributes,
     )
-    return _append(store, GeometryTypeName.SKELETON, parts, ids is not None, timeout)
+    return _append(store, GeometryTypeName.SKELETON, parts, object_ids is not None, timeout)
 
 
-def append_mesh(
+def append_meshes(
     store: StoreLike,
     vertices: MeshInput,
     faces: npt.ArrayLike | None = None,
     *,
+    vertex_object_ids: npt.ArrayLike | None = None,
     object_ids: npt.ArrayLike | None = None,
     attributes: Mapping[str, Any] | None = None,
     face_attributes: Mapping[str, Any] | None = None,
@@ -301,10 +310,11 @@ def append_mesh(
     group_attributes: Attrs = None,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> WriteSummary:
-    """Append meshes to a mesh store (input as :func:`~zarr_vectors.write_mesh`)."""
+    """Append meshes to a mesh store (input as :func:`~zarr_vectors.write_meshes`)."""
     parts = _mesh_parts(
         vertices,
         faces,
+        vertex_object_ids=vertex_object_ids,
         object_ids=object_ids,
         attributes=attributes,
         face_attributes=face_attributes,
@@ -312,7 +322,13 @@ def append_mesh(
         groups=groups,
         group_attributes=group_attributes,
     )
-    return _append(store, GeometryTypeName.MESH, parts, object_ids is not None, timeout)
+    given = vertex_object_ids is not None or object_ids is not None
+    return _append(store, GeometryTypeName.MESH, parts, given, timeout)
+
+
+# Deprecated singular names (removed in the next release): function nouns are plural.
+append_skeleton = deprecated_function(append_skeletons, "append_skeleton")
+append_mesh = deprecated_function(append_meshes, "append_mesh")
 
 
 def append_store(

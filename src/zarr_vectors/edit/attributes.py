@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column, to_column
+from zarr_vectors.core.deprecation import renamed_keywords
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
@@ -162,18 +163,19 @@ def drop_attribute(
     return rewrite(store, edit, timeout=timeout)
 
 
+@renamed_keywords(ids="object_ids")
 def update_object_attributes(
     store: StoreLike,
-    ids: npt.ArrayLike,
+    object_ids: npt.ArrayLike,
     values: Mapping[str, Any],
     *,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> WriteSummary:
-    """Set stored object attributes of the objects ``ids`` (user ids), one row per id.
+    """Set stored object attributes of the objects ``object_ids`` (user ids), one row per id.
 
     Names must be stored object attributes and values their dtype (a dtype change is refused).
     """
-    from_user = np.atleast_1d(np.asarray(ids))
+    from_user = np.atleast_1d(np.asarray(object_ids))
 
     def edit(stored: StoredLevel) -> GeometryParts:
         parts = stored.parts

@@ -3,7 +3,7 @@
 A collection is a local Zarr group whose attribute ``zarr_vectors_collection`` lists its
 children: ``{"version": "1.0", "children": {name: {"geometry_type": ...}}}``.  Each child is a
 complete ZVF store (its own root metadata) in the sub-directory ``name``, written and read with
-the ordinary functions: ``zv.write_mesh(coll.child("cells"), ...)``, then
+the ordinary functions: ``zv.write_meshes(coll.child("cells"), ...)``, then
 :meth:`Collection.refresh` lists it.
 """
 

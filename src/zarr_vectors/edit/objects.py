@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column
+from zarr_vectors.core.deprecation import renamed_keywords
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
@@ -73,10 +74,11 @@ def without_objects(parts: GeometryParts, gone: npt.NDArray[np.int64]) -> Geomet
     )
 
 
+@renamed_keywords(ids="object_ids")
 def delete_objects(
-    store: StoreLike, ids: npt.ArrayLike, *, timeout: float = DEFAULT_TIMEOUT
+    store: StoreLike, object_ids: npt.ArrayLike, *, timeout: float = DEFAULT_TIMEOUT
 ) -> WriteSummary:
-    """Delete the objects ``ids`` (user ids) from every level of the store.
+    """Delete the objects ``object_ids`` (user ids) from every level of the store.
 
     Raises
     ------
@@ -95,7 +97,7 @@ def delete_objects(
     >>> zv.read_polylines(store).object_ids.tolist()
     [1]
     """
-    user = np.atleast_1d(np.asarray(ids))
+    user = np.atleast_1d(np.asarray(object_ids))
 
     def edit(stored: StoredLevel) -> GeometryParts:
         return without_objects(stored.parts, dense_of(stored.parts, user))

@@ -22,7 +22,7 @@ from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.formats._common import begin
 from zarr_vectors.formats.registry import Extent, Progress, Source, WriteOptions, export_order
 from zarr_vectors.spec.conventions import GeometryTypeName, WindingOrder
-from zarr_vectors.types.meshes import read_mesh, write_mesh
+from zarr_vectors.types.meshes import read_meshes, write_meshes
 
 __all__ = ["Surface", "SurfaceSource", "read_surface", "write_surface"]
 
@@ -59,7 +59,7 @@ def write_surface(
     InvalidInputError
         An attribute is named ``_input_index`` (reserved), or the surface is malformed.
     """
-    return write_mesh(
+    return write_meshes(
         store,
         surface.vertices,
         np.asarray(surface.faces, dtype=np.int64),
@@ -113,7 +113,7 @@ class SurfaceSource(Source):
 
 def read_surface(store: StoreLike, *, level: int = 0) -> Surface:
     """Read one level of a ``mesh`` store as one surface, in file order when it was kept."""
-    m = read_mesh(store, level=level, order=export_order(store, level))
+    m = read_meshes(store, level=level, order=export_order(store, level))
     faces = np.asarray(m.faces, dtype=np.int64)
     if m.winding_order is WindingOrder.CW:
         faces = faces[:, ::-1]

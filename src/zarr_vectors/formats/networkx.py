@@ -61,7 +61,7 @@ def to_networkx(graph: Graph, *, position_attr: str = "pos") -> nx.Graph[Any]:
     """
     G: nx.Graph[Any] = nx.DiGraph() if graph.directed else nx.Graph()
     node_attrs = {k: v for k, v in graph.attributes.items() if k != NODE_ID}
-    node_attrs[OBJECT_ID] = np.asarray(graph.object_ids)
+    node_attrs[OBJECT_ID] = np.asarray(graph.vertex_object_ids)
     node_attrs[position_attr] = graph.positions
     keys = graph.attributes.get(NODE_ID)
     nodes = list(range(graph.n_vertices)) if keys is None else _python(np.asarray(keys))
@@ -125,7 +125,7 @@ def from_networkx(
     >>> G = nx.path_graph(3)
     >>> nx.set_node_attributes(G, {i: (float(i), 0.0) for i in G}, "pos")
     >>> g = from_networkx(G)
-    >>> g.edges.tolist(), g.object_ids.tolist()
+    >>> g.edges.tolist(), g.vertex_object_ids.tolist()
     ([[0, 1], [1, 2]], [0, 0, 0])
     """
     if G.is_multigraph():
@@ -183,7 +183,7 @@ def networkx_to_store(
         g.positions,
         g.edges,
         directed=g.directed,
-        object_ids=None if object_attr is None else g.object_ids,
+        vertex_object_ids=None if object_attr is None else g.vertex_object_ids,
         attributes=g.attributes,
         edge_attributes=g.edge_attributes,
         chunk_shape=chunk_shape,

@@ -56,7 +56,7 @@ from zarr_vectors.formats.registry import (
 )
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.types._order import ElementOrder
-from zarr_vectors.types.meshes import Meshes, read_mesh, write_mesh
+from zarr_vectors.types.meshes import Meshes, read_meshes, write_meshes
 from zarr_vectors.types.points import write_points
 
 __all__ = [
@@ -374,7 +374,7 @@ class PlySource(Source):
                 source_description=f"PLY vertices: {self.path.name}",
                 keep_order=options.keep_order,
             )
-        return write_mesh(
+        return write_meshes(
             store,
             ply.positions,
             ply.faces,
@@ -399,7 +399,7 @@ def has_input_order(store: StoreLike, level: int = 0) -> bool:
 
 def _mesh_elements(store: StoreLike, level: int, meta: Mapping[str, Any]) -> list[Any]:
     order = ElementOrder.INPUT if has_input_order(store, level) else ElementOrder.STORAGE
-    m = read_mesh(store, level=level, order=order)
+    m = read_meshes(store, level=level, order=order)
     return [
         ("vertex", len(m.vertices), _vertex_columns(np.asarray(m.vertices), m.attributes, meta)),
         ("face", len(m.faces), _face_columns(m, meta)),

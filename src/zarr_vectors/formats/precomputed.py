@@ -51,8 +51,8 @@ from zarr_vectors.formats.registry import (
 )
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.types.graphs import write_graph
-from zarr_vectors.types.meshes import write_mesh
-from zarr_vectors.types.skeletons import write_skeleton
+from zarr_vectors.types.meshes import write_meshes
+from zarr_vectors.types.skeletons import write_skeletons
 from zarr_vectors.viz.neuroglancer import export_neuroglancer
 
 __all__ = ["PrecomputedSource", "is_precomputed", "open_precomputed", "store_to_precomputed"]
@@ -288,7 +288,7 @@ class PrecomputedSource(Source):
         }
         if self.geometry_type is GeometryTypeName.MESH:
             pairs = list(zip(self.positions, self.links, strict=True))
-            return write_mesh(store, pairs, object_ids=self.ids, **common)
+            return write_meshes(store, pairs, object_ids=self.ids, **common)
         counts = [len(p) for p in self.positions]
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         pos = np.concatenate(self.positions) if self.positions else np.zeros((0, 3), np.float32)
@@ -300,19 +300,19 @@ class PrecomputedSource(Source):
         if self.geometry_type is GeometryTypeName.SKELETON:
             attrs = dict(self.attributes)
             radius = attrs.pop("radius", None)
-            return write_skeleton(
+            return write_skeletons(
                 store,
                 pos,
                 edges,
                 offsets=offsets,
-                ids=self.ids,
+                object_ids=self.ids,
                 radius=radius,
                 attributes=attrs,
                 **common,
             )
         owner = np.repeat(self.ids, counts)
         return write_graph(
-            store, pos, edges, object_ids=owner, attributes=self.attributes, **common
+            store, pos, edges, vertex_object_ids=owner, attributes=self.attributes, **common
         )
 
 

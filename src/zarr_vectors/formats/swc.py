@@ -26,12 +26,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.core.deprecation import renamed_keywords
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import GeometryError, InvalidInputError
 from zarr_vectors.formats.registry import Extent, NullProgress, Progress, Source, WriteOptions
 from zarr_vectors.spec.conventions import GeometryTypeName
-from zarr_vectors.types.skeletons import Skeleton, read_skeleton, write_skeleton
+from zarr_vectors.types.skeletons import Skeleton, read_skeletons, write_skeletons
 
 __all__ = [
     "SwcData",
@@ -227,11 +228,12 @@ def skeleton_to_swc(skeleton: Skeleton) -> SwcData:
     )
 
 
+@renamed_keywords(ids="object_ids")
 def swc_to_store(
     swc: PathLike | SwcData | Sequence[PathLike | SwcData],
     store: StoreLike,
     *,
-    ids: npt.ArrayLike | None = None,
+    object_ids: npt.ArrayLike | None = None,
     chunk_shape: Sequence[float],
     **kwargs: Any,
 ) -> WriteSummary:
@@ -243,12 +245,13 @@ def swc_to_store(
         A path or :class:`SwcData`, or a sequence of them.
     store
         Where to write the new ``skeleton`` store.
-    ids
-        Per-file user ids (e.g. neuron ids); default ``0..n-1``.
+    object_ids
+        Per-file user ids (e.g. neuron ids); default ``0..n-1``.  ``ids=`` is the deprecated
+        name.
     chunk_shape
         Chunk extent per axis, same units as the SWC coordinates.
     **kwargs
-        Further keywords of :func:`~zarr_vectors.types.skeletons.write_skeleton`.
+        Further keywords of :func:`~zarr_vectors.types.skeletons.write_skeletons`.
 
     Returns
     -------
@@ -275,12 +278,12 @@ def swc_to_store(
     def flat(values: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:
         return np.concatenate(values) if values else np.zeros(0)
 
-    return write_skeleton(
+    return write_skeletons(
         store,
         flat([d.positions for d in datas]).reshape(-1, 3),
         parents,
         offsets=offsets,
-        ids=ids,
+        object_ids=object_ids,
         radius=flat([d.radii for d in datas]),
         swc_type=flat([d.types for d in datas]),
         attributes={"swc_id": flat([d.ids for d in datas]).astype(np.int64)},
@@ -360,7 +363,7 @@ def store_to_swc(
         ``object_id`` omitted for a store with several skeletons, or the store is not 3-D.
     """
     (progress or NullProgress()).start("reading store", None)
-    sks = read_skeleton(
+    sks = read_skeletons(
         store,
         level=level,
         storage_options=storage_options,

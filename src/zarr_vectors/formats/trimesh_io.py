@@ -27,7 +27,7 @@ from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, MissingDependencyError, ZVUserWarning
 from zarr_vectors.spec.conventions import WindingOrder
-from zarr_vectors.types.meshes import Mesh, Meshes, as_meshes, read_mesh, write_mesh
+from zarr_vectors.types.meshes import Mesh, Meshes, as_meshes, read_meshes, write_meshes
 
 try:
     import trimesh
@@ -106,7 +106,7 @@ def from_trimesh(
     Returns
     -------
     Meshes
-        What :func:`~zarr_vectors.types.meshes.read_mesh` returns after writing it.
+        What :func:`~zarr_vectors.types.meshes.read_meshes` returns after writing it.
 
     Raises
     ------
@@ -128,7 +128,7 @@ def from_trimesh(
 def _mesh_arguments(
     meshes: trimesh.Trimesh | Sequence[trimesh.Trimesh], attributes: bool
 ) -> dict[str, Any]:
-    """Keyword arguments of ``as_meshes``/``write_mesh`` (data, attributes) for trimesh meshes."""
+    """Keyword arguments of ``as_meshes``/``write_meshes`` (data, attributes) for trimesh meshes."""
     _require()
     single = isinstance(meshes, trimesh.Trimesh)
     items: list[trimesh.Trimesh] = [meshes] if isinstance(meshes, trimesh.Trimesh) else list(meshes)
@@ -163,7 +163,7 @@ def to_trimesh(result: Meshes | Mesh, *, process: bool = False) -> trimesh.Trime
     >>> from zarr.storage import MemoryStore
     >>> store = MemoryStore()
     >>> _ = write_trimesh(store, trimesh.creation.box(), chunk_shape=(0.5, 0.5, 0.5))
-    >>> tm = to_trimesh(read_mesh(store))
+    >>> tm = to_trimesh(read_meshes(store))
     >>> len(tm.vertices), len(tm.faces), bool(tm.is_watertight)
     (8, 12, True)
     """
@@ -195,10 +195,10 @@ def write_trimesh(
     """Write trimesh meshes to a new ``mesh`` store (see :func:`from_trimesh`).
 
     Every other keyword (``chunk_shape``, ``encoding``, ``keep_order``, ...) goes to
-    :func:`~zarr_vectors.types.meshes.write_mesh`; with ``keep_order=True`` the vertex and
+    :func:`~zarr_vectors.types.meshes.write_meshes`; with ``keep_order=True`` the vertex and
     face order of the meshes (concatenated, for a list) is stored.
     """
-    return write_mesh(store, **_mesh_arguments(meshes, attributes), **kwargs)
+    return write_meshes(store, **_mesh_arguments(meshes, attributes), **kwargs)
 
 
 def load_trimesh(path: str, *, merge: bool = False) -> trimesh.Trimesh:
@@ -225,8 +225,8 @@ def load_trimesh(path: str, *, merge: bool = False) -> trimesh.Trimesh:
 def read_trimesh(store: StoreLike, **kwargs: Any) -> trimesh.Trimesh:
     """Read a ``mesh`` store (or part of it) as one ``trimesh.Trimesh``.
 
-    Keywords go to :func:`~zarr_vectors.types.meshes.read_mesh` (``order="input"`` gives
+    Keywords go to :func:`~zarr_vectors.types.meshes.read_meshes` (``order="input"`` gives
     the vertex and face order of a store written with ``keep_order=True``).
     """
     _require()
-    return to_trimesh(read_mesh(store, **kwargs))
+    return to_trimesh(read_meshes(store, **kwargs))

@@ -79,7 +79,7 @@ def point_args(data: LevelData, where: str) -> dict[str, Any]:
     args: dict[str, Any] = {"positions": data.positions, "attributes": dict(data.attributes)}
     oids = vertex_object_ids(data, where)
     if oids is not None and (oids >= 0).all():
-        args["object_ids"] = oids
+        args["vertex_object_ids"] = oids
         args.update(_tables(data))
     return args
 
@@ -98,7 +98,7 @@ def path_args(data: LevelData, where: str) -> dict[str, Any]:
     return {
         "positions": data.positions[rows],
         "offsets": offsets,
-        "ids": data.object_ids,
+        "object_ids": data.object_ids,
         "attributes": {n: v[rows] for n, v in data.attributes.items()},
         **_tables(data),
     }
@@ -111,7 +111,7 @@ def line_args(data: LevelData, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: an upstream line object does not hold exactly two vertices")
     args: dict[str, Any] = {
         "endpoints": data.positions[rows].reshape(-1, 2, data.ndim),
-        "ids": data.object_ids,
+        "object_ids": data.object_ids,
         "attributes": {n: v[rows].reshape(-1, 2, *v.shape[1:]) for n, v in data.attributes.items()},
         **_tables(data),
     }
@@ -130,13 +130,13 @@ def graph_args(data: LevelData, where: str) -> dict[str, Any]:
         args["directed"] = True
     oids = vertex_object_ids(data, where)
     if oids is not None and (oids >= 0).all():
-        args["object_ids"] = oids
+        args["vertex_object_ids"] = oids
         args.update(_tables(data))
     return args
 
 
 def mesh_args(data: LevelData, where: str) -> dict[str, Any]:
-    """``write_mesh`` arguments: vertices in upstream's read order, faces as recorded."""
+    """``write_meshes`` arguments: vertices in upstream's read order, faces as recorded."""
     args = graph_args(data, where)
     args["vertices"] = args.pop("positions")
     args["faces"] = args.pop("edges")
@@ -181,7 +181,7 @@ def sequential_reading(data: LevelData) -> IntArray:
 
 
 def skeleton_args(data: LevelData, where: str, parents: npt.NDArray[np.int64]) -> dict[str, Any]:
-    """``write_skeleton`` arguments, one skeleton per upstream object (tree order kept)."""
+    """``write_skeletons`` arguments, one skeleton per upstream object (tree order kept)."""
     if data.manifests:
         rows, offsets = _object_order(data, where)
     else:
@@ -199,7 +199,7 @@ def skeleton_args(data: LevelData, where: str, parents: npt.NDArray[np.int64]) -
         **_tables(data),
     }
     if data.manifests:
-        args["ids"] = data.object_ids
+        args["object_ids"] = data.object_ids
     if "radius" in attrs:
         args["radius"] = attrs["radius"]
     return args

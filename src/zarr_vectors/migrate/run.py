@@ -33,10 +33,10 @@ from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.upstream import UPSTREAM_KEY, upstream_label, upstream_version
 from zarr_vectors.types.graphs import write_graph
 from zarr_vectors.types.lines import write_lines
-from zarr_vectors.types.meshes import write_mesh
+from zarr_vectors.types.meshes import write_meshes
 from zarr_vectors.types.points import write_points
 from zarr_vectors.types.polylines import write_polylines
-from zarr_vectors.types.skeletons import write_skeleton
+from zarr_vectors.types.skeletons import write_skeletons
 
 __all__ = ["MigrationReport", "migrate"]
 
@@ -292,10 +292,10 @@ def _write(
         write_graph(new, args.pop("positions"), args.pop("edges"), **args, **common)
     elif gtype == "skeleton":
         args, defects = _skeleton(data, version, where)
-        write_skeleton(new, args.pop("positions"), args.pop("parents"), **args, **common)
+        write_skeletons(new, args.pop("positions"), args.pop("parents"), **args, **common)
     elif gtype == "mesh":
         args = geometry.mesh_args(data, where)
-        write_mesh(new, args.pop("vertices"), args.pop("faces"), **args, **common)
+        write_meshes(new, args.pop("vertices"), args.pop("faces"), **args, **common)
     else:
         raise InvalidInputError(f"upstream geometry type {gtype!r} cannot be migrated")
     links = len(data.links.rows) if gtype in _LINKED else 0

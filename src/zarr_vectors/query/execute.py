@@ -258,8 +258,8 @@ def _chunk_blocks(
 def _point_rows(reader: LevelReader, got: Any, sel: Selection) -> IntArray:
     """Rows of a point read satisfying the vertex and object conditions (and sphere)."""
     keep = _vertex_mask(got.positions, got.attributes, None, sel)
-    if sel.predicate.of(Scope.OBJECT) and got.object_ids is not None and keep.any():
-        users, inverse = np.unique(got.object_ids, return_inverse=True)
+    if sel.predicate.of(Scope.OBJECT) and got.vertex_object_ids is not None and keep.any():
+        users, inverse = np.unique(got.vertex_object_ids, return_inverse=True)
         dense = resolve_user_ids(reader, users)
         keep &= _object_mask(reader, dense, sel.predicate)[inverse.ravel()]
     return np.flatnonzero(keep)
@@ -300,8 +300,8 @@ def _point_block(
         cols[name] = reader.column(f"{L.ATTRIBUTES}/{name}", block)
     for clause in sel.predicate.of(Scope.VERTEX):
         keep &= _column_mask(clause, cols[clause.name])
-    if sel.predicate.of(Scope.OBJECT) and got.object_ids is not None and keep.any():
-        users, inverse = np.unique(got.object_ids, return_inverse=True)
+    if sel.predicate.of(Scope.OBJECT) and got.vertex_object_ids is not None and keep.any():
+        users, inverse = np.unique(got.vertex_object_ids, return_inverse=True)
         dense = resolve_user_ids(reader, users)
         keep &= _object_mask(reader, dense, sel.predicate)[inverse.ravel()]
     rows = np.flatnonzero(keep)
@@ -310,8 +310,8 @@ def _point_block(
 
 def _kept(got: Any, rows: IntArray, attributes: Mapping[str, npt.NDArray[Any]]) -> Any:
     """Return a point read restricted to ``rows`` (``attributes`` are restricted already)."""
-    ids = None if got.object_ids is None else got.object_ids[rows]
-    return replace(got, positions=got.positions[rows], attributes=attributes, object_ids=ids)
+    ids = None if got.vertex_object_ids is None else got.vertex_object_ids[rows]
+    return replace(got, positions=got.positions[rows], attributes=attributes, vertex_object_ids=ids)
 
 
 def _points(reader: LevelReader, cls: ReadsLevel[R_co], query: Query, sel: Selection) -> R_co:
@@ -347,15 +347,15 @@ def _merge_points(
         "positions": pos[:n],
         "attributes": {k: np.concatenate([g.attributes[k] for g in parts])[:n] for k in wanted},
     }
-    if first.object_ids is not None:
-        users = np.concatenate([g.object_ids for g in parts])[:n]
+    if first.vertex_object_ids is not None:
+        users = np.concatenate([g.vertex_object_ids for g in parts])[:n]
         dense = np.unique(resolve_user_ids(reader, np.unique(users))) if n else users[:0]
         obj_attrs = decode_columns(reader.object_attributes(dense.astype(np.int64)))
-        obj_attrs.pop("id", None)  # the user ids: returned as ``objects``
+        obj_attrs.pop("id", None)  # the user ids: returned as ``object_ids``
         groups, group_attrs = group_members_out(reader, dense.astype(np.int64))
         changes.update(
-            object_ids=users,
-            objects=output_ids(reader, dense.astype(np.int64)),
+            vertex_object_ids=users,
+            object_ids=output_ids(reader, dense.astype(np.int64)),
             object_attributes=obj_attrs,
             groups=groups,
             group_attributes=group_attrs,
@@ -460,7 +460,7 @@ def _filter_linked(
         pos_f: pos[rows],
         link_f: new_index[link_rows[lrows]].astype(link_rows.dtype).reshape(-1, link_rows.shape[1]),
         lattr_f: {k: lattrs[k][lrows] for k in links},
-        "object_ids": got.object_ids[rows],
+        "vertex_object_ids": got.vertex_object_ids[rows],
         "attributes": {k: got.attributes[k][rows] for k in wanted},
     }
     changes.update(_objects_after(got, rows, lrows, keep_l, link_f))
@@ -472,8 +472,8 @@ def _objects_after(
 ) -> dict[str, Any]:
     """Per-object fields of a graph or mesh result restricted to objects still present."""
     graph = hasattr(got, "edges")
-    before = _first_appearance(got.object_ids) if graph else np.asarray(got.ids)
-    after_ids = got.object_ids[rows]
+    before = _first_appearance(got.vertex_object_ids) if graph else np.asarray(got.object_ids)
+    after_ids = got.vertex_object_ids[rows]
     present = np.isin(before, after_ids)
     out: dict[str, Any] = {
         "object_attributes": {k: v[present] for k, v in got.object_attributes.items()},
@@ -483,7 +483,7 @@ def _objects_after(
         owner = np.repeat(np.arange(len(before)), np.diff(got.offsets))[rows]
         face_owner = np.repeat(np.arange(len(before)), np.diff(got.face_offsets))[lrows]
         kept = np.flatnonzero(present)
-        out["ids"] = before[present]
+        out["object_ids"] = before[present]
         out["offsets"] = _offsets(np.searchsorted(kept, owner), len(kept))
         out["face_offsets"] = _offsets(np.searchsorted(kept, face_owner), len(kept))
     return out

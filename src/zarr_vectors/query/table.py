@@ -22,9 +22,9 @@ def vertex_owners(result: Any) -> tuple[npt.NDArray[Any], npt.NDArray[Any] | Non
         pos = result.endpoints.reshape(2 * m, result.endpoints.shape[-1])
         return pos, np.repeat(result.object_ids, 2), attrs
     pos = result.vertices if hasattr(result, "vertices") else result.positions
-    owner = result.object_ids
-    if owner is not None and hasattr(result, "offsets") and not hasattr(result, "vertices"):
-        owner = np.repeat(result.object_ids, np.diff(result.offsets))  # paths, skeletons
+    if hasattr(result, "vertex_object_ids"):  # Points, Graph, Meshes
+        return pos, result.vertex_object_ids, dict(result.attributes)
+    owner = np.repeat(result.object_ids, np.diff(result.offsets))  # paths, skeletons
     return pos, owner, dict(result.attributes)
 
 

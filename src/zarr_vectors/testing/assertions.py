@@ -95,8 +95,8 @@ def _row_keys(points: Points, names: list[str], labels: Mapping[str, AnyArray]) 
         if name in labels:
             values = np.searchsorted(labels[name], values.astype(str)).astype(np.int64)
         cols.append(np.ascontiguousarray(values).reshape(n, -1))
-    if points.object_ids is not None:
-        cols.append(_canonical_ids(points.object_ids).reshape(n, 1))
+    if points.vertex_object_ids is not None:
+        cols.append(_canonical_ids(points.vertex_object_ids).reshape(n, 1))
     return np.concatenate([c.view(np.uint8).reshape(n, -1) for c in cols], axis=1)
 
 
@@ -113,7 +113,9 @@ def _take(points: Points, order: npt.NDArray[np.intp]) -> Points:
     return Points(
         positions=points.positions[order],
         attributes={k: np.asarray(v)[order] for k, v in points.attributes.items()},
-        object_ids=None if points.object_ids is None else np.asarray(points.object_ids)[order],
+        vertex_object_ids=None
+        if points.vertex_object_ids is None
+        else np.asarray(points.vertex_object_ids)[order],
     )
 
 
@@ -149,10 +151,10 @@ def assert_points_equal(actual: Points, expected: Points, *, ignore_order: bool 
         raise AssertionError(
             f"attribute names {sorted(actual.attributes)} != expected {sorted(expected.attributes)}"
         )
-    if (actual.object_ids is None) != (expected.object_ids is None):
+    if (actual.vertex_object_ids is None) != (expected.vertex_object_ids is None):
         raise AssertionError(
-            f"object_ids {'missing' if actual.object_ids is None else 'present'}, expected "
-            f"{'none' if expected.object_ids is None else 'ids'}"
+            f"vertex_object_ids {'missing' if actual.vertex_object_ids is None else 'present'}, expected "
+            f"{'none' if expected.vertex_object_ids is None else 'ids'}"
         )
     names = sorted(expected.attributes)
     if ignore_order:
@@ -168,9 +170,11 @@ def assert_points_equal(actual: Points, expected: Points, *, ignore_order: bool 
         assert_arrays_identical(
             actual.attributes[name], expected.attributes[name], f"attribute {name!r}"
         )
-    if actual.object_ids is not None and expected.object_ids is not None:
+    if actual.vertex_object_ids is not None and expected.vertex_object_ids is not None:
         assert_arrays_identical(
-            _canonical_ids(actual.object_ids), _canonical_ids(expected.object_ids), "object_ids"
+            _canonical_ids(actual.vertex_object_ids),
+            _canonical_ids(expected.vertex_object_ids),
+            "vertex_object_ids",
         )
 
 

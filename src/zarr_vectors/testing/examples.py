@@ -52,7 +52,7 @@ class PointCloudExample:
     """Bin extent per axis, or None for one bin per chunk."""
     attributes: Mapping[str, AnyArray] = field(default_factory=dict)
     """Per-point attributes."""
-    object_ids: AnyArray | None = None
+    vertex_object_ids: AnyArray | None = None
     """Per-point object ids, or None."""
     object_attributes: Mapping[str, AnyArray] = field(default_factory=dict)
     """Per-object attributes, one row per distinct id in ascending order."""
@@ -67,15 +67,15 @@ class PointCloudExample:
             "bin_shape": self.bin_shape,
             "attributes": dict(self.attributes),
         }
-        if self.object_ids is not None:
-            out["object_ids"] = self.object_ids
+        if self.vertex_object_ids is not None:
+            out["vertex_object_ids"] = self.vertex_object_ids
             out["object_attributes"] = dict(self.object_attributes)
             out["groups"] = dict(self.groups)
         return out
 
     def expected(self) -> Points:
         """Return the :class:`~zarr_vectors.Points` a full read must give back (as a multiset)."""
-        return Points(self.positions, dict(self.attributes), self.object_ids)
+        return Points(self.positions, dict(self.attributes), self.vertex_object_ids)
 
 
 def _grid(ndim: int, per_axis: int, step: float) -> AnyArray:
@@ -132,7 +132,7 @@ def _build() -> tuple[PointCloudExample, ...]:
             "uint64_object_ids",
             five,
             (4.0, 4.0, 4.0),
-            object_ids=uint_ids,
+            vertex_object_ids=uint_ids,
             object_attributes={"volume": np.array([1.5, 2.5, 3.5])},
             groups={"big": np.array([2**63, 2**64 - 1], dtype=np.uint64)},
         ),

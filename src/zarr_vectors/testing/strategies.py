@@ -256,7 +256,7 @@ class PointCloudCase:
     """Bin extent per axis (divides ``chunk_shape``)."""
     attributes: dict[str, AnyArray] = field(default_factory=dict)
     """Per-point attributes."""
-    object_ids: AnyArray | None = None
+    vertex_object_ids: AnyArray | None = None
     """(N,) object id per point, or None."""
 
     @property
@@ -272,8 +272,8 @@ class PointCloudCase:
             "bin_shape": self.bin_shape,
             "attributes": self.attributes,
         }
-        if self.object_ids is not None:
-            out["object_ids"] = self.object_ids
+        if self.vertex_object_ids is not None:
+            out["vertex_object_ids"] = self.vertex_object_ids
         return out
 
 

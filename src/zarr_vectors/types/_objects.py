@@ -123,13 +123,13 @@ class UserIdMap:
         arr = np.asarray(ids)
         if arr.shape != (n,) or arr.dtype.kind not in "iu":
             raise InvalidInputError(
-                f"ids must be {n} integers (one per object), got "
+                f"object_ids must be {n} integers (one per object), got "
                 f"shape {arr.shape} dtype {arr.dtype}"
             )
         uniq, counts = np.unique(arr, return_counts=True)
         if (counts > 1).any():
             dup = uniq[np.argmax(counts > 1)]
-            raise InvalidInputError(f"ids: duplicate id {dup!r}")
+            raise InvalidInputError(f"object_ids: duplicate id {dup!r}")
         if n and np.array_equal(arr, np.arange(n)):
             return cls(None)
         return cls(arr)
@@ -145,8 +145,8 @@ class UserIdMap:
         if not ok.all():
             bad = np.asarray(user)[np.argmax(~ok)]
             raise InvalidInputError(
-                f"{what}: unknown object id {bad.item()!r} (ids= was given: name objects by "
-                "those ids)"
+                f"{what}: unknown object id {bad.item()!r} (object_ids= was given: name "
+                "objects by those ids)"
             )
         return order[pos].astype(np.int64)
 

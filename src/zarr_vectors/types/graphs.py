@@ -4,7 +4,7 @@ Contract
 --------
 * **Objects** are the connected components of the graph (edge direction ignored), numbered
   ``0, 1, ...`` by their smallest vertex index, unless the writer is given per-vertex
-  ``object_ids``; then objects are numbered by first appearance and the user ids are kept in
+  ``vertex_object_ids``; then objects are numbered by first appearance and the user ids are kept in
   ``object_attributes/id`` (always, so a reader knows objects were user-defined).
 * **Edges** are ``links`` rows (both ends in one chunk) or ``cross_chunk_links`` records (owned by
   the chunk of endpoint 0).  Undirected edges are stored canonically as ``[min, max]`` in the
@@ -36,6 +36,7 @@ from typing_extensions import Unpack
 
 from zarr_vectors.core.columns import normalize_columns
 from zarr_vectors.core.components import connected_components
+from zarr_vectors.core.deprecation import rename_keywords, renamed_keywords, warn_renamed
 from zarr_vectors.core.engine import Gathered, rows_as
 from zarr_vectors.core.links.keys import first_appearance
 from zarr_vectors.core.links.rows import GraphRows
@@ -97,7 +98,7 @@ class Graph:
     Examples
     --------
     >>> g = Graph(np.zeros((3, 2)), np.array([[0, 1]]), np.array([0, 0, 1]))
-    >>> g.n_vertices, g.n_edges, g.objects.tolist()
+    >>> g.n_vertices, g.n_edges, g.object_ids.tolist()
     (3, 1, [0, 1])
     """
 
@@ -105,7 +106,7 @@ class Graph:
     """(N, D) vertex positions, physical units."""
     edges: IntArray
     """(E, 2) edges as indices into ``positions``; ``[min, max]`` when undirected."""
-    object_ids: npt.NDArray[Any]
+    vertex_object_ids: npt.NDArray[Any]
     """(N,) object of each vertex (user ids when given at write time, else component ids)."""
     directed: bool = False
     """Whether ``edges`` are ``[source, target]`` pairs."""
@@ -114,7 +115,7 @@ class Graph:
     edge_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
     """Per-edge attributes, aligned with ``edges``."""
     object_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
-    """Per-object attributes, aligned with :attr:`objects`."""
+    """Per-object attributes, aligned with :attr:`object_ids`."""
     groups: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
     """Group name -> ids of the returned objects that belong to it."""
     group_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
@@ -136,9 +137,15 @@ class Graph:
         return int(self.positions.shape[1])
 
     @property
+    def object_ids(self) -> npt.NDArray[Any]:
+        """Distinct object ids, in order of first appearance in ``vertex_object_ids``."""
+        return first_appearance(self.vertex_object_ids)
+
+    @property
     def objects(self) -> npt.NDArray[Any]:
-        """Distinct object ids, in order of first appearance in ``object_ids``."""
-        return first_appearance(self.object_ids)
+        """Deprecated name of :attr:`object_ids` (one id per object)."""
+        warn_renamed("Graph.objects", "Graph.object_ids")
+        return self.object_ids
 
 
 # -- input checks ---------------------------------------------------------------------------
@@ -203,12 +210,14 @@ def _reject_self_loops(edges: IntArray) -> None:
         )
 
 
-def _user_objects(object_ids: npt.ArrayLike, n: int) -> tuple[IntArray, npt.NDArray[Any], IntArray]:
+def _user_objects(
+    vertex_object_ids: npt.ArrayLike, n: int
+) -> tuple[IntArray, npt.NDArray[Any], IntArray]:
     """Dense ids by first appearance, user id of each dense id, and ascending-row permutation."""
-    arr = np.asarray(object_ids)
+    arr = np.asarray(vertex_object_ids)
     if arr.shape != (n,) or arr.dtype.kind not in "iu":
         raise InvalidInputError(
-            f"object_ids must be {n} integers (one per vertex), got shape "
+            f"vertex_object_ids must be {n} integers (one per vertex), got shape "
             f"{arr.shape} dtype {arr.dtype}"
         )
     distinct, first, inverse = np.unique(arr, return_index=True, return_inverse=True)
@@ -232,7 +241,7 @@ def graph_parts(
     positions: Any,
     edges: Any,
     directed: bool,
-    object_ids: Any,
+    vertex_object_ids: Any,
     attributes: Mapping[str, Any] | None,
     edge_attributes: Mapping[str, Any] | None,
     object_attributes: Mapping[str, Any] | None,
@@ -244,11 +253,11 @@ def graph_parts(
     n = len(pos)
     e = check_edges(edges, n)
     _reject_self_loops(e)
-    if object_ids is None:
+    if vertex_object_ids is None:
         obj, n_obj = connected_components(n, e)
         idmap, rows = UserIdMap(None), None
     else:
-        obj, ids_dense, rows = _user_objects(object_ids, n)
+        obj, ids_dense, rows = _user_objects(vertex_object_ids, n)
         n_obj, idmap = len(ids_dense), UserIdMap(ids_dense)
     stored = e
     if not directed:
@@ -258,7 +267,9 @@ def graph_parts(
     reject_duplicate_edges(e, stored, n, not directed)
     obj_attrs = normalize_columns(object_attributes, n_obj, "object attribute")
     if "id" in obj_attrs:
-        raise InvalidInputError("object attribute 'id' is reserved; pass user ids as object_ids=")
+        raise InvalidInputError(
+            "object attribute 'id' is reserved; pass user ids as vertex_object_ids="
+        )
     if rows is not None:
         obj_attrs = {k: c.take(rows) for k, c in obj_attrs.items()}
     obj_attrs.update(idmap.columns())
@@ -275,13 +286,14 @@ def graph_parts(
     )
 
 
+@renamed_keywords(object_ids="vertex_object_ids")
 def write_graph(
     store: StoreLike,
     positions: npt.ArrayLike,
     edges: npt.ArrayLike,
     *,
     directed: bool = False,
-    object_ids: npt.ArrayLike | None = None,
+    vertex_object_ids: npt.ArrayLike | None = None,
     attributes: Mapping[str, npt.ArrayLike] | None = None,
     edge_attributes: Mapping[str, npt.ArrayLike] | None = None,
     object_attributes: Mapping[str, npt.ArrayLike] | None = None,
@@ -303,15 +315,16 @@ def write_graph(
         (``(a, b)`` and ``(b, a)`` are duplicates unless ``directed``): both raise.
     directed
         Store edges as ``[source, target]``; otherwise they are stored as ``[min, max]``.
-    object_ids
+    vertex_object_ids
         (N,) integer object of each vertex; default: the connected components, numbered by
-        their smallest vertex index.
+        their smallest vertex index.  ``object_ids=`` is its deprecated name.
     attributes
         Per-vertex values, (N, ...) arrays (strings become categories).
     edge_attributes
         Per-edge values, (E, ...) arrays aligned with ``edges``.
     object_attributes
-        Per-object values: one row per component (component order), or with ``object_ids`` one
+        Per-object values: one row per component (component order), or with
+        ``vertex_object_ids`` one
         row per distinct id in ascending id order (as in :func:`~zarr_vectors.write_points`).
     groups, group_attributes
         Named groups of objects ``{name: object ids}`` and per-group values.
@@ -347,7 +360,7 @@ def write_graph(
     >>> write_graph(store, pos, [[1, 0], [1, 2]], chunk_shape=(10, 10)).object_count
     2
     >>> g = read_graph(store)
-    >>> g.edges.tolist(), g.object_ids.tolist()
+    >>> g.edges.tolist(), g.vertex_object_ids.tolist()
     ([[0, 1], [1, 2]], [0, 0, 0, 1])
     >>> read_graph(store, bbox=([10, 0], [20, 20])).edges.tolist()
     [[0, 1]]
@@ -358,7 +371,7 @@ def write_graph(
         positions,
         edges,
         directed,
-        object_ids,
+        vertex_object_ids,
         attributes,
         edge_attributes,
         object_attributes,
@@ -415,10 +428,11 @@ class GraphType(GeometryType[Graph]):
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
         """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
-        edges, object_ids, attrs, e_attrs, o_attrs, groups, g_attrs = take_batch_args(
+        rename_keywords(kw, "Writer.append", {"object_ids": "vertex_object_ids"}, stacklevel=6)
+        edges, vertex_ids, attrs, e_attrs, o_attrs, groups, g_attrs = take_batch_args(
             kw,
             "edges",
-            "object_ids",
+            "vertex_object_ids",
             "attributes",
             "edge_attributes",
             "object_attributes",
@@ -431,7 +445,7 @@ class GraphType(GeometryType[Graph]):
             data,
             edges,
             bool(meta.get("is_directed", False)),
-            object_ids,
+            vertex_ids,
             attrs,
             e_attrs,
             o_attrs,
@@ -546,7 +560,7 @@ def _in_input_order(g: Graph) -> Graph:
     """Reorder a result read with the input indexes to input order, dropping the indexes.
 
     Undirected edges are put back to ``[min, max]`` in the new vertex order; per-object
-    attributes follow :attr:`Graph.objects`, whose order changes with the vertices'.
+    attributes follow :attr:`Graph.object_ids`, whose order changes with the vertices'.
     """
     attrs, edge_attrs = dict(g.attributes), dict(g.edge_attributes)
     vperm = input_permutation(attrs.pop(INPUT_INDEX), "graph vertices")
@@ -558,13 +572,13 @@ def _in_input_order(g: Graph) -> Graph:
         g,
         positions=g.positions[vperm],
         edges=edges,
-        object_ids=g.object_ids[vperm],
+        vertex_object_ids=g.vertex_object_ids[vperm],
         attributes={k: v[vperm] for k, v in attrs.items()},
         edge_attributes={k: v[eperm] for k, v in edge_attrs.items()},
     )
-    before = g.objects
+    before = g.object_ids
     ranked = np.argsort(before, kind="stable")
-    moved = ranked[np.searchsorted(before[ranked], out.objects)]
+    moved = ranked[np.searchsorted(before[ranked], out.object_ids)]
     return replace(out, object_attributes={k: v[moved] for k, v in g.object_attributes.items()})
 
 

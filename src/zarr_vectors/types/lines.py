@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Unpack
 
+from zarr_vectors.core.deprecation import rename_keywords, renamed_keywords
 from zarr_vectors.core.engine import Gathered, PathRows, rows_as
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
@@ -65,13 +66,14 @@ class Lines:
         return len(self.endpoints)
 
 
+@renamed_keywords(ids="object_ids")
 def write_lines(
     store: StoreLike,
     endpoints: npt.ArrayLike,
     *,
     attributes: Mapping[str, npt.ArrayLike] | None = None,
     object_attributes: Mapping[str, npt.ArrayLike] | None = None,
-    ids: npt.ArrayLike | None = None,
+    object_ids: npt.ArrayLike | None = None,
     groups: Mapping[str, npt.ArrayLike] | None = None,
     group_attributes: Mapping[str, npt.ArrayLike] | None = None,
     **store_kwargs: Unpack[StoreKwargs],
@@ -88,8 +90,9 @@ def write_lines(
         Per-endpoint values, (M, 2) or (M, 2, K).
     object_attributes
         Per-segment values, (M, ...).
-    ids, groups, group_attributes
-        Segment user ids, named groups of segments, per-group values.
+    object_ids, groups, group_attributes
+        Segment user ids (``ids=`` is the deprecated name), named groups of segments,
+        per-group values.
 
     Other Parameters
     ----------------
@@ -131,7 +134,7 @@ def write_lines(
         offsets,
         flat_attrs,
         object_attributes,
-        ids,
+        object_ids,
         groups,
         group_attributes,
     )
@@ -167,7 +170,10 @@ class LineType(GeometryType[Lines]):
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
         """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
-        attributes, obj_attrs, ids = take_batch_args(kw, "attributes", "object_attributes", "ids")
+        rename_keywords(kw, "Writer.append", {"ids": "object_ids"}, stacklevel=6)
+        attributes, obj_attrs, ids = take_batch_args(
+            kw, "attributes", "object_attributes", "object_ids"
+        )
         ends = np.asarray(data)
         if ends.ndim != 3 or ends.shape[1] != 2:
             raise InvalidInputError(f"endpoints must have shape (M, 2, D), got {ends.shape}")

@@ -15,7 +15,7 @@ Decisions (documented in ``docs/spec.md``):
 * **Faces come back as a set per object**, sorted by their vertex indices ``(v0, v1, v2)`` in
   the returned vertex order; each face keeps its vertex rotation (so its winding) and its
   attributes.  With ``keep_order=True`` the writer stores the input position of every vertex
-  and face (reserved attribute ``_input_index``), and ``read_mesh(order="input")`` returns
+  and face (reserved attribute ``_input_index``), and ``read_meshes(order="input")`` returns
   vertices and faces in input order.
 * A face may not join vertices of different objects (:class:`~zarr_vectors.errors.GeometryError`).
 * A vertex used by no face is an object of its own when objects are computed.
@@ -33,6 +33,7 @@ from typing_extensions import Unpack
 
 from zarr_vectors.core.columns import normalize_columns
 from zarr_vectors.core.components import connected_components
+from zarr_vectors.core.deprecation import deprecated_function, rename_keywords, warn_renamed
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.engine import Gathered, rows_as
 from zarr_vectors.core.links.faces import FaceRows
@@ -92,8 +93,8 @@ __all__ = [
     "as_meshes",
     "mesh_parts",
     "connected_components",
-    "read_mesh",
-    "write_mesh",
+    "read_meshes",
+    "write_meshes",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -120,7 +121,7 @@ class Mesh:
     """(n, D) vertices in traversal (input) order."""
     faces: IntArray
     """(f, 3) indices into ``vertices``."""
-    id: Any
+    object_id: Any
     """Object id (user id when given at write time)."""
     attributes: Mapping[str, AnyArray] = field(default_factory=dict)
     """Per-vertex attributes."""
@@ -131,12 +132,19 @@ class Mesh:
     winding_order: WindingOrder = WindingOrder.CCW
     """Triangle winding of the store."""
 
+    @property
+    def id(self) -> Any:
+        """Deprecated name of :attr:`object_id`."""
+        warn_renamed("Mesh.id", "Mesh.object_id")
+        return self.object_id
+
 
 @dataclass(frozen=True, kw_only=True)
 class Meshes:
-    """A set of triangle meshes: the result of :func:`read_mesh` and :func:`as_meshes`.
+    """A set of triangle meshes: the result of :func:`read_meshes` and :func:`as_meshes`.
 
-    Vertices are grouped by object (objects in ``ids`` order, each in traversal order); faces
+    Vertices are grouped by object (objects in ``object_ids`` order, each in traversal order);
+    faces
     index ``vertices`` and are grouped the same way.  ``len`` and indexing work per object.
 
     Examples
@@ -152,9 +160,9 @@ class Meshes:
     """(N, D) vertices, physical units."""
     faces: IntArray
     """(F, 3) indices into ``vertices``."""
-    object_ids: AnyArray
+    vertex_object_ids: AnyArray
     """(N,) object id of each vertex (user ids when given at write time)."""
-    ids: AnyArray
+    object_ids: AnyArray
     """(n,) id of each returned object, in result order."""
     offsets: IntArray
     """(n + 1,) object ``i`` owns ``vertices[offsets[i]:offsets[i + 1]]``."""
@@ -165,7 +173,7 @@ class Meshes:
     face_attributes: Mapping[str, AnyArray] = field(default_factory=dict)
     """Per-face attributes, aligned with ``faces``."""
     object_attributes: Mapping[str, AnyArray] = field(default_factory=dict)
-    """Per-object attributes, aligned with ``ids``."""
+    """Per-object attributes, aligned with ``object_ids``."""
     groups: Mapping[str, AnyArray] = field(default_factory=dict)
     """Group name -> ids of the returned objects that belong to it."""
     group_attributes: Mapping[str, AnyArray] = field(default_factory=dict)
@@ -173,12 +181,18 @@ class Meshes:
     winding_order: WindingOrder = WindingOrder.CCW
     """Triangle winding of the store."""
     input_order: bool = False
-    """Vertices and faces are in the writer's input order (``read_mesh(order="input")``):
+    """Vertices and faces are in the writer's input order (``read_meshes(order="input")``):
     objects may interleave, so ``offsets`` and ``face_offsets`` give each object's counts
     (as CSR) but not its position; indexing selects by object."""
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.object_ids)
+
+    @property
+    def ids(self) -> AnyArray:
+        """Deprecated name of :attr:`object_ids` (one id per object)."""
+        warn_renamed("Meshes.ids", "Meshes.object_ids")
+        return self.object_ids
 
     def __getitem__(self, i: int) -> Mesh:
         n = len(self)
@@ -192,7 +206,7 @@ class Meshes:
         return Mesh(
             vertices=self.vertices[v0:v1],
             faces=self.faces[f0:f1] - v0,
-            id=self.ids[i],
+            object_id=self.object_ids[i],
             attributes={k: v[v0:v1] for k, v in self.attributes.items()},
             face_attributes={k: v[f0:f1] for k, v in self.face_attributes.items()},
             object_attributes={k: v[i] for k, v in self.object_attributes.items()},
@@ -201,13 +215,13 @@ class Meshes:
 
     def _select(self, i: int) -> Mesh:
         """Object ``i`` picked by mask (input order: its rows need not be contiguous)."""
-        vmask = np.asarray(self.object_ids == self.ids[i])
+        vmask = np.asarray(self.vertex_object_ids == self.object_ids[i])
         local = np.cumsum(vmask, dtype=np.int64) - 1
         fmask = vmask[self.faces[:, 0]] if len(self.faces) else np.zeros(0, dtype=bool)
         return Mesh(
             vertices=self.vertices[vmask],
             faces=local[self.faces[fmask]],
-            id=self.ids[i],
+            object_id=self.object_ids[i],
             attributes={k: v[vmask] for k, v in self.attributes.items()},
             face_attributes={k: v[fmask] for k, v in self.face_attributes.items()},
             object_attributes={k: v[i] for k, v in self.object_attributes.items()},
@@ -333,19 +347,20 @@ class _Objects:
 
 
 def _vertex_objects(
-    object_ids: Any, faces: IntArray, n_vertices: int, spans: _Spans | None = None
+    vertex_object_ids: Any, faces: IntArray, n_vertices: int, spans: _Spans | None = None
 ) -> _Objects:
     """Objects from per-vertex user ids, or connected components when none are given.
 
     ``spans`` (of ``faces``) speed up the check that no face joins two objects.
     """
-    if object_ids is None:
+    if vertex_object_ids is None:
         dense, n = connected_components(n_vertices, faces)
         return _Objects(dense, n, UserIdMap(None))
-    arr = np.asarray(object_ids)
+    arr = np.asarray(vertex_object_ids)
     if arr.shape != (n_vertices,):
         raise InvalidInputError(
-            f"object_ids must have one entry per vertex ({n_vertices}), got shape {arr.shape}"
+            f"vertex_object_ids must have one entry per vertex ({n_vertices}), "
+            f"got shape {arr.shape}"
         )
     dense, distinct, identity, ordered = _dense_ids(arr)
     _check_face_objects(faces, dense, arr, spans if ordered else None)
@@ -412,13 +427,14 @@ def _check_face_objects(
 
 def _result_input(m: Meshes) -> dict[str, Any]:
     """Array-form arguments equivalent to a :class:`Meshes` (object attributes re-ordered)."""
-    order = np.argsort(m.ids, kind="stable")
-    if len(sorted_unique(np.asarray(m.object_ids))) != len(m.ids):
+    order = np.argsort(m.object_ids, kind="stable")
+    if len(sorted_unique(np.asarray(m.vertex_object_ids))) != len(m.object_ids):
         raise InvalidInputError("Meshes input: every object needs at least one vertex")
     return {
         "vertices": m.vertices,
         "faces": m.faces,
-        "object_ids": m.object_ids,
+        "object_ids": None,
+        "vertex_object_ids": m.vertex_object_ids,
         "attributes": m.attributes,
         "face_attributes": m.face_attributes,
         "object_attributes": {k: v[order] for k, v in m.object_attributes.items()},
@@ -439,6 +455,11 @@ def mesh_parts(data: MeshInput, faces: Any, **kw: Any) -> GeometryParts:
     if faces is None:
         if isinstance(data, np.ndarray):
             raise InvalidInputError("faces are required with a vertex array")
+        if kw["vertex_object_ids"] is not None:
+            raise InvalidInputError(
+                "vertex_object_ids applies to array input; a list of meshes takes "
+                "object_ids= (one per mesh)"
+            )
         pos, flat, v_off, f_off = _split_list(data)  # type: ignore[arg-type]
         n = len(v_off) - 1
         objs = _Objects(
@@ -451,12 +472,14 @@ def mesh_parts(data: MeshInput, faces: Any, **kw: Any) -> GeometryParts:
     else:
         pos = check_positions(data)
         flat, spans = _checked_faces(faces, len(pos), "faces")
-        objs = _vertex_objects(kw["object_ids"], flat, len(pos), spans)
+        objs = _vertex_objects(_per_vertex_ids(kw), flat, len(pos), spans)
         attrs = normalize_columns(kw["attributes"], len(pos), "attribute")
         f_attrs = normalize_columns(kw["face_attributes"], len(flat), "face attribute")
     obj_attrs = normalize_columns(kw["object_attributes"], objs.n, "object attribute")
     if "id" in obj_attrs:
-        raise InvalidInputError("object attribute 'id' is reserved; pass user ids as object_ids")
+        raise InvalidInputError(
+            "object attribute 'id' is reserved; pass user ids as object_ids or vertex_object_ids"
+        )
     obj_attrs.update(objs.idmap.columns())
     return GeometryParts(
         positions=pos,
@@ -471,14 +494,29 @@ def mesh_parts(data: MeshInput, faces: Any, **kw: Any) -> GeometryParts:
     )
 
 
+def _per_vertex_ids(kw: dict[str, Any]) -> Any:
+    """Per-vertex ids of array input; ``object_ids=`` there is their deprecated name."""
+    if kw["object_ids"] is None:
+        return kw["vertex_object_ids"]
+    if kw["vertex_object_ids"] is not None:
+        raise InvalidInputError("pass vertex_object_ids= only (object_ids= is its old name)")
+    warn_renamed(
+        "object_ids= with vertex-array mesh input",
+        "vertex_object_ids= (one per vertex)",
+        stacklevel=5,
+    )
+    return kw["object_ids"]
+
+
 # -- write -----------------------------------------------------------------------------------
 
 
-def write_mesh(
+def write_meshes(
     store: StoreLike,
     vertices: MeshInput,
     faces: npt.ArrayLike | None = None,
     *,
+    vertex_object_ids: npt.ArrayLike | None = None,
     object_ids: npt.ArrayLike | None = None,
     attributes: Mapping[str, Any] | None = None,
     face_attributes: Mapping[str, Any] | None = None,
@@ -505,17 +543,19 @@ def write_mesh(
         mesh-like objects, each list item one object; or a :class:`Meshes` result.
     faces
         (F, 3) integer vertex indices (array input only).  Degenerate faces are kept.
-    object_ids
+    vertex_object_ids
         Array input: (N,) object of each vertex (any integers, e.g. uint64 segment ids); by
-        default each connected surface is an object, numbered by first vertex.  List input: one
-        unique id per mesh.
+        default each connected surface is an object, numbered by first vertex.
+    object_ids
+        List input: one unique id per mesh.  (With array input, ``object_ids=`` is the
+        deprecated name of ``vertex_object_ids=``.)
     attributes
         Per-vertex values: (N, ...) arrays, or (list input) one array per mesh.
     face_attributes
         Per-face values: (F, ...) arrays, or (list input) one array per mesh.
     object_attributes
         Per-object values, one row per object in object order: list order (list input),
-        ascending id (``object_ids`` per vertex) or first-vertex order (computed surfaces).
+        ascending id (``vertex_object_ids``) or first-vertex order (computed surfaces).
     groups, group_attributes
         Named groups of objects ``{name: ids}`` and per-group values.
     winding_order, closed_surface
@@ -527,7 +567,7 @@ def write_mesh(
         Draco settings: 1..30 bits per coordinate over each chunk's extent, level 0..10.
     keep_order
         Also store the input position of every vertex and face (reserved attribute
-        ``_input_index``, smallest unsigned dtype) so that ``read_mesh(order="input")``
+        ``_input_index``, smallest unsigned dtype) so that ``read_meshes(order="input")``
         gives back the input order; input order is the concatenation order for list input.
 
     Other Parameters
@@ -555,21 +595,22 @@ def write_mesh(
     --------
     >>> import zarr_vectors as zv
     >>> from zarr.storage import MemoryStore
-    >>> from zarr_vectors.types.meshes import read_mesh, write_mesh
+    >>> from zarr_vectors.types.meshes import read_meshes, write_meshes
     >>> store = MemoryStore()
     >>> verts = np.array([[0.0, 0, 0], [15, 0, 0], [0, 5, 0], [30, 30, 30], [31, 30, 30],
     ...                   [30, 31, 30]])
-    >>> write_mesh(store, verts, [[0, 1, 2], [3, 4, 5]], chunk_shape=(10, 10, 10)).object_count
+    >>> write_meshes(store, verts, [[0, 1, 2], [3, 4, 5]], chunk_shape=(10, 10, 10)).object_count
     2
-    >>> m = read_mesh(store, object_ids=[0])
+    >>> m = read_meshes(store, object_ids=[0])
     >>> m.faces.tolist(), m[0].vertices[1].tolist()
     ([[0, 1, 2]], [15.0, 0.0, 0.0])
-    >>> len(read_mesh(store, bbox=([90, 90, 90], [99, 99, 99])))
+    >>> len(read_meshes(store, bbox=([90, 90, 90], [99, 99, 99])))
     0
     """
     parts = mesh_parts(
         vertices,
         faces,
+        vertex_object_ids=vertex_object_ids,
         object_ids=object_ids,
         attributes=attributes,
         face_attributes=face_attributes,
@@ -599,6 +640,7 @@ def as_meshes(
     vertices: MeshInput,
     faces: npt.ArrayLike | None = None,
     *,
+    vertex_object_ids: npt.ArrayLike | None = None,
     object_ids: npt.ArrayLike | None = None,
     attributes: Mapping[str, Any] | None = None,
     face_attributes: Mapping[str, Any] | None = None,
@@ -609,18 +651,19 @@ def as_meshes(
 ) -> Meshes:
     """Build in memory the :class:`Meshes` that writing then reading everything returns.
 
-    Arguments mean what they mean in :func:`write_mesh`.
+    Arguments mean what they mean in :func:`write_meshes`.
 
     Examples
     --------
     >>> m = as_meshes([(np.eye(3), [[0, 1, 2]]), (np.ones((3, 3)), [[2, 1, 0]])],
     ...               object_ids=[7, 3])
-    >>> m.ids.tolist(), m[1].faces.tolist()
+    >>> m.object_ids.tolist(), m[1].faces.tolist()
     ([7, 3], [[2, 1, 0]])
     """
     parts = mesh_parts(
         vertices,
         faces,
+        vertex_object_ids=vertex_object_ids,
         object_ids=object_ids,
         attributes=attributes,
         face_attributes=face_attributes,
@@ -698,8 +741,8 @@ def _assemble(
     return Meshes(
         vertices=picked.positions,
         faces=f,
-        object_ids=ids[picked.objpos],
-        ids=ids,
+        vertex_object_ids=ids[picked.objpos],
+        object_ids=ids,
         offsets=offsets_from_counts(np.bincount(picked.objpos, minlength=len(picked.objects))),
         face_offsets=offsets_from_counts(np.bincount(face_obj, minlength=len(picked.objects))),
         attributes=attrs,
@@ -753,10 +796,11 @@ class MeshType(GeometryType[Meshes]):
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
         """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
+        rename_keywords(kw, "Writer.append", {"ids": "object_ids"}, stacklevel=6)
         faces, ids, attrs, f_attrs, o_attrs, groups, g_attrs = take_batch_args(
             kw,
             "faces",
-            "ids",
+            "object_ids",
             "attributes",
             "face_attributes",
             "object_attributes",
@@ -766,6 +810,7 @@ class MeshType(GeometryType[Meshes]):
         parts = mesh_parts(
             data,
             faces,
+            vertex_object_ids=None,
             object_ids=None,
             attributes=attrs,
             face_attributes=f_attrs,
@@ -776,7 +821,7 @@ class MeshType(GeometryType[Meshes]):
         return Batch(parts, object_ids=batch_ids(ids))
 
 
-def read_mesh(
+def read_meshes(
     store: StoreLike,
     *,
     level: int = 0,
@@ -844,10 +889,10 @@ def read_mesh(
     >>> from zarr.storage import MemoryStore
     >>> store = MemoryStore()
     >>> square = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
-    >>> _ = write_mesh(store, square, [[0, 1, 2], [0, 2, 3]], chunk_shape=(1, 1))
-    >>> read_mesh(store, bbox=([0, 0], [1.5, 0.5])).faces.shape
+    >>> _ = write_meshes(store, square, [[0, 1, 2], [0, 2, 3]], chunk_shape=(1, 1))
+    >>> read_meshes(store, bbox=([0, 0], [1.5, 0.5])).faces.shape
     (0, 3)
-    >>> m = read_mesh(store, bbox=([0, 0], [1.5, 0.5]), include_boundary_faces=True)
+    >>> m = read_meshes(store, bbox=([0, 0], [1.5, 0.5]), include_boundary_faces=True)
     >>> len(m.vertices), m.faces.tolist()
     (4, [[0, 1, 2], [0, 2, 3]])
     """
@@ -855,7 +900,7 @@ def read_mesh(
     reader = LevelReader(root, budget_level(root, level, bbox, sphere, max_vertices))
     if reader.meta.geometry_type is not GeometryTypeName.MESH:
         raise InvalidInputError(
-            f"store holds {str(reader.meta.geometry_type)!r}; read_mesh needs 'mesh'"
+            f"store holds {str(reader.meta.geometry_type)!r}; read_meshes needs 'mesh'"
         )
     query = build_query(
         reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes
@@ -887,7 +932,7 @@ def _in_input_order(m: Meshes) -> Meshes:
         m,
         vertices=m.vertices[vperm],
         faces=where[m.faces[fperm]].reshape(-1, 3),
-        object_ids=m.object_ids[vperm],
+        vertex_object_ids=m.vertex_object_ids[vperm],
         attributes={k: v[vperm] for k, v in attrs.items()},
         face_attributes={k: v[fperm] for k, v in face_attrs.items()},
         input_order=True,
@@ -895,3 +940,7 @@ def _in_input_order(m: Meshes) -> Meshes:
 
 
 _mesh_parts = mesh_parts  # the name zarr_vectors.edit.append imports
+
+# Deprecated singular names (removed in the next release): function nouns are plural.
+write_mesh = deprecated_function(write_meshes, "write_mesh")
+read_mesh = deprecated_function(read_meshes, "read_mesh")

@@ -4,7 +4,7 @@ Rows of a chunk are sorted by bin (and by object first when points have objects)
 returns points in storage order: chunk by chunk (C order), bin by bin, input order within a bin.
 With ``keep_order=True`` the writer also stores each point's input position (the reserved
 ``_input_index`` attribute), and ``read_points(order="input")`` returns points in input order.
-Objects are optional: ``object_ids`` assigns each point to an object (e.g. spots to cells); dense
+Objects are optional: ``vertex_object_ids`` assigns each point to an object (e.g. spots to cells); dense
 ids are the ranks of the sorted distinct user ids, and ``object_attributes`` rows follow that
 order.
 """
@@ -20,6 +20,7 @@ import numpy.typing as npt
 from typing_extensions import Unpack
 
 from zarr_vectors.core.columns import Column, GroupTable, normalize_columns
+from zarr_vectors.core.deprecation import rename_keywords, renamed_keywords, warn_renamed
 from zarr_vectors.core.engine import Gathered, PointRows, rows_as
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader
@@ -69,13 +70,13 @@ class Points:
     """(N, D) coordinates, physical units."""
     attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
     """Per-point attributes by name; categorical attributes come back as strings."""
-    object_ids: npt.NDArray[Any] | None = None
+    vertex_object_ids: npt.NDArray[Any] | None = None
     """(N,) user object id of each point, or None when the store has no objects."""
-    objects: npt.NDArray[Any] | None = None
+    object_ids: npt.NDArray[Any] | None = None
     """(M,) user ids of the objects with points in the result, ascending (the stored object
     order), or None when the store has no objects; :attr:`object_attributes` rows follow it."""
     object_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
-    """Per-object attributes, one row per entry of :attr:`objects`."""
+    """Per-object attributes, one row per entry of :attr:`object_ids`."""
     groups: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
     """Group name -> user ids of the returned objects that belong to it."""
     group_attributes: Mapping[str, npt.NDArray[Any]] = field(default_factory=dict)
@@ -89,11 +90,17 @@ class Points:
         """Spatial dimensions D."""
         return int(self.positions.shape[1])
 
+    @property
+    def objects(self) -> npt.NDArray[Any] | None:
+        """Deprecated name of :attr:`object_ids` (one id per object)."""
+        warn_renamed("Points.objects", "Points.object_ids")
+        return self.object_ids
+
 
 def points_parts(
     positions: Any,
     attributes: Mapping[str, Any] | None,
-    object_ids: Any,
+    vertex_object_ids: Any,
     object_attributes: Mapping[str, Any] | None,
     groups: Mapping[str, Any] | None,
     group_attributes: Mapping[str, Any] | None,
@@ -102,16 +109,16 @@ def points_parts(
     pos = check_positions(positions)
     n = len(pos)
     attrs = normalize_columns(attributes, n, "attribute")
-    if object_ids is None:
+    if vertex_object_ids is None:
         if object_attributes or groups:
-            raise InvalidInputError("object_attributes and groups need object_ids")
+            raise InvalidInputError("object_attributes and groups need vertex_object_ids")
         return GeometryParts(positions=pos, vertex_attributes=attrs, ordered=False)
-    ids = np.asarray(object_ids)
+    ids = np.asarray(vertex_object_ids)
     if ids.shape != (n,):
         raise InvalidInputError(
-            f"object_ids must have one entry per point ({n}), got shape {ids.shape}"
+            f"vertex_object_ids must have one entry per point ({n}), got shape {ids.shape}"
         )
-    dense, distinct, identity = dense_object_ids(ids)
+    dense, distinct, identity = dense_object_ids(ids, "vertex_object_ids")
     obj_attrs = normalize_columns(object_attributes, len(distinct), "object attribute")
     if not identity:
         if "id" in obj_attrs:
@@ -139,12 +146,13 @@ def points_parts(
     )
 
 
+@renamed_keywords(object_ids="vertex_object_ids")
 def write_points(
     store: StoreLike,
     positions: npt.ArrayLike,
     *,
     attributes: Mapping[str, npt.ArrayLike] | None = None,
-    object_ids: npt.ArrayLike | None = None,
+    vertex_object_ids: npt.ArrayLike | None = None,
     object_attributes: Mapping[str, npt.ArrayLike] | None = None,
     groups: Mapping[str, npt.ArrayLike] | None = None,
     group_attributes: Mapping[str, npt.ArrayLike] | None = None,
@@ -162,9 +170,9 @@ def write_points(
     attributes
         Per-point values by name: (N,) or (N, K) numeric/bool arrays, or strings (stored as
         categories).
-    object_ids
+    vertex_object_ids
         (N,) integer object of each point (e.g. the cell a spot belongs to); any integers,
-        including uint64 ids.
+        including uint64 ids.  ``object_ids=`` is its deprecated name.
     object_attributes
         Per-object values, one row per distinct object id in ascending id order.
     groups
@@ -209,7 +217,7 @@ def write_points(
     0
     """
     parts = points_parts(
-        positions, attributes, object_ids, object_attributes, groups, group_attributes
+        positions, attributes, vertex_object_ids, object_attributes, groups, group_attributes
     )
     if keep_order:
         parts = with_input_index(parts)
@@ -232,7 +240,7 @@ class PointCloudType(GeometryType[Points]):
             return Points(pos, decode_columns(attrs))
         dense = np.unique(obj)
         obj_attrs = decode_columns(reader.object_attributes(dense))
-        obj_attrs.pop("id", None)  # the user ids: returned as ``objects``
+        obj_attrs.pop("id", None)  # the user ids: returned as ``object_ids``
         groups, group_attrs = group_members_out(reader, dense)
         return Points(
             pos,
@@ -247,13 +255,14 @@ class PointCloudType(GeometryType[Points]):
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
         """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
-        attributes, object_ids = take_batch_args(kw, "attributes", "object_ids")
+        rename_keywords(kw, "Writer.append", {"object_ids": "vertex_object_ids"}, stacklevel=6)
+        attributes, vertex_ids = take_batch_args(kw, "attributes", "vertex_object_ids")
         parts = points_parts(data, attributes, None, None, None, None)
-        if object_ids is None:
+        if vertex_ids is None:
             return Batch(parts)
-        ids = np.asarray(object_ids)
+        ids = np.asarray(vertex_ids)
         if ids.shape != (len(parts.positions),) or ids.dtype.kind not in "iu":
-            raise InvalidInputError("object_ids must hold one integer per point")
+            raise InvalidInputError("vertex_object_ids must hold one integer per point")
         staged = GeometryParts(
             positions=parts.positions,
             vertex_object=np.zeros(len(ids), np.int64),
@@ -335,7 +344,9 @@ def read_points(
         points,
         positions=points.positions[perm],
         attributes={k: v[perm] for k, v in attrs.items()},
-        object_ids=None if points.object_ids is None else points.object_ids[perm],
+        vertex_object_ids=(
+            None if points.vertex_object_ids is None else points.vertex_object_ids[perm]
+        ),
     )
 
 

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from typing_extensions import Unpack
 
 from zarr_vectors.core.columns import normalize_columns
+from zarr_vectors.core.deprecation import rename_keywords, renamed_keywords
 from zarr_vectors.core.engine import Gathered, PathRows, gather_paths, rows_as
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import BBoxLike, LevelReader
@@ -119,7 +120,7 @@ def path_parts(
     offsets: Any,
     attributes: Mapping[str, Any] | None,
     object_attributes: Mapping[str, Any] | None,
-    ids: Any,
+    object_ids: Any,
     groups: Mapping[str, Any] | None,
     group_attributes: Mapping[str, Any] | None,
     *,
@@ -128,10 +129,10 @@ def path_parts(
     """Paths as write-pipeline parts (``finite=False``: :func:`write_store` checks NaN/inf)."""
     pos, off = flatten_ragged(paths, offsets, "polylines", finite=finite)
     n_obj = len(off) - 1
-    idmap = UserIdMap.from_user(ids, n_obj)
+    idmap = UserIdMap.from_user(object_ids, n_obj)
     obj_attrs = normalize_columns(object_attributes, n_obj, "object attribute")
     if "id" in obj_attrs:
-        raise InvalidInputError("object attribute 'id' is reserved; pass user ids as ids=")
+        raise InvalidInputError("object attribute 'id' is reserved; pass user ids as object_ids=")
     obj_attrs.update(idmap.columns())
     return GeometryParts(
         positions=pos,
@@ -145,6 +146,7 @@ def path_parts(
     )
 
 
+@renamed_keywords(ids="object_ids")
 def write_polylines(
     store: StoreLike,
     polylines: Sequence[npt.ArrayLike] | npt.ArrayLike,
@@ -153,7 +155,7 @@ def write_polylines(
     geometry_type: PathType | GeometryTypeName = "polyline",
     attributes: Mapping[str, Any] | None = None,
     object_attributes: Mapping[str, npt.ArrayLike] | None = None,
-    ids: npt.ArrayLike | None = None,
+    object_ids: npt.ArrayLike | None = None,
     groups: Mapping[str, npt.ArrayLike] | None = None,
     group_attributes: Mapping[str, npt.ArrayLike] | None = None,
     type_metadata: Mapping[str, Any] | None = None,
@@ -175,10 +177,11 @@ def write_polylines(
         Per-vertex values: flat (N, ...) arrays or one array per path.
     object_attributes
         Per-path values, (n, ...) arrays.
-    ids
+    object_ids
         Per-path user ids (unique integers, e.g. uint64); default: the input index.
+        ``ids=`` is its deprecated name.
     groups, group_attributes
-        Named groups of paths ``{name: ids}`` and per-group values.
+        Named groups of paths ``{name: object ids}`` and per-group values.
     type_metadata
         Extra type-specific root keys (used by :func:`write_streamlines`).
 
@@ -214,7 +217,7 @@ def write_polylines(
         offsets,
         attributes,
         object_attributes,
-        ids,
+        object_ids,
         groups,
         group_attributes,
         finite=False,
@@ -224,6 +227,7 @@ def write_polylines(
     )
 
 
+@renamed_keywords(ids="object_ids")
 def write_streamlines(
     store: StoreLike,
     streamlines: Sequence[npt.ArrayLike] | npt.ArrayLike,
@@ -282,8 +286,15 @@ class PolylineType(GeometryType[Polylines]):
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
         """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
+        rename_keywords(kw, "Writer.append", {"ids": "object_ids"}, stacklevel=6)
         offsets, attrs, obj_attrs, ids, groups, group_attrs = take_batch_args(
-            kw, "offsets", "attributes", "object_attributes", "ids", "groups", "group_attributes"
+            kw,
+            "offsets",
+            "attributes",
+            "object_attributes",
+            "object_ids",
+            "groups",
+            "group_attributes",
         )
         parts = path_parts(data, offsets, attrs, obj_attrs, None, groups, group_attrs)
         return Batch(parts, object_ids=batch_ids(ids))

@@ -8,7 +8,7 @@ Contract
 * **Objects**: with ``offsets`` (or a list of ``(positions, parents)`` pairs) each segment is one
   skeleton object — normally one tree; a neuron traced in several pieces (an SWC file with several
   roots) stays one object.  Without ``offsets`` every tree is one object, numbered by its smallest
-  node index.  Per-skeleton user ids (e.g. uint64 segment ids) go in ``ids``.
+  node index.  Per-skeleton user ids (e.g. uint64 segment ids) go in ``object_ids``.
 * The input must be a forest: a parent index out of range, a cycle, a node given two parents, or
   (with ``offsets``) a parent in another skeleton raises :class:`GeometryError` naming a node.
 * **Order**: node order within a skeleton round-trips, and parents are reconstructed exactly.
@@ -26,6 +26,7 @@ import numpy.typing as npt
 from typing_extensions import Unpack
 
 from zarr_vectors.core.columns import Column, normalize_columns
+from zarr_vectors.core.deprecation import deprecated_function, rename_keywords, renamed_keywords
 from zarr_vectors.core.engine import Gathered, rows_as
 from zarr_vectors.core.links.parents import TreeRows
 from zarr_vectors.core.plan import GeometryParts
@@ -58,7 +59,7 @@ from zarr_vectors.types._objects import (
 )
 from zarr_vectors.types.graphs import check_edges
 
-__all__ = ["Skeleton", "Skeletons", "read_skeleton", "skeleton_parts", "write_skeleton"]
+__all__ = ["Skeleton", "Skeletons", "read_skeletons", "skeleton_parts", "write_skeletons"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.floating]
@@ -104,7 +105,7 @@ class Skeleton:
 
 @dataclass(frozen=True)
 class Skeletons:
-    """Result of :func:`read_skeleton`: many skeletons as flat nodes plus offsets.
+    """Result of :func:`read_skeletons`: many skeletons as flat nodes plus offsets.
 
     ``len`` counts skeletons and indexing gives one :class:`Skeleton` (local parents).
 
@@ -317,7 +318,7 @@ def skeleton_parts(
     positions: Any,
     parents: Any,
     offsets: Any,
-    ids: Any,
+    object_ids: Any,
     radius: Any,
     swc_type: Any,
     attributes: Mapping[str, Any] | None,
@@ -334,10 +335,10 @@ def skeleton_parts(
         seg_off = None if offsets is None else flatten_ragged(pos, offsets, "skeletons")[1]
         par = parents_array(parents, len(pos))
     obj, n_obj = _objects(par, seg_off)
-    idmap = UserIdMap.from_user(ids, n_obj)
+    idmap = UserIdMap.from_user(object_ids, n_obj)
     obj_attrs = normalize_columns(object_attributes, n_obj, "object attribute")
     if "id" in obj_attrs:
-        raise InvalidInputError("object attribute 'id' is reserved; pass user ids as ids=")
+        raise InvalidInputError("object attribute 'id' is reserved; pass user ids as object_ids=")
     obj_attrs.update(idmap.columns())
     child = np.flatnonzero(par >= 0)
     return GeometryParts(
@@ -352,13 +353,14 @@ def skeleton_parts(
     )
 
 
-def write_skeleton(
+@renamed_keywords(ids="object_ids")
+def write_skeletons(
     store: StoreLike,
     positions: npt.ArrayLike | Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
     parents: npt.ArrayLike | None = None,
     *,
     offsets: npt.ArrayLike | None = None,
-    ids: npt.ArrayLike | None = None,
+    object_ids: npt.ArrayLike | None = None,
     radius: npt.ArrayLike | Sequence[npt.ArrayLike] | None = None,
     swc_type: npt.ArrayLike | Sequence[npt.ArrayLike] | None = None,
     attributes: Mapping[str, Any] | None = None,
@@ -382,8 +384,9 @@ def write_skeleton(
     offsets
         (n + 1,) CSR offsets: skeleton i is nodes ``offsets[i]:offsets[i+1]`` and holds its own
         parents.  Default: every tree is one skeleton, numbered by its smallest node index.
-    ids
-        Per-skeleton user ids (unique integers, e.g. uint64 segment ids).
+    object_ids
+        Per-skeleton user ids (unique integers, e.g. uint64 segment ids).  ``ids=`` is its
+        deprecated name.
     radius, swc_type
         Per-node radius (stored float32) and SWC structure type (stored int32); flat (N,) or
         one array per skeleton.
@@ -392,7 +395,7 @@ def write_skeleton(
     object_attributes
         Per-skeleton values, (n, ...) arrays.
     groups, group_attributes
-        Named groups of skeletons ``{name: ids}`` and per-group values.
+        Named groups of skeletons ``{name: object ids}`` and per-group values.
 
     Other Parameters
     ----------------
@@ -418,20 +421,20 @@ def write_skeleton(
     >>> from zarr.storage import MemoryStore
     >>> store = MemoryStore()
     >>> pos = np.array([[1.0, 1, 1], [12, 1, 1], [12, 12, 1], [50, 50, 50]])
-    >>> write_skeleton(store, pos, [-1, 0, 1, -1], ids=np.array([2**40, 7], np.uint64),
+    >>> write_skeletons(store, pos, [-1, 0, 1, -1], object_ids=np.array([2**40, 7], np.uint64),
     ...                radius=[1.0, 0.5, 0.5, 2.0], chunk_shape=(10, 10, 10)).object_count
     2
-    >>> sks = read_skeleton(store, object_ids=[2**40])
+    >>> sks = read_skeletons(store, object_ids=[2**40])
     >>> sks[0].parents.tolist(), sks.radius.tolist()
     ([-1, 0, 1], [1.0, 0.5, 0.5])
-    >>> len(read_skeleton(store, bbox=([90, 90, 90], [99, 99, 99])))
+    >>> len(read_skeletons(store, bbox=([90, 90, 90], [99, 99, 99])))
     0
     """
     parts = skeleton_parts(
         positions,
         parents,
         offsets,
-        ids,
+        object_ids,
         radius,
         swc_type,
         attributes,
@@ -475,11 +478,12 @@ class SkeletonType(GeometryType[Skeletons]):
     @classmethod
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
         """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
+        rename_keywords(kw, "Writer.append", {"ids": "object_ids"}, stacklevel=6)
         parents, offsets, ids, radius, swc_type, attrs, o_attrs, groups, g_attrs = take_batch_args(
             kw,
             "parents",
             "offsets",
-            "ids",
+            "object_ids",
             "radius",
             "swc_type",
             "attributes",
@@ -493,7 +497,7 @@ class SkeletonType(GeometryType[Skeletons]):
         return Batch(parts, object_ids=batch_ids(ids))
 
 
-def read_skeleton(
+def read_skeletons(
     store: StoreLike,
     *,
     level: int = 0,
@@ -546,8 +550,8 @@ def read_skeleton(
     >>> from zarr.storage import MemoryStore
     >>> store = MemoryStore()
     >>> trees = [(np.array([[0.0, 0], [3, 4]]), np.array([-1, 0])), (np.zeros((1, 2)), [-1])]
-    >>> _ = write_skeleton(store, trees, chunk_shape=(2, 2))
-    >>> sks = read_skeleton(store)
+    >>> _ = write_skeletons(store, trees, chunk_shape=(2, 2))
+    >>> sks = read_skeletons(store)
     >>> len(sks), sks.parents.tolist(), sks.offsets.tolist()
     (2, [-1, 0, -1], [0, 2, 3])
     """
@@ -558,3 +562,7 @@ def read_skeleton(
 
 
 _skeleton_parts = skeleton_parts  # the name zarr_vectors.edit.append imports
+
+# Deprecated singular names (removed in the next release): function nouns are plural.
+write_skeleton = deprecated_function(write_skeletons, "write_skeleton")
+read_skeleton = deprecated_function(read_skeletons, "read_skeleton")

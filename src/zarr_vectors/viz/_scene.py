@@ -125,8 +125,8 @@ def _floats(a: Any) -> FloatArray:
 def _points_scene(r: Any, gtype: str) -> Scene:
     pos = _floats(r.positions)
     obj, ids = (None, np.zeros(0, dtype=np.int64))
-    if getattr(r, "object_ids", None) is not None:
-        obj, ids = _dense_objects(np.asarray(r.object_ids))
+    if getattr(r, "vertex_object_ids", None) is not None:
+        obj, ids = _dense_objects(np.asarray(r.vertex_object_ids))
     return Scene(
         geometry_type=gtype,
         positions=pos,
@@ -169,11 +169,11 @@ def _paths_scene(r: Any, gtype: str) -> Scene:
 
 
 def _graph_scene(r: Any, gtype: str) -> Scene:
-    obj, ids = _dense_objects(np.asarray(r.object_ids))
-    objects = np.asarray(r.objects) if hasattr(r, "objects") else ids
+    obj, ids = _dense_objects(np.asarray(r.vertex_object_ids))
+    objects = np.asarray(r.object_ids)
     obj_attrs = dict(r.object_attributes)
     if obj_attrs and not np.array_equal(objects, ids):
-        # object attributes follow ``r.objects``; realign them with first-appearance order
+        # object attributes follow ``r.object_ids``; realign them with first-appearance order
         where = {v: i for i, v in enumerate(objects.tolist())}
         take = np.array([where[v] for v in ids.tolist()], dtype=np.int64)
         obj_attrs = {k: np.asarray(v)[take] for k, v in obj_attrs.items()}
@@ -212,7 +212,7 @@ def _mesh_scene(r: Any, gtype: str) -> Scene:
         edges=_no_index(2),
         faces=np.asarray(r.faces, dtype=np.int64).reshape(-1, 3),
         vertex_object=_csr_object(r.offsets),
-        object_ids=np.asarray(r.ids),
+        object_ids=np.asarray(r.object_ids),
         attributes=dict(r.attributes),
         object_attributes=dict(r.object_attributes),
         face_attributes=dict(r.face_attributes),
