@@ -222,7 +222,7 @@ def run_dask(n: int, root: Path, repeat: int) -> dict[str, Any]:
                 pos,
                 chunk_shape=(100, 100, 100),
                 attributes={"intensity": intensity},
-                object_ids=cell,
+                vertex_object_ids=cell,
             )
         )
     ids, inverse = np.unique(cell, return_inverse=True)

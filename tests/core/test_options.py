@@ -26,8 +26,8 @@ WRITERS: dict[str, Writer] = {
     "polylines": lambda s, **kw: zv.write_polylines(s, [P2], **kw),
     "streamlines": lambda s, **kw: zv.write_streamlines(s, [P2], step_size=1.0, **kw),
     "graph": lambda s, **kw: zv.write_graph(s, P2, [[0, 1], [1, 2]], **kw),
-    "skeleton": lambda s, **kw: zv.write_skeleton(s, P2, [-1, 0, 1], **kw),
-    "mesh": lambda s, **kw: zv.write_mesh(s, P2, [[0, 1, 2]], **kw),
+    "skeleton": lambda s, **kw: zv.write_skeletons(s, P2, [-1, 0, 1], **kw),
+    "mesh": lambda s, **kw: zv.write_meshes(s, P2, [[0, 1, 2]], **kw),
     "open_writer": lambda s, **kw: _streamed(s, **kw),
 }
 

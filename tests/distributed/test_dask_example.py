@@ -29,7 +29,7 @@ def spots(
         pos,
         chunk_shape=(100, 100, 100),
         attributes={"intensity": intensity},
-        object_ids=cell,
+        vertex_object_ids=cell,
     )
     return cell, intensity
 

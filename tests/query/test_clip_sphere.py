@@ -102,7 +102,7 @@ def test_clip_sphere_cuts_a_path_into_pieces() -> None:
     # a straight path leaving and re-entering the ball is cut where it leaves
     path = np.array([[0.0, 0.0], [1.0, 0.0], [5.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
     store = MemoryStore()
-    zv.write_polylines(store, [path], chunk_shape=(4, 4), ids=np.array([42]))
+    zv.write_polylines(store, [path], chunk_shape=(4, 4), object_ids=np.array([42]))
     got = zv.read_polylines(store, sphere=([0.0, 0.0], 1.0), clip=True)
     assert got.object_ids.tolist() == [42, 42]
     assert got.offsets.tolist() == [0, 2, 4]

@@ -110,17 +110,17 @@ def test_points_with_objects_limit(cloud: Cloud, box: Any, limit: int) -> None:
         store,
         cloud.positions,
         chunk_shape=(4, 4),
-        object_ids=cloud.objects,
+        vertex_object_ids=cloud.objects,
         attributes={"value": cloud.value},
     )
     plain = zv.read_points(store)
     keep = box_mask(plain.positions, box) & range_mask(plain.attributes["value"], (None, 0.6))
     got = zv.read_points(store, bbox=box, where={"value": (None, 0.6)}, limit=limit)
+    assert got.vertex_object_ids is not None
+    assert plain.vertex_object_ids is not None
+    np.testing.assert_array_equal(got.vertex_object_ids, plain.vertex_object_ids[keep][:limit])
     assert got.object_ids is not None
-    assert plain.object_ids is not None
-    np.testing.assert_array_equal(got.object_ids, plain.object_ids[keep][:limit])
-    assert got.objects is not None
-    assert got.objects.tolist() == sorted(set(got.object_ids.tolist()))
+    assert got.object_ids.tolist() == sorted(set(got.vertex_object_ids.tolist()))
 
 
 @pytest.mark.parametrize("limit", [0, 1, 4, 100])
@@ -131,8 +131,8 @@ def test_skeleton_limit_in_id_order(limit: int) -> None:
         pts = np.clip(rng.uniform(0, 30, 2) + rng.uniform(-3, 3, (4, 2)), 0, 31.9)
         trees.append((pts, np.arange(4) - 1))
     store = MemoryStore()
-    zv.write_skeleton(store, trees, chunk_shape=(4, 4))
+    zv.write_skeletons(store, trees, chunk_shape=(4, 4))
     box = ([8.0, 8.0], [24.0, 24.0])
     touching = [i for i, (p, _) in enumerate(trees) if box_mask(p, (box[0], box[1])).any()]
-    got = zv.read_skeleton(store, bbox=box, limit=limit)
+    got = zv.read_skeletons(store, bbox=box, limit=limit)
     assert got.object_ids.tolist() == touching[:limit]

@@ -185,7 +185,7 @@ class StoreOptions:
     the writer."""
     draco: DracoSettings | None = None
     """Draco-encode the ``vertices`` payloads (lossy, row order kept; FORMAT.md §9), set by
-    ``write_mesh(encoding="draco")``."""
+    ``write_meshes(encoding="draco")``."""
 
     @classmethod
     def from_kwargs(cls, **kwargs: Unpack[StoreKwargs]) -> StoreOptions:
