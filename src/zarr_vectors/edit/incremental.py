@@ -21,6 +21,7 @@ No file of the committed store is ever written.  Every other append takes the fu
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import os
@@ -83,14 +84,16 @@ def _dense_paths(reader: LevelReader) -> list[str]:
 
 def _link_tree(src: Path, dst: Path) -> None:
     """Copy ``src`` to ``dst``: payload files as hard links, metadata documents as copies."""
+    base = len(str(src))
+    top = str(dst)
     for root, _dirs, files in os.walk(src):
-        rel = Path(root).relative_to(src)
-        (dst / rel).mkdir(parents=True, exist_ok=True)
+        here = top + root[base:]
+        os.makedirs(here, exist_ok=True)
         for name in files:
             if name in _METADATA:
-                shutil.copyfile(Path(root) / name, dst / rel / name)
+                shutil.copyfile(os.path.join(root, name), os.path.join(here, name))
             else:
-                os.link(Path(root) / name, dst / rel / name)
+                os.link(os.path.join(root, name), os.path.join(here, name))
 
 
 def _key(node: zarr.Array[Any], index: tuple[int, ...]) -> str:
@@ -140,12 +143,33 @@ def _clear(level0: Path, reader: LevelReader, plan: AppendPlan) -> None:
         if not reader.has(path):
             continue
         node = reader.node(path)
+        folder = str(level0 / path)
         for index in coords:
-            (level0 / path / _key(node, tuple(index))).unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(folder, _key(node, tuple(index))))
     for path in _dense_paths(reader):
         shutil.rmtree(level0 / path)
     for group in (L.STATISTICS, L.VALUE_SETS):
         shutil.rmtree(level0 / group, ignore_errors=True)
+
+
+def _redeclare(w: LevelWriter, staged: Path, path: str, reader: LevelReader) -> None:
+    """Create a stored v2 payload array again in the copy, keeping its chunk files.
+
+    Zarr v2 metadata does not record Blosc's typesize: an array opened from its metadata
+    would compress new chunks with another typesize than a fresh write's array.
+    """
+    folder = staged / L.level_path(0) / path
+    aside = staged / f".zv-aside-{uuid.uuid4().hex[:8]}"
+    aside.mkdir()
+    kept = [p for p in folder.iterdir() if p.name not in _METADATA]
+    for item in kept:
+        os.rename(item, aside / item.name)
+    attrs = reader.payload(path).attrs
+    w.declare(path, payload_kind(path), str(attrs["dtype"]), int(attrs["width"]), attrs)
+    for item in kept:
+        os.rename(aside / item.name, folder / item.name)
+    aside.rmdir()
 
 
 def _write(staged: Path, reader: LevelReader, plan: AppendPlan, opts: StoreOptions) -> None:
@@ -166,6 +190,8 @@ def _write(staged: Path, reader: LevelReader, plan: AppendPlan, opts: StoreOptio
             kind = payload_kind(path)
             if not reader.has(path):
                 w.declare(path, kind, rows.dtype.str, rows.shape[1], blk.extra)
+            elif group.metadata.zarr_format == 2:
+                _redeclare(w, staged, path, reader)
             keep = np.diff(blk.offsets) > 0
             offsets = np.append(blk.offsets[:-1][keep], blk.offsets[-1]).astype(np.int64)
             w.payload_chunks(path, kind, rows, plan.touched[keep], offsets)

@@ -168,16 +168,22 @@ def _interleave(
 ) -> tuple[npt.NDArray[Any], IntArray]:
     """Per chunk: the rows of ``a`` then those of ``b`` (both CSR over the same chunks)."""
     b = as_rows(b).astype(a.dtype, copy=False) if len(a) else as_rows(b)
-    ca, cb = np.diff(a_off), np.diff(b_off)
-    out_off = offsets_from_counts(ca + cb)
-    out = np.empty((int(out_off[-1]), b.shape[1] if len(b) else a.shape[1]), dtype=b.dtype)
+    out_off = offsets_from_counts(np.diff(a_off) + np.diff(b_off))
     if not len(a):
-        out[:] = b
-        return out, out_off
-    pos_a = np.repeat(out_off[:-1] - a_off[:-1], ca) + np.arange(len(a))
-    pos_b = np.repeat(out_off[:-1] + ca - b_off[:-1], cb) + np.arange(len(b))
-    out[pos_a] = a
-    out[pos_b] = b
+        return b, out_off
+    out = np.empty((int(out_off[-1]), a.shape[1]), dtype=a.dtype)
+    # one slice copy per chunk and source: a few hundred memcpys, no per-row index arrays
+    for o, a0, a1, b0, b1 in zip(
+        out_off[:-1].tolist(),
+        a_off[:-1].tolist(),
+        a_off[1:].tolist(),
+        b_off[:-1].tolist(),
+        b_off[1:].tolist(),
+        strict=True,
+    ):
+        mid = o + a1 - a0
+        out[o:mid] = a[a0:a1]
+        out[mid : mid + b1 - b0] = b[b0:b1]
     return out, out_off
 
 
