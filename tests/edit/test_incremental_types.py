@@ -185,3 +185,23 @@ def test_sharded_store_is_rebuilt(tmp_path: Path) -> None:
     append_points(store, np.ones((2, 2)))
     assert incremental.LAST_PATH[-1] is AppendPath.REBUILD
     assert zv.read_points(store).positions.shape == (5, 2)
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_coarse_levels_are_rebuilt_from_the_incremental_level(tmp_path: Path, fmt: int) -> None:
+    rng = np.random.default_rng(fmt)
+    pa = [rng.uniform(0, 40, (int(rng.integers(2, 9)), 3)) for _ in range(30)]
+    pb = [rng.uniform(-20, 40, (int(rng.integers(2, 9)), 3)) for _ in range(10)]
+    store, fresh, backup = tmp_path / "a.zarr", tmp_path / "f.zarr", tmp_path / "links"
+    kw: dict[str, Any] = {"chunk_shape": (8.0,) * 3, "bin_shape": (2.0,) * 3, "zarr_format": fmt}
+    zv.write_streamlines(str(store), pa, **kw)
+    zv.build_pyramid(str(store), [(2, 2, 2), (4, 4, 4)], object_sparsity=[0.5, 0.25])
+    hard_links(store, backup)
+    before = snapshot(backup)
+    append_streamlines(str(store), pb)
+    assert incremental.LAST_PATH[-1] is AppendPath.CHUNKS
+    assert snapshot(backup) == before
+    zv.write_streamlines(str(fresh), pa + pb, **kw)
+    zv.build_pyramid(str(fresh), [(2, 2, 2), (4, 4, 4)], object_sparsity=[0.5, 0.25])
+    assert_same_files(store, fresh)
+    assert zv.validate(str(store), level=5).ok

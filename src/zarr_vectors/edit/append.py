@@ -25,7 +25,7 @@ from zarr_vectors.edit.commit import EditTarget
 from zarr_vectors.edit.incremental import AppendPath, append_chunks, record
 from zarr_vectors.edit.lock import DEFAULT_TIMEOUT
 from zarr_vectors.edit.merge import ID, merge_parts
-from zarr_vectors.edit.rewrite import StoredLevel, rewrite
+from zarr_vectors.edit.rewrite import PyramidPlan, StoredLevel, rewrite
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.typespec import type_spec
@@ -64,8 +64,14 @@ def _append(
 
     took: list[AppendPath] = []
 
-    def fast(target: EditTarget, reader: LevelReader, opts: StoreOptions) -> WriteSummary | None:
-        done = append_chunks(target, reader, opts, new, ids_given=given)
+    def fast(
+        target: EditTarget, reader: LevelReader, opts: StoreOptions, plan: PyramidPlan
+    ) -> WriteSummary | None:
+        def coarse(staged: str) -> None:
+            plan.build(staged, new, overwrite=True)  # stored schema: the same attribute names
+
+        pyramid = coarse if plan.ratios else None
+        done = append_chunks(target, reader, opts, new, ids_given=given, pyramid=pyramid)
         if done is not None:
             took.append(AppendPath.CHUNKS)
         return done

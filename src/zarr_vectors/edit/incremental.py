@@ -1,7 +1,7 @@
 """Appending by rewriting only the chunks the new data lands in (copy-on-write, one commit).
 
-For a local directory store without coarse levels and without sharding (Zarr v2 or v3, any
-geometry type), :func:`zarr_vectors.edit.splice.plan_append` computes the final payloads of the
+For a local directory store without sharding (Zarr v2 or v3, any geometry type),
+:func:`zarr_vectors.edit.splice.plan_append` computes the final payloads of the
 chunks the new data lands in and the level's dense arrays.  Then:
 
 1. the store is copied next to itself as a tree of hard links (metadata documents are copied,
@@ -12,7 +12,9 @@ chunks the new data lands in and the level's dense arrays.  Then:
 3. the touched chunk files are unlinked in the copy and written anew, the dense arrays
    (``vertex_counts``, object index, object attributes, groups, statistics, value sets) are
    removed from the copy and written whole, and the level and root metadata are rewritten;
-4. the copy is swapped with the store at one commit point
+4. coarse levels, if any, are rebuilt in the copy from its new level 0 with the stored pyramid
+   plan (ratios, sparsities, aggregations): every edit refreshes them (docs/spec.md §13.1);
+5. the copy is swapped with the store at one commit point
    (:func:`zarr_vectors.edit.commit.commit_directory`).
 
 No file of the committed store is ever written.  Every other append takes the full rebuild of
@@ -27,6 +29,7 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -227,11 +230,13 @@ def append_chunks(
     new: GeometryParts,
     *,
     ids_given: bool,
+    pyramid: Callable[[str], None] | None = None,
 ) -> WriteSummary | None:
     """Append ``new`` rewriting only the chunks it lands in; None when that does not apply.
 
-    Must run under the store's edit lock.  Refusals (schema, dimensions, ids) raise before
-    any file is written.
+    ``pyramid`` rebuilds the coarse levels of the staged copy (given the copy's path) once
+    its level 0 is complete, before the commit.  Must run under the store's edit lock.
+    Refusals (schema, dimensions, ids) raise before any file is written.
     """
     if target.kind is not TargetKind.DIRECTORY or opts.shards is not None:
         return None
@@ -247,6 +252,8 @@ def append_chunks(
         _regrid(level0, reader, plan)
         _clear(level0, reader, plan)
         _write(staged, reader, plan, opts)
+        if pyramid is not None:
+            pyramid(str(staged))
         commit_directory(staged, final)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
