@@ -8,7 +8,8 @@ Default store configurations only (the first configuration of ``bench_points`` a
   the same distribution (they land in every chunk); ``tile``: the same points moved one box
   side along x (a new tile: the chunk grid grows, no stored chunk is touched).
 * (b) append ``--new-streamlines`` streamlines to a ``--streamlines`` store (both from
-  :func:`benchmarks.datasets.make_streamlines`, ~100 vertices each) vs writing them fresh.
+  :func:`benchmarks.datasets.make_streamlines`, ~100 vertices each) vs writing them fresh;
+  ``spread`` and ``tile`` (moved 200 mm along x) as in (a).
 * (c) compact a ``--points`` store with object ids (100 points per object) after deleting 10 %
   of its objects vs a fresh write of the remaining points.
 
@@ -163,8 +164,8 @@ def bench_points(work: Path, n: int, repeat: int) -> list[Row]:
     return rows
 
 
-def bench_streamlines(work: Path, n: int, n_new: int, repeat: int) -> Row:
-    """(b) append ``n_new`` streamlines to a store of ``n``."""
+def bench_streamlines(work: Path, n: int, n_new: int, repeat: int) -> list[Row]:
+    """(b) append ``n_new`` streamlines to a store of ``n``: spread, and as a new tile."""
     base = ds.make_streamlines(n, seed=0)
     extra = ds.make_streamlines(n_new, seed=1)
     pristine = work / "streamlines" / "store.zarr"
@@ -176,14 +177,22 @@ def bench_streamlines(work: Path, n: int, n_new: int, repeat: int) -> Row:
         chunk_shape=STREAM_CHUNK,
     )
     kw = {"offsets": extra.offsets, "attributes": {"v": extra.attr}}
-    return compare(
-        f"(b) append {n_new:,} streamlines to {n:,}",
-        pristine,
-        lambda s: zv.append_streamlines(s, extra.positions, **kw),
-        lambda s: zv.write_streamlines(s, extra.positions, chunk_shape=STREAM_CHUNK, **kw),
-        repeat,
-        3.0,
-    )
+    rows = []
+    for label, pos in (
+        ("spread", extra.positions),
+        ("tile", extra.positions + np.float32([200.0, 0.0, 0.0])),
+    ):
+        rows.append(
+            compare(
+                f"(b) append {n_new:,} streamlines to {n:,} ({label})",
+                pristine,
+                lambda s, p=pos: zv.append_streamlines(s, p, **kw),
+                lambda s, p=pos: zv.write_streamlines(s, p, chunk_shape=STREAM_CHUNK, **kw),
+                repeat,
+                3.0,
+            )
+        )
+    return rows
 
 
 def bench_compact(work: Path, n: int, repeat: int) -> Row:
@@ -250,9 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: list[Row] = []
     try:
         if "b" in only:
-            rows.append(
-                bench_streamlines(work, args.streamlines, args.new_streamlines, args.repeat)
-            )
+            rows += bench_streamlines(work, args.streamlines, args.new_streamlines, args.repeat)
         if "a" in only:
             rows += bench_points(work, args.points, args.repeat)
         if "c" in only:
