@@ -98,8 +98,26 @@ def _stored_columns(reader: LevelReader, prefix: str) -> dict[str, Column]:
     return {n: reader.column(f"{prefix}/{n}", none) for n in reader.names(prefix)}
 
 
-def _same_categories(stored: dict[str, Column], new: dict[str, Column]) -> bool:
-    return all(stored[n].categories == new[n].categories for n in stored)
+def _recode(stored: dict[str, Column], new: dict[str, Column]) -> dict[str, Column] | None:
+    """Return the new columns coded as the stored ones (None: a label the store lacks).
+
+    A fresh write of stored and new labels together derives the stored category table when
+    every new label is a stored one, so the new codes are mapped onto it.
+    """
+    out: dict[str, Column] = {}
+    for name, col in new.items():
+        cats = stored[name].categories
+        dtype = stored[name].values.dtype
+        if cats is None or col.categories == cats:
+            out[name] = Column(col.values.astype(dtype, copy=False), col.categories)
+            continue
+        assert col.categories is not None  # same kind as the stored column (check_schema)
+        where = {c: i for i, c in enumerate(cats)}
+        if any(c not in where for c in col.categories):
+            return None
+        lookup = np.array([where[c] for c in col.categories], dtype=dtype)
+        out[name] = Column(lookup[col.values], cats)
+    return out
 
 
 def _object_parts(reader: LevelReader, new: GeometryParts) -> GeometryParts:
@@ -219,10 +237,10 @@ def plan_append(reader: LevelReader, new: GeometryParts, *, ids_given: bool) -> 
     check_schema(stored_attrs, new.vertex_attributes, "attribute")
     stored_link = _stored_columns(reader, L.LINK_ATTRIBUTES)
     check_schema(stored_link, new.link_attributes, "link attribute")
-    if not (
-        _same_categories(stored_attrs, _cols(new)) and _same_categories(stored_link, _lcols(new))
-    ):
+    attrs, links = _recode(stored_attrs, _cols(new)), _recode(stored_link, _lcols(new))
+    if attrs is None or links is None:
         return None
+    new = replace(new, vertex_attributes=attrs, link_attributes=links)
     box = _union(meta.bounding_box, new.positions)
     grid = grid_for_bounds(box.min, box.max, meta.chunk_shape)
     layout = ChunkLayout(meta.chunk_shape, reader.level_meta.bin_shape, grid)
