@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from tests.edit.cases import plain
 
 import zarr_vectors as zv
-import zarr_vectors.edit.append as append_module
+from zarr_vectors.edit import incremental
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -45,20 +45,8 @@ def test_chunk_append_equals_fresh_write(tmp_path_factory, seed: int, na: int, n
     backup = tmp / "links"
     _links(store, backup)
     before = _snapshot(backup)
-    used: list[bool] = []
-    real = append_module.append_chunks
-
-    def spy(*args: object) -> object:
-        out = real(*args)  # type: ignore[arg-type]
-        used.append(out is not None)
-        return out
-
-    append_module.append_chunks = spy  # type: ignore[assignment]
-    try:
-        zv.append_points(str(store), b, attributes={"w": wb})
-    finally:
-        append_module.append_chunks = real
-    assert used == [True]
+    zv.append_points(str(store), b, attributes={"w": wb})
+    assert incremental.LAST_PATH[-1] is incremental.AppendPath.CHUNKS
     assert _snapshot(backup) == before  # no file of the old store was written in place
     both = np.concatenate([a, b])
     zv.write_points(

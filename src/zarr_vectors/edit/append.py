@@ -1,8 +1,9 @@
 """Append new objects to an existing store, one function per geometry type.
 
 Each function converts its input with the geometry type's own input conversion (the function
-its ``write_*`` uses), then merges it into the stored level 0 through
-:func:`zarr_vectors.edit.rewrite.rewrite`: new objects get ids after the stored ones (or the
+its ``write_*`` uses), then merges it into the stored level 0: chunk by chunk where
+:mod:`zarr_vectors.edit.incremental` applies, else through
+:func:`zarr_vectors.edit.rewrite.rewrite`.  Either way new objects get ids after the stored ones (or the
 ids given, which must be new), attributes must match the stored schema, and the result equals a
 fresh write of the old and the new data together, committed at one point.
 """
@@ -22,10 +23,10 @@ from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import StoreOptions, WriteSummary
 from zarr_vectors.edit.commit import EditTarget
-from zarr_vectors.edit.incremental import append_chunks
+from zarr_vectors.edit.incremental import AppendPath, append_chunks, record
 from zarr_vectors.edit.lock import DEFAULT_TIMEOUT
 from zarr_vectors.edit.merge import ID, merge_parts
-from zarr_vectors.edit.rewrite import StoredLevel, rewrite
+from zarr_vectors.edit.rewrite import PyramidPlan, StoredLevel, rewrite
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.typespec import type_spec
@@ -62,10 +63,23 @@ def _append(
             sort_ids=stored.meta.geometry_type == GeometryTypeName.POINT_CLOUD,
         )
 
-    def fast(target: EditTarget, reader: LevelReader, opts: StoreOptions) -> WriteSummary | None:
-        return append_chunks(target, reader, opts, new)
+    took: list[AppendPath] = []
 
-    return rewrite(store, edit, geometry_type=gtype, timeout=timeout, fast=fast)
+    def fast(
+        target: EditTarget, reader: LevelReader, opts: StoreOptions, plan: PyramidPlan
+    ) -> WriteSummary | None:
+        def coarse(staged: str) -> None:
+            plan.build(staged, new, overwrite=True)  # stored schema: the same attribute names
+
+        pyramid = coarse if plan.ratios else None
+        done = append_chunks(target, reader, opts, new, ids_given=given, pyramid=pyramid)
+        if done is not None:
+            took.append(AppendPath.CHUNKS)
+        return done
+
+    summary = rewrite(store, edit, geometry_type=gtype, timeout=timeout, fast=fast)
+    record(took[0] if took else AppendPath.REBUILD)
+    return summary
 
 
 @renamed_keywords(object_ids="vertex_object_ids")

@@ -1,194 +1,267 @@
-"""Appending points by rewriting only the chunks they land in (copy-on-write, one commit).
+"""Appending by rewriting only the chunks the new data lands in (copy-on-write, one commit).
 
-For a point cloud without objects, without coarse levels, unsharded, Zarr v3, whose chunk grid
-the new points do not grow, an append touches only the chunks the new points fall into:
+For a local directory store without sharding (Zarr v2 or v3, any geometry type),
+:func:`zarr_vectors.edit.splice.plan_append` computes the final payloads of the
+chunks the new data lands in and the level's dense arrays.  Then:
 
-1. the stored rows of those chunks are read and merged with the new rows, and the ordinary
-   write pipeline writes exactly those chunks into a scratch store on the same chunk grid
-   (so each chunk's rows are ordered and encoded as a fresh write orders and encodes them,
-   with the stored arrays' own codecs);
-2. the store is copied as a tree of hard links next to itself (no payload bytes copied), the
-   rewritten chunk files are renamed over their links in the copy (the old store's files are
-   untouched), and ``vertex_counts`` and the level and root metadata are rewritten in the copy
-   (after detaching those files from the old store's);
-3. the copy is swapped with the store at one commit point
+1. the store is copied next to itself as a tree of hard links (metadata documents are copied,
+   so rewriting them leaves the old store's alone); no payload byte is copied;
+2. when the chunk grid grows (on either side, also into negative chunk coordinates) the chunk
+   files of the copy are renamed to their indices in the new grid and the payload arrays'
+   shapes are rewritten;
+3. the touched chunk files are unlinked in the copy and written anew, the dense arrays
+   (``vertex_counts``, object index, object attributes, groups, statistics, value sets) are
+   removed from the copy and written whole, and the level and root metadata are rewritten;
+4. coarse levels, if any, are rebuilt in the copy from its new level 0 with the stored pyramid
+   plan (ratios, sparsities, aggregations): every edit refreshes them (docs/spec.md §13.1);
+5. the copy is swapped with the store at one commit point
    (:func:`zarr_vectors.edit.commit.commit_directory`).
 
-Every other append takes the full rebuild of :mod:`zarr_vectors.edit.rewrite`.
+No file of the committed store is ever written.  Every other append takes the full rebuild of
+:mod:`zarr_vectors.edit.rewrite`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import json
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import zarr
-from zarr.storage import LocalStore
 
-from zarr_vectors.core.chunking import axis_bounds, grid_for_bounds
-from zarr_vectors.core.columns import Column
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import LevelReader
-from zarr_vectors.core.writer import StoreOptions, WriteSummary, write_store
+from zarr_vectors.core.writer import LevelWriter, StoreOptions, WriteSummary, write_dense_arrays
 from zarr_vectors.edit.commit import STAGING_TAG, EditTarget, TargetKind, commit_directory
-from zarr_vectors.edit.merge import merge_parts
+from zarr_vectors.edit.splice import AppendPlan, as_rows, payload_kind, plan_append
 from zarr_vectors.spec import layout as L
-from zarr_vectors.spec.conventions import GeometryTypeName
-from zarr_vectors.spec.metadata import BoundingBox, LevelMetadata, RootMetadata
 
-__all__ = ["append_chunks"]
+__all__ = ["AppendPath", "LAST_PATH", "append_chunks"]
 
-
-def _applies(
-    target: EditTarget, reader: LevelReader, opts: StoreOptions, new: GeometryParts
-) -> bool:
-    return (
-        target.kind is TargetKind.DIRECTORY
-        and reader.meta.geometry_type == GeometryTypeName.POINT_CLOUD
-        and not new.has_objects
-        and not reader.has(L.OBJECT_OFFSETS)
-        and opts.shards is None
-        and opts.zarr_format == 3
-        and len(new.positions) > 0
-        and new.positions.shape[1] == reader.meta.spatial_dims
-    )
+_METADATA = frozenset({"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"})
 
 
-def _old_rows(reader: LevelReader, flats: np.ndarray) -> GeometryParts:
-    """Return the stored rows of the chunks ``flats`` (flat order, rows of a chunk in order)."""
-    pos = reader.rows(L.VERTICES, flats).values
-    attrs: dict[str, Column] = {
-        n: reader.column(f"{L.ATTRIBUTES}/{n}", flats) for n in reader.names(L.ATTRIBUTES)
-    }
-    return GeometryParts(
-        positions=np.ascontiguousarray(pos), ordered=False, vertex_attributes=attrs
-    )
+class AppendPath(enum.Enum):
+    """How the last append of this process was carried out (for tests and benchmarks)."""
+
+    CHUNKS = "chunks"
+    """Only the touched chunks were rewritten."""
+    REBUILD = "rebuild"
+    """The whole store was rebuilt."""
 
 
-def _union(box: BoundingBox | None, pos: np.ndarray) -> BoundingBox:
-    lo, hi = axis_bounds(pos)
-    if box is not None:
-        lo, hi = np.minimum(lo, box.min), np.maximum(hi, box.max)
-    return BoundingBox(min=tuple(float(v) for v in lo), max=tuple(float(v) for v in hi))
+LAST_PATH: list[AppendPath] = []
+"""The path each append of this process took, most recent last (kept short)."""
 
 
-def _grid_box(reader: LevelReader) -> BoundingBox:
-    """Bounds whose grid is the store's: lower corners of its first and last chunks."""
-    grid = reader.layout.grid
-    c = np.asarray(reader.meta.chunk_shape, dtype=np.float64)
-    first = np.asarray(grid.origin, dtype=np.float64)
-    last = first + np.asarray(grid.shape, dtype=np.float64) - 1
-    return BoundingBox(min=tuple((first * c).tolist()), max=tuple((last * c).tolist()))
+def record(path: AppendPath) -> None:
+    """Remember the path an append took."""
+    LAST_PATH.append(path)
+    del LAST_PATH[:-16]
 
 
-def _hardlink_tree(src: Path, dst: Path) -> None:
+def _payload_paths(reader: LevelReader) -> list[str]:
+    fixed = [L.VERTICES, L.VERTEX_FRAGMENTS, L.LINKS, L.CROSS_CHUNK_LINKS]
+    out = [p for p in fixed if reader.has(p)]
+    for prefix in (L.ATTRIBUTES, L.LINK_ATTRIBUTES, L.CROSS_CHUNK_LINK_ATTRIBUTES):
+        out += [f"{prefix}/{n}" for n in reader.names(prefix)]
+    return out
+
+
+def _dense_paths(reader: LevelReader) -> list[str]:
+    fixed = [L.VERTEX_COUNTS, L.OBJECT_OFFSETS, L.OBJECT_MANIFEST, L.GROUP_OFFSETS, L.GROUP_MEMBERS]
+    out = [p for p in fixed if reader.has(p)]
+    for prefix in (L.OBJECT_ATTRIBUTES, L.GROUPINGS_ATTRIBUTES, L.STATISTICS, L.VALUE_SETS):
+        out += [f"{prefix}/{n}" for n in reader.names(prefix)]
+    return out
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """Copy ``src`` to ``dst``: payload files as hard links, metadata documents as copies."""
+    base = len(str(src))
+    top = str(dst)
     for root, _dirs, files in os.walk(src):
-        rel = Path(root).relative_to(src)
-        (dst / rel).mkdir(parents=True, exist_ok=True)
+        here = top + root[base:]
+        os.makedirs(here, exist_ok=True)
         for name in files:
-            os.link(Path(root) / name, dst / rel / name)
+            if name in _METADATA:
+                shutil.copyfile(os.path.join(root, name), os.path.join(here, name))
+            else:
+                os.link(os.path.join(root, name), os.path.join(here, name))
 
 
-def _detach(path: Path) -> None:
-    """Give ``path`` its own inode, so writing it leaves the old store's file alone."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    shutil.copyfile(path, tmp)
-    os.replace(tmp, path)
+def _key(node: zarr.Array[Any], index: tuple[int, ...]) -> str:
+    return str(node.metadata.encode_chunk_key(index))
 
 
-def _codecs(path: Path) -> object:
-    meta = json.loads(path.read_text())
-    return (meta.get("codecs"), meta.get("data_type"))
+def _regrid(level0: Path, reader: LevelReader, plan: AppendPlan) -> None:
+    """Rename the copy's chunk files to their indices in the grown grid; reshape its arrays."""
+    old, new = reader.layout.grid, plan.layout.grid
+    if old == new:
+        return
+    shift = np.asarray(old.origin, dtype=np.int64) - np.asarray(new.origin, dtype=np.int64)
+    stored = reader.chunks()
+    before = np.stack(np.unravel_index(stored, old.shape), axis=1).astype(np.int64)
+    after = before + shift
+    for path in _payload_paths(reader):
+        node = reader.node(path)
+        folder = level0 / path
+        aside = folder / f".zv-regrid-{uuid.uuid4().hex[:8]}"
+        aside.mkdir()
+        moved: list[tuple[Path, Path]] = []
+        for i, (a, b) in enumerate(zip(before.tolist(), after.tolist(), strict=True)):
+            src = folder / _key(node, tuple(a))
+            if src.is_file():
+                os.rename(src, aside / str(i))
+                moved.append((aside / str(i), folder / _key(node, tuple(b))))
+        for src, dst in moved:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(src, dst)
+        shutil.rmtree(aside)
+        _set_shape(folder, list(new.shape))
 
 
-def _move_chunks(scratch: Path, staged: Path) -> bool:
-    """Rename every chunk file of the scratch level's payload arrays into the staged level."""
-    for meta in sorted(scratch.rglob("zarr.json")):
-        array_dir = meta.parent
-        rel = array_dir.relative_to(scratch)
-        if str(rel) == L.VERTEX_COUNTS or json.loads(meta.read_text()).get("node_type") != "array":
+def _set_shape(folder: Path, shape: list[int]) -> None:
+    doc = folder / ("zarr.json" if (folder / "zarr.json").exists() else ".zarray")
+    meta = json.loads(doc.read_text())
+    meta["shape"] = shape
+    tmp = doc.with_name(f".{doc.name}.{uuid.uuid4().hex[:8]}")
+    tmp.write_text(json.dumps(meta, indent=2))
+    os.replace(tmp, doc)
+
+
+def _clear(level0: Path, reader: LevelReader, plan: AppendPlan) -> None:
+    """Unlink the copy's touched chunk files and dense arrays (they are written anew)."""
+    coords = np.stack(np.unravel_index(plan.touched, plan.layout.grid.shape), axis=1).tolist()
+    for path in plan.payloads:
+        if not reader.has(path):
             continue
-        target = staged / rel
-        if not (target / "zarr.json").exists() or _codecs(meta) != _codecs(target / "zarr.json"):
-            return False
-    for chunk in sorted(p for p in scratch.rglob("*") if p.is_file() and "c" in p.parts):
-        rel = chunk.relative_to(scratch)
-        if rel.parts[0] == L.VERTEX_COUNTS:
-            continue
-        (staged / rel).parent.mkdir(parents=True, exist_ok=True)
-        os.replace(chunk, staged / rel)
-    return True
+        node = reader.node(path)
+        folder = str(level0 / path)
+        for index in coords:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(folder, _key(node, tuple(index))))
+    for path in _dense_paths(reader):
+        shutil.rmtree(level0 / path)
+    for group in (L.STATISTICS, L.VALUE_SETS):
+        shutil.rmtree(level0 / group, ignore_errors=True)
+
+
+def _redeclare(w: LevelWriter, staged: Path, path: str, reader: LevelReader) -> None:
+    """Create a stored v2 payload array again in the copy, keeping its chunk files.
+
+    Zarr v2 metadata does not record Blosc's typesize: an array opened from its metadata
+    would compress new chunks with another typesize than a fresh write's array.
+    """
+    folder = staged / L.level_path(0) / path
+    aside = staged / f".zv-aside-{uuid.uuid4().hex[:8]}"
+    aside.mkdir()
+    kept = [p for p in folder.iterdir() if p.name not in _METADATA]
+    for item in kept:
+        os.rename(item, aside / item.name)
+    attrs = reader.payload(path).attrs
+    w.declare(path, payload_kind(path), str(attrs["dtype"]), int(attrs["width"]), attrs)
+    for item in kept:
+        os.rename(aside / item.name, folder / item.name)
+    aside.rmdir()
+
+
+def _write(staged: Path, reader: LevelReader, plan: AppendPlan, opts: StoreOptions) -> None:
+    root = zarr.open_group(str(staged), mode="r+")
+    group = root[L.level_path(0)]
+    assert isinstance(group, zarr.Group)
+    w = LevelWriter(
+        group,
+        plan.layout.grid.shape,
+        opts.compressor,
+        None,
+        existing=True,
+        frame_bytes=opts.frame_size(),
+    )
+    try:
+        for path, blk in plan.payloads.items():
+            rows = np.ascontiguousarray(as_rows(blk.values))
+            kind = payload_kind(path)
+            if not reader.has(path):
+                w.declare(path, kind, rows.dtype.str, rows.shape[1], blk.extra)
+            elif group.metadata.zarr_format == 2:
+                _redeclare(w, staged, path, reader)
+            keep = np.diff(blk.offsets) > 0
+            offsets = np.append(blk.offsets[:-1][keep], blk.offsets[-1]).astype(np.int64)
+            w.payload_chunks(path, kind, rows, plan.touched[keep], offsets)
+        write_dense_arrays(
+            w,
+            plan.vertex_counts,
+            plan.manifest,
+            plan.object_offsets,
+            plan.object_attributes,
+            plan.groups,
+        )
+        for arr in plan.statistics:
+            w.dense(arr.path, arr.kind, arr.data, arr.extra)
+    except BaseException:
+        w.abort()
+        raise
+    w.finish()
+    group.attrs.put(plan.level.to_dict())
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    meta = replace(
+        reader.meta,
+        bounding_box=plan.box,
+        chunk_grid=plan.layout.grid,
+        creation_timestamp=stamp,
+    )
+    root.attrs.put(meta.to_dict())
 
 
 def append_chunks(
-    target: EditTarget, reader: LevelReader, opts: StoreOptions, new: GeometryParts
+    target: EditTarget,
+    reader: LevelReader,
+    opts: StoreOptions,
+    new: GeometryParts,
+    *,
+    ids_given: bool,
+    pyramid: Callable[[str], None] | None = None,
 ) -> WriteSummary | None:
     """Append ``new`` rewriting only the chunks it lands in; None when that does not apply.
 
-    Must run under the store's edit lock.  Refusals (schema, dimensions) raise before any
-    file is written.
+    ``pyramid`` rebuilds the coarse levels of the staged copy (given the copy's path) once
+    its level 0 is complete, before the commit.  Must run under the store's edit lock.
+    Refusals (schema, dimensions, ids) raise before any file is written.
     """
-    if not _applies(target, reader, opts, new):
+    if target.kind is not TargetKind.DIRECTORY or opts.shards is not None:
         return None
-    meta: RootMetadata = reader.meta
-    box = _union(meta.bounding_box, new.positions)
-    grid = reader.layout.grid
-    if grid_for_bounds(box.min, box.max, meta.chunk_shape) != grid:
-        return None  # the grid grows: every per-chunk array is reshaped
-    flats = np.unique(reader.layout.flat_index(reader.layout.chunk_coords(new.positions)))
-    merged = merge_parts(_old_rows(reader, flats), new, ids_given=False, sort_ids=False)
+    plan = plan_append(reader, new, ids_given=ids_given)
+    if plan is None:
+        return None
     final = target.location
     assert final is not None
-    tag = uuid.uuid4().hex[:8]
-    scratch = final.with_name(f".{final.name}{STAGING_TAG}{tag}-chunks")
-    staged = final.with_name(f".{final.name}{STAGING_TAG}{tag}")
+    staged = final.with_name(f".{final.name}{STAGING_TAG}{uuid.uuid4().hex[:8]}")
     try:
-        part = write_store(
-            str(scratch), meta.geometry_type, merged, replace(opts, bounds=_grid_box(reader))
-        )
-        if part.chunk_grid != grid:
-            return None
-        _hardlink_tree(final, staged)
-        if not _move_chunks(scratch / L.level_path(0), staged / L.level_path(0)):
-            return None
-        counts = reader.vertex_counts.copy()
-        counts[flats] = LevelReader(zarr.open_group(str(scratch), mode="r"), 0).vertex_counts[flats]
-        return _finish(staged, final, reader, counts, box)
+        _link_tree(final, staged)
+        level0 = staged / L.level_path(0)
+        _regrid(level0, reader, plan)
+        _clear(level0, reader, plan)
+        _write(staged, reader, plan, opts)
+        if pyramid is not None:
+            pyramid(str(staged))
+        commit_directory(staged, final)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
         shutil.rmtree(staged, ignore_errors=True)
-
-
-def _finish(
-    staged: Path, final: Path, reader: LevelReader, counts: np.ndarray, box: BoundingBox
-) -> WriteSummary:
-    level0 = staged / L.level_path(0)
-    for path in [
-        staged / "zarr.json",
-        level0 / "zarr.json",
-        *(level0 / L.VERTEX_COUNTS).rglob("*"),
-    ]:
-        if path.is_file():
-            _detach(path)
-    root = zarr.open_group(LocalStore(staged), mode="r+")
-    grid = reader.layout.grid
-    arr = root[f"{L.level_path(0)}/{L.VERTEX_COUNTS}"]
-    assert isinstance(arr, zarr.Array)
-    arr[...] = counts.reshape(grid.shape).astype(arr.dtype)
-    level = replace(
-        reader.level_meta,
-        vertex_count=int(counts.sum()),
-        chunk_count=int(np.count_nonzero(counts)),
+    lv = plan.level
+    return WriteSummary(
+        reader.meta.geometry_type,
+        lv.vertex_count,
+        lv.object_count,
+        lv.chunk_count,
+        plan.layout.grid,
     )
-    group = root[L.level_path(0)]
-    assert isinstance(group, zarr.Group)
-    group.attrs.put(LevelMetadata.to_dict(level))
-    meta = replace(reader.meta, bounding_box=box)
-    root.attrs.put(meta.to_dict())
-    commit_directory(staged, final)
-    return WriteSummary(meta.geometry_type, level.vertex_count, 0, level.chunk_count, grid)

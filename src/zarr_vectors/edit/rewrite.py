@@ -54,8 +54,9 @@ class StoredLevel:
 Edit = Callable[[StoredLevel], GeometryParts]
 """Turns the stored level 0 into the new level 0 (raises to refuse; nothing is written)."""
 
-FastPath = Callable[[EditTarget, LevelReader, StoreOptions], WriteSummary | None]
-"""An edit of only some chunks of a single-level store, or None when it does not apply."""
+FastPath = Callable[[EditTarget, LevelReader, StoreOptions, "PyramidPlan"], WriteSummary | None]
+"""An edit of only some chunks of level 0 (coarse levels rebuilt with the plan), or None when
+it does not apply."""
 
 
 @dataclass(frozen=True)
@@ -82,12 +83,15 @@ class PyramidPlan:
             agg,
         )
 
-    def build(self, store: StoreLike, parts: GeometryParts) -> None:
-        """Build the coarse levels on ``store`` (whose level 0 holds ``parts``)."""
+    def build(self, store: StoreLike, parts: GeometryParts, *, overwrite: bool = False) -> None:
+        """Build the coarse levels on ``store`` (whose level 0 holds ``parts``).
+
+        ``overwrite`` replaces coarse levels the store holds already.
+        """
         if not self.ratios:
             return
         agg = {k: v for k, v in self.aggregation.items() if k in parts.vertex_attributes}
-        kw: dict[str, Any] = {"aggregation": agg or None}
+        kw: dict[str, Any] = {"aggregation": agg or None, "overwrite": overwrite}
         if any(s < 1.0 for s in self.sparsities):
             kw["object_sparsity"] = list(self.sparsities)
             if self.strategy is not None:
@@ -161,8 +165,8 @@ def rewrite(
         opts = _options(reader, meta)
         levels = [LevelReader(root, i).level_meta for i in list_resolution_levels(root) if i > 0]
         plan = PyramidPlan.of(levels)
-        if fast is not None and not plan.ratios:
-            done = fast(target, reader, opts)
+        if fast is not None:
+            done = fast(target, reader, opts, plan)
             if done is not None:
                 return done
         old = read_parts(reader, sequential=type_spec(meta.geometry_type).sequential)
