@@ -30,6 +30,7 @@ from zarr_vectors.edit import (
     compact,
     delete_objects,
     drop_attribute,
+    icechunk_transaction,
     open_collection,
     update_object_attributes,
 )
@@ -166,5 +167,6 @@ __all__ = [
     "drop_attribute",
     "update_object_attributes",
     "open_collection",
+    "icechunk_transaction",
     "Collection",
 ]

@@ -41,15 +41,28 @@ def is_session_store(store: Any) -> bool:
     return icechunk is not None and isinstance(store, icechunk.IcechunkStore)
 
 
+_DOCS = frozenset(("zarr.json", ".zarray", ".zgroup", ".zattrs"))
+
+
+def _is_doc(key: str) -> bool:
+    return key.rsplit("/", 1)[-1] in _DOCS
+
+
 async def _replace(dst: Store, prefix: str, src: Store) -> None:
-    """Make the keys of ``dst`` under ``prefix`` exactly those of ``src`` (deleted, then set)."""
+    """Make the keys of ``dst`` under ``prefix`` exactly those of ``src``.
+
+    Icechunk keeps nodes, not keys: an array's chunks can be set only after its metadata
+    document and deleted only while it exists.  So stale chunks go first, then stale
+    documents (deepest first), then new documents (shallowest first), then new chunks.
+    """
     lead = f"{prefix}/" if prefix else ""
     new = {k async for k in src.list()}
     old = {k[len(lead) :] async for k in dst.list_prefix(lead)}
-    for key in sorted(old - new):
+    stale = sorted(old - new, key=lambda k: (_is_doc(k), -k.count("/"), k))
+    for key in stale:
         await dst.delete(lead + key)
     proto = default_buffer_prototype()
-    for key in sorted(new):
+    for key in sorted(new, key=lambda k: (not _is_doc(k), k.count("/"), k)):
         buf = await src.get(key, prototype=proto)
         assert buf is not None
         await dst.set(lead + key, buf)
