@@ -112,12 +112,22 @@ def test_append_attribute_delete_compact_on_s3_equal_memory(s3: dict[str, Any]) 
     assert _fs(s3).ls(f"{BUCKET}/edits") == [f"{BUCKET}/edits/tracts.zarrvectors"]
 
 
-def test_edit_by_url_and_refusals(s3: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_edit_by_url_and_refusals(s3: dict[str, Any]) -> None:
     url, store, _ = _pair(s3, "refusals")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
-    monkeypatch.setenv("AWS_ENDPOINT_URL", s3["endpoint_url"])
-    zv.append_streamlines(url, _paths(2, 1), object_attributes={"q": np.array([5], np.int32)})
+    # an s3:// URL takes its credentials and endpoint from the environment
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(zv.__file__).parents[1]),
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_ENDPOINT_URL": s3["endpoint_url"],
+    }
+    code = (
+        "import sys, numpy as np, zarr_vectors as zv; "
+        "zv.append_streamlines(sys.argv[1], [np.zeros((3, 3))], "
+        "object_attributes={'q': np.array([5], np.int32)})"
+    )
+    subprocess.run([sys.executable, "-c", code, url], env=env, check=True)
     assert len(zv.read_polylines(url, storage_options=s3)) == 13
     before = sorted(_fs(s3).find(f"{BUCKET}/refusals"))
     with pytest.raises(zv.InvalidInputError, match="already"):

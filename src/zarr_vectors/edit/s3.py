@@ -5,13 +5,14 @@ transaction, so an edit cannot swap a directory as it does locally.  An edit of 
 ``bucket/.../NAME`` therefore goes:
 
 1. **Stage.** The complete new store is built by the ordinary write pipeline in a local
-   scratch directory (many small writes: fast locally, slow as S3 requests) and uploaded
-   under the sibling prefix ``.NAME.zv-staging-HOST-PID-RANDOM`` (parallel PUTs); the live
-   store is not touched.  A failure or a kill here leaves the live store as it was.
+   scratch directory (many small writes: fast locally, slow as S3 requests); the files whose
+   bytes differ from the live key of the same name (ETag = MD5) are uploaded under the
+   sibling prefix ``.NAME.zv-staging-HOST-PID-RANDOM`` (parallel PUTs); the live store is not
+   touched.  A failure or a kill here leaves the live store as it was.
 2. **Journal.** The lease of the edit lock is renewed (:func:`~zarr_vectors.edit.lock.renew`:
    a writer whose lock was taken over stops here), then ``.NAME.zv-commit`` is written naming
-   the staging prefix.  From this object on the edit is committed: a writer killed later is
-   rolled forward by the next editor.
+   the staging prefix and every key of the new state.  From this object on the edit is
+   committed: a writer killed later is rolled forward by the next editor.
 3. **Publish.** The live root document is written without its ZVF attributes (the completion
    marker, docs/spec.md §13), so a reader opening the store from now on gets
    :class:`~zarr_vectors.errors.StoreNotFoundError` ("a write that did not finish") rather
@@ -23,7 +24,7 @@ transaction, so an edit cannot swap a directory as it does locally.  An edit of 
 4. **Clean up.** The journal and the staging prefix are removed.
 
 So a reader opening the store sees the old state, the new state, or a clear
-``StoreNotFoundError`` while the publish runs (seconds: one copy request per key); it never
+``StoreNotFoundError`` while the publish runs (one copy request per changed key); it never
 opens a mixed state.  A read that opened the store before the publish and still reads chunks
 after the grace period can read new chunks under old metadata: long reads of an S3 store that
 is being edited should use an Icechunk repository (true snapshots) instead.
@@ -32,6 +33,7 @@ is being edited should use an Icechunk repository (true snapshots) instead.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import tempfile
 import time
@@ -108,11 +110,15 @@ async def _get_json(fs: Any, path: str) -> Any:
         return None
 
 
-async def _keys(fs: Any, prefix: str) -> set[str]:
-    """Keys under ``prefix`` relative to it (empty if there is nothing)."""
+async def _etags(fs: Any, prefix: str) -> dict[str, str]:
+    """``{key relative to prefix: ETag}`` of every object under ``prefix``."""
     fs.invalidate_cache(prefix)  # listings must be current: they decide what is deleted
-    found = await fs._find(prefix)
-    return {p[len(prefix) + 1 :] for p in found if p.startswith(prefix + "/")}
+    found = await fs._find(prefix, detail=True)
+    return {
+        p[len(prefix) + 1 :]: str(info.get("ETag", ""))
+        for p, info in found.items()
+        if p.startswith(prefix + "/")
+    }
 
 
 def _order(key: str) -> tuple[int, int, str]:
@@ -145,13 +151,17 @@ async def _demote(fs: Any, live: str) -> None:
         await fs._pipe_file(f"{live}/.zattrs", b"{}")
 
 
-async def _publish(fs: Any, staged: str, live: str) -> None:
-    """Make the complete staged store the live one (steps 3 and 4 of the module notes)."""
+async def _publish(fs: Any, staged: str, live: str, keys: set[str]) -> None:
+    """Make the staged store the live one (steps 3 and 4 of the module notes).
+
+    ``keys`` are all keys of the new state; the staging prefix holds those whose bytes differ
+    from the live key of the same name (the others are already in place).
+    """
     await _demote(fs, live)
     await asyncio.sleep(READER_GRACE_S)
-    new, old = await _keys(fs, staged), await _keys(fs, live)
-    await _gather([fs._rm_file(f"{live}/{k}") for k in sorted(old - new) if k not in _ROOT_DOCS])
-    ranked = sorted(new, key=_order)
+    old = set(await _etags(fs, live))
+    await _gather([fs._rm_file(f"{live}/{k}") for k in sorted(old - keys) if k not in _ROOT_DOCS])
+    ranked = sorted(await _etags(fs, staged), key=_order)
     body = [k for k in ranked if _order(k)[0] == 0]
     docs = [k for k in ranked if _order(k)[0] == 1]
     await _gather([fs._cp_file(f"{staged}/{k}", f"{live}/{k}") for k in body])
@@ -160,7 +170,7 @@ async def _publish(fs: Any, staged: str, live: str) -> None:
         await _gather([fs._cp_file(f"{staged}/{k}", f"{live}/{k}") for k in level])
     for k in (k for k in ranked if _order(k)[0] == 2):
         await fs._cp_file(f"{staged}/{k}", f"{live}/{k}")  # the root document: commit point
-    for k in sorted(old & set(_ROOT_DOCS) - new):
+    for k in sorted(old & set(_ROOT_DOCS) - keys):
         await fs._rm_file(f"{live}/{k}")
     await _drop(fs, _sibling(live, JOURNAL))
     await _drop(fs, staged)
@@ -176,11 +186,26 @@ async def _drop(fs: Any, path: str) -> None:
         pass
 
 
-async def _upload(fs: Any, local: Path, staged: str) -> None:
-    files = sorted(p for p in local.rglob("*") if p.is_file())
-    await _gather(
-        [fs._put_file(str(p), f"{staged}/{p.relative_to(local).as_posix()}") for p in files]
-    )
+def _md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes(), usedforsecurity=False).hexdigest()
+
+
+async def _upload(fs: Any, local: Path, staged: str, live: str) -> list[str]:
+    """Upload the files of ``local`` that differ from the live store; return every key.
+
+    A live object whose ETag is the MD5 of the new file already holds its bytes (a
+    single-part upload's ETag is its MD5); root documents are always uploaded, since the
+    publish rewrites them.
+    """
+    live_tags = await _etags(fs, live)
+    keys, jobs = [], []
+    for p in sorted(p for p in local.rglob("*") if p.is_file()):
+        key = p.relative_to(local).as_posix()
+        keys.append(key)
+        if key in _ROOT_DOCS or live_tags.get(key, "").strip('"') != _md5(p):
+            jobs.append(fs._put_file(str(p), f"{staged}/{key}"))
+    await _gather(jobs)
+    return keys
 
 
 def commit_s3(store: FsspecStore, build: Callable[[str], None]) -> None:
@@ -196,7 +221,7 @@ def commit_s3(store: FsspecStore, build: Callable[[str], None]) -> None:
         with tempfile.TemporaryDirectory(prefix="zv-edit-") as tmp:
             scratch = Path(tmp) / "store.zarr"
             build(str(scratch))
-            sync(_upload(fs, scratch, staged))
+            keys = sync(_upload(fs, scratch, staged, live))
     except BaseException:
         sync(_drop(fs, staged))
         raise
@@ -207,19 +232,19 @@ def commit_s3(store: FsspecStore, build: Callable[[str], None]) -> None:
         except BaseException:
             sync(_drop(fs, staged))
             raise
-    entry = {"staging": staged, "since": time.time()}
+    entry = {"staging": staged, "since": time.time(), "keys": keys}
     sync(fs._pipe_file(_sibling(live, JOURNAL), json.dumps(entry).encode()))
-    sync(_publish(fs, staged, live))
+    sync(_publish(fs, staged, live, set(keys)))
 
 
 async def _recover(fs: Any, live: str) -> bool:
     rolled = False
     entry = await _get_json(fs, _sibling(live, JOURNAL))
     if isinstance(entry, dict) and isinstance(entry.get("staging"), str):
-        staged = entry["staging"]
-        root = await _get_json(fs, f"{staged}/zarr.json")
-        if isinstance(root, dict) and "zarr_vectors_version" in root.get("attributes", {}):
-            await _publish(fs, staged, live)  # committed but not published: roll forward
+        keys = entry.get("keys")
+        if isinstance(keys, list) and all(isinstance(k, str) for k in keys):
+            # committed but not published: roll forward
+            await _publish(fs, entry["staging"], live, set(keys))
             rolled = True
     await _drop(fs, _sibling(live, JOURNAL))
     parent, _, name = live.rpartition("/")
