@@ -337,3 +337,37 @@ def test_killed_edit_is_rolled_back_or_forward(s3: dict[str, Any], point: str) -
     assert _state(zv.read_polylines(url, storage_options=s3)) == (old if point == "staged" else new)
     assert zv.validate(url, storage_options=s3).ok
     assert _fs(s3).ls(parent) == [live]
+
+
+_APPENDER = """
+import sys, numpy as np, zarr_vectors as zv
+from zarr.storage import FsspecStore
+store = FsspecStore.from_url(sys.argv[1], storage_options={
+    "endpoint_url": sys.argv[2], "key": "test", "secret": "test", "use_listings_cache": False},
+    read_only=False)
+n = int(sys.argv[3])
+paths = [np.full((3, 3), 10.0 + n + i) for i in range(n)]
+zv.append_streamlines(store, paths, object_attributes={"q": np.full(n, n, "i4")}, timeout=300)
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_append_at_once_both_land(s3: dict[str, Any]) -> None:
+    url, _, _ = _pair(s3, "two-writers")
+    env = {**os.environ, "PYTHONPATH": str(Path(zv.__file__).parents[1])}
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _APPENDER, url, s3["endpoint_url"], str(n)],
+            env=env,
+            stderr=subprocess.PIPE,
+        )
+        for n in (2, 3)
+    ]
+    for w in writers:
+        _, err = w.communicate(timeout=600)
+        assert w.returncode == 0, err.decode()
+    back = zv.read_polylines(url, storage_options=s3)
+    assert len(back) == 12 + 2 + 3
+    assert sorted(back.object_attributes["q"][12:].tolist()) == [2, 2, 3, 3, 3]
+    assert zv.validate(url, level=3, storage_options=s3).ok
+    assert _fs(s3).ls(f"{BUCKET}/two-writers") == [f"{BUCKET}/two-writers/tracts.zarrvectors"]
