@@ -31,6 +31,7 @@ from zarr_vectors.edit import (
     compact,
     delete_objects,
     drop_attribute,
+    icechunk_transaction,
     open_collection,
     update_object_attributes,
 )
@@ -182,5 +183,6 @@ __all__ = [
     "drop_attribute",
     "update_object_attributes",
     "open_collection",
+    "icechunk_transaction",
     "Collection",
 ]

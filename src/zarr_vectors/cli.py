@@ -28,6 +28,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from zarr_vectors import __version__, cli_convert, cli_edit, cli_query, cli_viz
+from zarr_vectors.cli_collection import print_collection
 from zarr_vectors.cli_style import FlagCommand, FlagGroup
 from zarr_vectors.core.store import (
     list_resolution_levels,
@@ -37,6 +38,7 @@ from zarr_vectors.core.store import (
     read_root_metadata,
 )
 from zarr_vectors.core.zarr_adapter import quiet_vlen
+from zarr_vectors.edit.collection import is_collection
 from zarr_vectors.errors import StoreNotFoundError, ZarrVectorsError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import Severity
@@ -325,8 +327,14 @@ def info_command(
     store: Annotated[str, typer.Argument(help=_STORE_HELP)],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
-    """Summarise a store: geometry, chunking, levels, counts and attributes."""
+    """Summarise a store: geometry, chunking, levels, counts and attributes.
+
+    A collection shows the tree of its children: geometry type and level-0 counts of each.
+    """
     err = Console(stderr=True)
+    if is_collection(store):
+        print_collection(store, as_json)
+        return
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

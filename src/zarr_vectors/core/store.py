@@ -518,7 +518,13 @@ def _has_data(handle: StoreHandle) -> bool:
             return True
         return False
 
-    return bool(sync(first()))
+    try:
+        return bool(sync(first()))
+    except Exception as exc:
+        # an Icechunk session lists only prefixes that are nodes: no node there, no store
+        if not prefix or type(exc).__name__ != "IcechunkError":
+            raise
+        return bool(sync(store.exists(f"{prefix}/zarr.json")))
 
 
 def list_resolution_levels(root: zarr.Group) -> list[int]:

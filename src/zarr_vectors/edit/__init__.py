@@ -26,6 +26,7 @@ from zarr_vectors.edit.attributes import (
 )
 from zarr_vectors.edit.collection import Collection, open_collection
 from zarr_vectors.edit.objects import compact, delete_objects
+from zarr_vectors.edit.transaction import Transaction, icechunk_transaction
 from zarr_vectors.errors import ReadOnlyStoreError, StoreLockedError, UnsupportedEditError
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "AttributeKind",
     "ReadOnlyStoreError",
     "StoreLockedError",
+    "Transaction",
     "UnsupportedEditError",
     "add_attribute",
     "append_graph",
@@ -46,6 +48,7 @@ __all__ = [
     "compact",
     "delete_objects",
     "drop_attribute",
+    "icechunk_transaction",
     "open_collection",
     "update_object_attributes",
 ]

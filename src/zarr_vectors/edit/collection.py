@@ -18,15 +18,62 @@ from typing import Any
 
 import zarr
 
-from zarr_vectors.core.store import open_store, read_root_metadata
+from zarr_vectors.core.store import (
+    list_resolution_levels,
+    open_store,
+    read_level_metadata,
+    read_root_metadata,
+)
 from zarr_vectors.edit.lock import DEFAULT_TIMEOUT, store_lock
-from zarr_vectors.errors import InvalidInputError, StoreExistsError, StoreNotFoundError
+from zarr_vectors.errors import (
+    InvalidInputError,
+    MetadataValidationError,
+    StoreExistsError,
+    StoreNotFoundError,
+)
 from zarr_vectors.validate import ValidationReport, validate
+from zarr_vectors.validate._collection import COLLECTION_KEY
 
-__all__ = ["COLLECTION_KEY", "Collection", "CollectionMode", "open_collection"]
+__all__ = [
+    "COLLECTION_KEY",
+    "ChildSummary",
+    "Collection",
+    "CollectionMode",
+    "is_collection",
+    "open_collection",
+]
 
-COLLECTION_KEY = "zarr_vectors_collection"
 VERSION = "1.0"
+
+
+@dataclass(frozen=True)
+class ChildSummary:
+    """One child of a collection, as ``zarr-vectors info`` shows it."""
+
+    name: str
+    geometry_type: str
+    """As stored in the child's root metadata (the listing's type if the child is unreadable)."""
+    vertex_count: int | None
+    """Level-0 vertices (None: the child cannot be read)."""
+    object_count: int | None
+    """Level-0 objects (None: the child cannot be read)."""
+    levels: int | None
+    """Resolution levels present."""
+    problem: str | None = None
+    """Why the child could not be read, if it could not."""
+
+
+def _child_summary(name: str, listed: str, path: Path) -> ChildSummary:
+    try:
+        root = open_store(str(path))
+        meta = read_root_metadata(root)
+        level0 = read_level_metadata(root, 0)
+        levels = len(list_resolution_levels(root))
+    except (StoreNotFoundError, MetadataValidationError) as exc:
+        return ChildSummary(name, listed, None, None, None, str(exc))
+    return ChildSummary(
+        name, str(meta.geometry_type), level0.vertex_count, level0.object_count, levels
+    )
 
 
 class CollectionMode(enum.StrEnum):
@@ -79,6 +126,25 @@ class Collection:
     def validate(self) -> dict[str, ValidationReport]:
         """Validate every listed child."""
         return {name: validate(self.child(name)) for name in self.children()}
+
+    def summary(self) -> list[ChildSummary]:
+        """Return each listed child's geometry type and level-0 counts, by name."""
+        return [
+            _child_summary(name, listed, self.path / name)
+            for name, listed in self.children().items()
+        ]
+
+
+def is_collection(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a local directory holding a collection (not a ZVF store)."""
+    where = Path(path)
+    if "://" in os.fspath(path) or not (where / "zarr.json").is_file():
+        return False
+    try:
+        attrs = zarr.open_group(str(where), mode="r").attrs
+    except (ValueError, KeyError, OSError):
+        return False
+    return COLLECTION_KEY in attrs and "zarr_vectors_version" not in attrs
 
 
 def open_collection(path: str | os.PathLike[str], mode: CollectionMode | str = "r") -> Collection:

@@ -9,7 +9,11 @@ local store, a fresh memory store for a memory store) and then makes it visible 
   moved to ``.<name>.zv-old-*``, staging moved in); a crash between them leaves no store at the
   path, and the next editor (under the lock) moves the old store back;
 - a ``.zip`` store is repacked into a temporary file and ``os.replace``-d over the old file;
-- a memory store's contents are replaced in one step under the process's lock.
+- a memory store's contents are replaced in one step under the process's lock;
+- an S3 store is staged under a sibling prefix and published with its root document written
+  last, under a lease lock object (:mod:`zarr_vectors.edit.s3`);
+- an Icechunk session store gets the new keys inside the session, whose commit is the user's
+  (:mod:`zarr_vectors.edit.transaction`).
 
 Leftovers of a killed edit (staging directories, the old tree after an exchange, temporary
 zips) are removed by the next editor while it holds the lock; the store at the path is always
@@ -33,11 +37,14 @@ from typing import Any
 
 import zarr
 from zarr.abc.store import Store
-from zarr.storage import LocalStore, MemoryStore, StorePath, ZipStore
+from zarr.core.sync import sync
+from zarr.storage import FsspecStore, LocalStore, MemoryStore, StorePath, ZipStore
 
 from zarr_vectors.core.placement import OLD, STAGING, swap_in
 from zarr_vectors.core.store import StoreLike
-from zarr_vectors.edit.lock import DEFAULT_TIMEOUT, store_lock
+from zarr_vectors.edit.lock import DEFAULT_TIMEOUT, remote_lock, store_lock
+from zarr_vectors.edit.s3 import commit_s3, is_s3, live_path, lock_object, recover_s3
+from zarr_vectors.edit.transaction import commit_in_session, is_session_store
 from zarr_vectors.errors import ReadOnlyStoreError, StoreNotFoundError, UnsupportedEditError
 
 __all__ = [
@@ -61,6 +68,10 @@ class TargetKind(enum.Enum):
     DIRECTORY = "directory"
     ZIP = "zip"
     MEMORY = "memory"
+    S3 = "s3"
+    """An fsspec store on S3: staged beside it, published with the root document last."""
+    SESSION = "session"
+    """An Icechunk session store: the session is the transaction."""
 
 
 @dataclass(frozen=True)
@@ -71,10 +82,14 @@ class EditTarget:
     location: Path | None
     """The directory or ``.zip`` file (None for memory stores)."""
     store: Any
-    """The memory store object (None for local stores)."""
+    """The memory, S3 or session store object (None for local stores)."""
+    prefix: str = ""
+    """The store's path inside a session store (empty: its root)."""
 
     def source(self) -> StoreLike:
         """Return what to open to read the committed state."""
+        if self.prefix:
+            return StorePath(self.store, self.prefix)
         return self.store if self.location is None else str(self.location)
 
 
@@ -92,11 +107,17 @@ def resolve_target(store: StoreLike) -> EditTarget:
     ReadOnlyStoreError
         A read-only store object, or a location this process cannot write.
     UnsupportedEditError
-        Remote (fsspec) stores and open zip store objects.
+        Remote stores other than S3, open zip store objects, stores inside a prefix of a
+        store object (other than Icechunk sessions).
     """
+    if isinstance(store, str) and store.startswith(("s3://", "s3a://")):
+        store = FsspecStore.from_url(store, read_only=False)
     inner = _inner(store)
     if isinstance(inner, Store) and inner.read_only:
         raise ReadOnlyStoreError(f"{inner!r} was opened read-only; reopen it writable to edit")
+    remote = _remote_target(store, inner)
+    if remote is not None:
+        return remote
     if isinstance(inner, MemoryStore):
         return EditTarget(TargetKind.MEMORY, None, inner)
     if isinstance(inner, ZipStore):
@@ -106,7 +127,7 @@ def resolve_target(store: StoreLike) -> EditTarget:
     elif isinstance(inner, Store):
         raise UnsupportedEditError(
             f"{type(inner).__name__} stores cannot be edited yet (local directories, .zip "
-            "files and memory stores can)"
+            "files, memory, S3 and Icechunk session stores can)"
         )
     else:
         text = os.fspath(store)  # type: ignore[arg-type]
@@ -126,6 +147,36 @@ def resolve_target(store: StoreLike) -> EditTarget:
         raise ReadOnlyStoreError(f"{location} is read-only for this process; nothing changed")
     kind = TargetKind.ZIP if location.suffix == ".zip" else TargetKind.DIRECTORY
     return EditTarget(kind, location, None)
+
+
+def _remote_target(store: StoreLike, inner: Any) -> EditTarget | None:
+    """Return the S3 or Icechunk session target of ``store``, or None for other stores."""
+    where = _prefix(store) if isinstance(store, StorePath | zarr.Group) else ""
+    if is_session_store(inner):
+        return EditTarget(TargetKind.SESSION, None, inner, where.strip("/"))
+    if is_s3(inner):
+        if where:
+            raise UnsupportedEditError("pass the S3 store itself (FsspecStore), not a sub-path")
+        _require_s3_store(inner)
+        return EditTarget(TargetKind.S3, None, inner)
+    return None
+
+
+def _require_s3_store(store: FsspecStore) -> None:
+    """Refuse a bucket root, an unreachable S3 store, or a prefix holding no Zarr group."""
+    where = f"s3://{live_path(store)}"
+    try:
+        present = sync(store.exists("zarr.json")) or sync(store.exists(".zgroup"))
+    except Exception as exc:  # credentials, network, bucket: the S3 stack raises many types
+        raise StoreNotFoundError(
+            f"{where}: cannot reach the remote store ({type(exc).__name__}: {exc})"
+        ) from exc
+    if not present:
+        raise StoreNotFoundError(f"no store at {where} (remote store)")
+
+
+def _prefix(store: StorePath | zarr.Group) -> str:
+    return str(store.store_path.path if isinstance(store, zarr.Group) else store.path)
 
 
 def _siblings(location: Path, tag: str) -> list[Path]:
@@ -155,6 +206,11 @@ def recover(target: EditTarget) -> None:
 @contextmanager
 def editing(target: EditTarget, timeout: float = DEFAULT_TIMEOUT) -> Iterator[None]:
     """Hold the store's edit lock, after cleaning up any killed edit."""
+    if target.kind is TargetKind.S3:
+        with remote_lock(target.store.fs, lock_object(live_path(target.store)), timeout):
+            recover_s3(target.store)
+            yield
+        return
     with store_lock(target.location, target.store, timeout):
         recover(target)
         yield
@@ -184,6 +240,12 @@ def commit(target: EditTarget, build: Callable[[StoreLike], None]) -> None:
     ``build`` receives an empty place (a directory path or a memory store) and writes the
     complete new store there.  If it raises, the store is untouched and the staging removed.
     """
+    if target.kind is TargetKind.S3:
+        commit_s3(target.store, build)
+        return
+    if target.kind is TargetKind.SESSION:
+        commit_in_session(target.store, target.prefix, build)
+        return
     if target.kind is TargetKind.MEMORY:
         staging = MemoryStore()
         build(staging)

@@ -7,6 +7,17 @@ an edit and never shows up in the store's own listing.  A lock whose owner proce
 (same host) is stale and is broken.  Stores without a local path (memory stores, open zarr
 stores) are locked by an in-process lock per store object: they cannot be shared between
 processes anyway.
+
+An S3 store is locked by the sibling object ``.<name>.zv-lock``, created with a conditional
+write (``If-None-Match: *``): of two writers exactly one creates it, the other waits and then
+fails with :class:`StoreLockedError`.  The object is a lease:
+``{"host", "pid", "since", "expires"}`` (seconds since the epoch).  A lock whose ``expires``
+has passed by the waiter's clock, or whose owner process is gone (same host), is stale; a
+waiter takes it over with a conditional overwrite (``If-Match`` its ETag), so of several
+waiters only one succeeds.  The holder renews its lease
+(again ``If-Match`` its own ETag) right before it publishes an edit, and gives up with
+:class:`StoreLockedError` if the lock is no longer its own; it releases the lock with a
+conditional delete, so it never removes a lock another writer took over.
 """
 
 from __future__ import annotations
@@ -18,18 +29,33 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zarr.core.sync import sync
+
 from zarr_vectors.errors import StoreLockedError
 
-__all__ = ["DEFAULT_TIMEOUT", "lock_path", "store_lock"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "LEASE_S",
+    "RemoteLock",
+    "held_remote_lock",
+    "lock_path",
+    "remote_lock",
+    "renew",
+    "store_lock",
+]
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds a writer waits for the lock of a store before :class:`StoreLockedError`."""
 
 _POLL = 0.05
 """Seconds between attempts while waiting (short: appends are usually quick)."""
+
+LEASE_S = 900.0
+"""Seconds an S3 edit lock is leased for; renewed before the edit is published."""
 
 _MEMORY_LOCKS: dict[int, threading.Lock] = {}
 _MEMORY_GUARD = threading.Lock()
@@ -140,3 +166,143 @@ def store_lock(
         return
     with _file_lock(location, timeout):
         yield
+
+
+@dataclass
+class RemoteLock:
+    """A held S3 edit lock: the object's bucket and key, and the ETag of our lease."""
+
+    fs: Any
+    """The ``s3fs.S3FileSystem`` (asynchronous) holding the store."""
+    bucket: str
+    key: str
+    etag: str
+
+    @property
+    def path(self) -> str:
+        """``bucket/key`` of the lock object."""
+        return f"{self.bucket}/{self.key}"
+
+
+_HELD: dict[str, RemoteLock] = {}
+"""The S3 locks this process holds, by lock object path (looked up by the commit step)."""
+
+
+def _lease() -> bytes:
+    now = time.time()
+    owner = {"host": socket.gethostname(), "pid": os.getpid(), "since": now}
+    return json.dumps({**owner, "expires": now + LEASE_S}).encode()
+
+
+_REFUSED = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether an S3 error (raw botocore, or as s3fs translates it) is a failed condition."""
+    if isinstance(exc, FileExistsError):
+        return True
+    for err in (exc, exc.__cause__):
+        response = getattr(err, "response", None)
+        if isinstance(response, dict) and str(response.get("Error", {}).get("Code")) in _REFUSED:
+            return True
+    return False
+
+
+async def _put(fs: Any, bucket: str, key: str, body: bytes, **cond: str) -> str | None:
+    """PUT ``body`` under a condition; return the new ETag, or None if the condition failed."""
+    try:
+        out = await fs._call_s3("put_object", Bucket=bucket, Key=key, Body=body, **cond)
+    except Exception as exc:
+        if _refused(exc):
+            return None
+        raise
+    return str(out["ETag"])
+
+
+async def _head(fs: Any, bucket: str, key: str) -> tuple[bytes, str] | None:
+    """Return the body and ETag of the lock object, or None if there is none."""
+    try:
+        out = await fs._call_s3("get_object", Bucket=bucket, Key=key)
+    except FileNotFoundError:
+        return None
+    async with out["Body"] as body:
+        data = await body.read()
+    return bytes(data), str(out["ETag"])
+
+
+def _expired(raw: bytes) -> bool:
+    """Whether a lease has run out (unreadable leases count as live: never guess)."""
+    try:
+        return float(json.loads(raw)["expires"]) < time.time()
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
+async def _acquire_remote(fs: Any, bucket: str, key: str) -> str | None:
+    etag = await _put(fs, bucket, key, _lease(), IfNoneMatch="*")
+    if etag is not None:
+        return etag
+    found = await _head(fs, bucket, key)
+    if found is not None and (_expired(found[0]) or not _owner_alive(found[0])):
+        return await _put(fs, bucket, key, _lease(), IfMatch=found[1])
+    return None
+
+
+def renew(lock: RemoteLock) -> None:
+    """Extend the lease of a held S3 lock.
+
+    Raises
+    ------
+    StoreLockedError
+        The lock is no longer ours (its lease ran out and another writer took it over).
+    """
+    etag = sync(_put(lock.fs, lock.bucket, lock.key, _lease(), IfMatch=lock.etag))
+    if etag is None:
+        raise StoreLockedError(
+            f"the edit lock {lock.path} was taken over by another writer after its lease of "
+            f"{LEASE_S:g} s ran out; this edit was not published"
+        )
+    lock.etag = etag
+
+
+def held_remote_lock(path: str) -> RemoteLock | None:
+    """Return the S3 lock ``bucket/key`` if this process holds it."""
+    return _HELD.get(path)
+
+
+async def _release(lock: RemoteLock) -> None:
+    try:
+        await lock.fs._call_s3("delete_object", Bucket=lock.bucket, Key=lock.key, IfMatch=lock.etag)
+    except FileNotFoundError:
+        return
+    except Exception as exc:
+        if not _refused(exc):
+            raise  # a lock taken over by another writer is theirs: left alone
+
+
+@contextmanager
+def remote_lock(fs: Any, path: str, timeout: float = DEFAULT_TIMEOUT) -> Iterator[RemoteLock]:
+    """Hold the S3 edit lock object ``path`` (``bucket/key``) for the duration of the block.
+
+    Raises
+    ------
+    StoreLockedError
+        Another writer's lease stayed live for ``timeout`` seconds.
+    """
+    bucket, _, key = path.partition("/")
+    deadline = time.monotonic() + timeout
+    while (etag := sync(_acquire_remote(fs, bucket, key))) is None:
+        if time.monotonic() >= deadline:
+            raise StoreLockedError(
+                f"s3://{path}: the store is being edited by another writer; waited "
+                f"{timeout:g} s. Retry later; a lock whose owner died expires after its lease "
+                f"({LEASE_S:g} s from when it was taken)"
+            )
+        time.sleep(_POLL * 4)  # each attempt is a request
+    lock = RemoteLock(fs, bucket, key, etag)
+    _HELD[path] = lock
+    try:
+        yield lock
+    finally:
+        _HELD.pop(path, None)
+        sync(_release(lock))

@@ -13,6 +13,7 @@ from zarr_vectors.errors import InvalidInputError, StoreNotFoundError, ZarrVecto
 from zarr_vectors.spec.conventions import Severity
 from zarr_vectors.spec.upstream import upstream_message
 from zarr_vectors.validate._checks import CHECKS, MAX_LEVEL, Check
+from zarr_vectors.validate._collection import is_collection_root, validate_collection
 from zarr_vectors.validate._context import ValidationContext
 from zarr_vectors.validate._report import Finding, ValidationReport
 from zarr_vectors.validate._scan import scan
@@ -31,6 +32,9 @@ def validate(
     Problems in the store never raise: each becomes a :class:`Finding` with a stable check id,
     and the run continues (checks whose prerequisites failed are skipped).  A store that does not
     exist at all gives a single ``L1.store.missing`` error.
+
+    A collection (a root listing ``zarr_vectors_collection`` children) is validated child by
+    child: each finding's path starts with ``/<child>`` and its message names the child.
 
     Parameters
     ----------
@@ -84,7 +88,12 @@ def validate(
         handle.close()
         return _missing(depth, f"the store cannot be read ({type(exc).__name__}: {exc})")
     root = scanned.nodes.get("")
-    upstream = upstream_message((root.attrs(3) if root else None) or {}, str(store))
+    attrs = root.attrs(3) if root else None
+    if is_collection_root(attrs):
+        handle.close()
+        assert attrs is not None
+        return validate_collection(sp, attrs, depth, validate)
+    upstream = upstream_message(attrs or {}, str(store))
     if upstream is not None:  # another format: one finding instead of dozens
         handle.close()
         return _missing(depth, upstream)
