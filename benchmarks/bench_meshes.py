@@ -120,7 +120,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add_common_args(p, n=1_000_000, repeat=3, upstream_repeat=1)
     p.add_argument(
         "--configs",
-        default="250,250:lz4,100:lz4",
+        default="250,250:zstd,100",
         help="chunk/bin[:compressor] list (default %(default)s)",
     )
     p.add_argument("--ids", type=int, default=50, help="random ids for one-mesh reads")

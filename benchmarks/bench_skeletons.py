@@ -157,7 +157,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--configs",
-        default="250,250:lz4,250:none,125:lz4",
+        default="250,250:zstd,250:none",
         help="chunk/bin[:compressor] list (default %(default)s)",
     )
     p.add_argument("--ids", type=int, default=50, help="random ids for one-skeleton reads")

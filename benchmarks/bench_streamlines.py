@@ -3,8 +3,9 @@
 One process, one data set (:func:`benchmarks.datasets.make_streamlines`: ``--n`` streamlines of
 50-150 vertices (mean ``--vertices``) at 1 mm steps in a ~140 x 170 x 120 mm brain-like
 ellipsoid, one float32 per-vertex attribute).  Our store is written once per chunk
-configuration (``--configs``, default chunk 20 mm with one bin per chunk, and chunk 40 mm with
-20 mm bins).  Queries:
+configuration (``--configs``, default chunk 40 mm with 20 mm bins and chunk 20 mm with one
+bin per chunk, with the default codec, and chunk 40 / bins 20 with ``compressor="zstd"``).
+Queries:
 
 * one streamline by id: ``--ids`` random ids, one call each, functional
   ``read_streamlines(store, object_ids=[q])`` and open-Reader ``zv.open(store).read(...)``;
@@ -90,7 +91,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--vertices", type=int, default=100, help="mean vertices per streamline")
     p.add_argument(
         "--configs",
-        default="20,20:lz4,40:lz4",
+        default="40/20,20,40/20:zstd",
         help="chunk/bin[:compressor] list in mm (%(default)s)",
     )
     p.add_argument("--boxes", type=int, default=30, help="random boxes (default 30)")

@@ -68,8 +68,10 @@ def test_bench_points_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert extra["n_boxes"] == 5
     assert 0.005 < extra["bbox_random_frac_mean"] < 0.02  # boxes hold ~1 % of the points
     assert extra["bbox_random_open_s"] > 0
+    assert extra["rewrite_s"] > 0
     assert all(r["correct"] for r in doc["results"])
     assert any("write ≤ 1.5× Parquet" in t["name"] for t in doc["targets"])
+    assert any("just-deleted path ≤ 1.5× Parquet" in t["name"] for t in doc["targets"])
     out = capsys.readouterr().out
     assert "| write |" in out
     assert "ours/parquet-zstd" in out
