@@ -109,7 +109,7 @@ def _ids_points(rng: np.random.Generator, n: int, shift: float) -> dict[str, Any
     base = 100 if shift else 0
     return {
         "positions": np.round(rng.uniform(-12, 12, (3 * n, 2)) + shift, 2),
-        "object_ids": np.sort(rng.integers(base, base + 50, 3 * n)),
+        "vertex_object_ids": np.sort(rng.integers(base, base + 50, 3 * n)),
         "attributes": {"k": rng.integers(0, 5, 3 * n).astype(np.int16)},
         "object_attributes": None,
     }
@@ -118,7 +118,7 @@ def _ids_points(rng: np.random.Generator, n: int, shift: float) -> dict[str, Any
 def _ids_cat(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return {
         "positions": np.concatenate([a["positions"], b["positions"]]),
-        "object_ids": np.concatenate([a["object_ids"], b["object_ids"]]),
+        "vertex_object_ids": np.concatenate([a["vertex_object_ids"], b["vertex_object_ids"]]),
         "attributes": {"k": np.concatenate([a["attributes"]["k"], b["attributes"]["k"]])},
         "object_attributes": None,
     }
