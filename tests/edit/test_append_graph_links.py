@@ -214,3 +214,11 @@ def test_merge_refused_when_store_has_object_attributes() -> None:
             store, np.zeros((0, 2)), [[1, 2]], object_attributes={"label": np.zeros(0, np.int64)}
         )
     assert plain(zv.read_graph(store)) == before
+
+
+def test_duplicate_new_edges_named_in_caller_indices(tmp_path: Path) -> None:
+    store = str(tmp_path / "g.zarrvectors")
+    _two_components(store)
+    with pytest.raises(GeometryError, match=r"edges rows 0 and 1 are the same edge \(4, 5\)"):
+        zv.append_graph(store, [[3.0, 3.0], [4.0, 3.0]], [[4, 5], [5, 4]])
+    assert zv.read_graph(store).n_vertices == 4

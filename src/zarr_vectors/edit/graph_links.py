@@ -115,6 +115,8 @@ def new_only_parts(inp: GraphInput, n_stored: int, directed: bool) -> GeometryPa
     e = _checked_edges(inp, n_stored)
     if e.size and int(e.min()) < n_stored:
         return None
+    # refused here so that the message names the caller's indices, not the shifted ones
+    reject_repeats(np.zeros((0, 2), dtype=np.int64), e, n_stored + len(inp.positions), directed)
     return inp.parts(e - n_stored, directed, inp.edge_attributes)
 
 
