@@ -23,6 +23,7 @@ from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
 from zarr_vectors.core.writer import StoreOptions, WriteSummary
 from zarr_vectors.edit.commit import EditTarget
+from zarr_vectors.edit.graph_links import GraphInput, link_graph, new_only_parts
 from zarr_vectors.edit.incremental import AppendPath, append_chunks, record
 from zarr_vectors.edit.lock import DEFAULT_TIMEOUT
 from zarr_vectors.edit.merge import ID, merge_parts
@@ -30,7 +31,6 @@ from zarr_vectors.edit.rewrite import PyramidPlan, StoredLevel, rewrite
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.typespec import type_spec
-from zarr_vectors.types.graphs import _graph_parts
 from zarr_vectors.types.meshes import MeshInput, _mesh_parts
 from zarr_vectors.types.points import _points_parts
 from zarr_vectors.types.polylines import _path_parts
@@ -258,16 +258,81 @@ def append_graph(
     group_attributes: Attrs = None,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> WriteSummary:
-    """Append nodes and edges to a graph store.
+    """Append nodes and edges to a graph store; edges may join new nodes to stored ones.
 
-    ``edges`` index the new ``positions`` (0..N-1); new objects are the new nodes' connected
-    components unless ``vertex_object_ids`` are given.  Other arguments as :func:`append_points`
-    and :func:`~zarr_vectors.write_graph`.
+    Parameters
+    ----------
+    store
+        An existing ``graph`` store (local directory, ``.zip`` path or memory store).
+    positions
+        (N, D) new node positions, physical units.
+    edges
+        (E, 2) integer indices into the concatenation ``[stored nodes, new nodes]``: index
+        ``i < S`` (``S`` = stored node count) is node ``i`` of ``read_graph(store)`` at level 0
+        (its whole-store order), index ``i >= S`` is new node ``i - S``.  Undirected stores
+        keep ``[min, max]``, directed ones ``[source, target]``.  Out-of-range indices,
+        self-loops, a repeated edge and an edge already stored (for undirected stores in
+        either direction) raise :class:`~zarr_vectors.errors.GeometryError` naming the row.
+    vertex_object_ids
+        (N,) object of each new node; ids must be new to the store.  Default: the connected
+        components of the new nodes.
+    attributes, edge_attributes, object_attributes, groups, group_attributes
+        As in :func:`~zarr_vectors.write_graph`, for the new nodes, the new edges (aligned
+        with ``edges``) and the new objects; names and dtypes must be the stored ones.
+    timeout
+        Seconds to wait for another writer's lock.
+
+    Returns
+    -------
+    WriteSummary
+        Counts of the whole store after the append.
+
+    Raises
+    ------
+    GeometryError
+        An edge index out of range, a self-loop, a duplicate edge (naming the row).
+    InvalidInputError
+        As :func:`append_points`; also an edge that merges component objects of a store that
+        holds object attributes or groups (they cannot follow the merge).
+    StoreLockedError
+        Another writer holds the store.
+
+    Notes
+    -----
+    The store afterwards equals a fresh :func:`~zarr_vectors.write_graph` of the stored
+    nodes (in ``read_graph`` order) followed by the new ones, with the stored edges and the
+    new edges, and the same object rule:
+
+    * **component objects** (the store was written without ``vertex_object_ids`` and none are
+      given now): objects are the connected components of the whole graph, so an edge
+      joining two objects merges them, and a new node joined to a stored object belongs to it;
+    * **user-given objects**: objects stay as given; an edge between two objects is kept as a
+      cross-object edge, as a fresh write with those ids keeps it.
+
+    Stability of the numbering: with user-given objects new nodes always form new objects
+    after the stored ones, so stored node ``i`` is node ``i`` after every append.  With
+    component objects a new node or edge joined to a stored component is placed inside that
+    component in the whole-store order, so nodes of later components move up: read the graph
+    again before building the next append's edges (or write with ``vertex_object_ids``).
+
+    Appends whose edges touch only new nodes rewrite only the chunks they land in (local
+    directory stores, see :mod:`zarr_vectors.edit.incremental`); an edge to a stored node
+    rebuilds the store.
+
+    Examples
+    --------
+    >>> import numpy as np, zarr_vectors as zv
+    >>> from zarr.storage import MemoryStore
+    >>> store = MemoryStore()
+    >>> _ = zv.write_graph(store, [[0.0, 0.0], [1.0, 0.0]], [[0, 1]], chunk_shape=(4, 4))
+    >>> _ = zv.append_graph(store, [[2.0, 0.0]], [[1, 2]])
+    >>> g = zv.read_graph(store)
+    >>> g.edges.tolist(), g.vertex_object_ids.tolist()
+    ([[0, 1], [1, 2]], [0, 0, 0])
     """
-    parts = _graph_parts(
+    inp = GraphInput(
         positions,
         edges,
-        False,
         vertex_object_ids,
         attributes,
         edge_attributes,
@@ -275,7 +340,33 @@ def append_graph(
         groups,
         group_attributes,
     )
-    return _append(store, GeometryTypeName.GRAPH, parts, vertex_object_ids is not None, timeout)
+    given = vertex_object_ids is not None
+    took: list[AppendPath] = []
+
+    def edit(stored: StoredLevel) -> GeometryParts:
+        directed = bool(stored.meta.type_metadata.get("is_directed", False))
+        return link_graph(stored.parts, inp, directed=directed, ids_given=given)
+
+    def fast(
+        target: EditTarget, reader: LevelReader, opts: StoreOptions, plan: PyramidPlan
+    ) -> WriteSummary | None:
+        directed = bool(reader.meta.type_metadata.get("is_directed", False))
+        new = new_only_parts(inp, reader.level_meta.vertex_count, directed)
+        if new is None:
+            return None
+
+        def coarse(staged: str) -> None:
+            plan.build(staged, new, overwrite=True)
+
+        pyramid = coarse if plan.ratios else None
+        done = append_chunks(target, reader, opts, new, ids_given=given, pyramid=pyramid)
+        if done is not None:
+            took.append(AppendPath.CHUNKS)
+        return done
+
+    summary = rewrite(store, edit, geometry_type=GeometryTypeName.GRAPH, timeout=timeout, fast=fast)
+    record(took[0] if took else AppendPath.REBUILD)
+    return summary
 
 
 @renamed_keywords(ids="object_ids")
