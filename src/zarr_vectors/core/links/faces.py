@@ -14,11 +14,12 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column
-from zarr_vectors.core.links.keys import KeySpace, sorted_unique, take_rows
+from zarr_vectors.core.links.keys import KeySpace, chunk_links, sorted_unique, take_rows
 from zarr_vectors.core.ragged import offsets_from_counts, sort_order
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.select import Query, in_box
 from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.typespec import type_spec
 
 __all__ = [
     "FaceRows",
@@ -111,8 +112,8 @@ def face_boundary_chunks(reader: LevelReader, got: Fetched) -> IntArray:
     touching = object_chunks(reader, sorted_unique(got.objects[got.keep]))
     candidates = sorted_unique(np.concatenate([got.flats, touching]))
     ks = KeySpace.of(reader)
-    cross = reader.rows(L.CROSS_CHUNK_LINKS, candidates).values
-    keys = ks.cross_keys(reader, cross, cross.shape[1] // (reader.layout.ndim + 1))
+    block = reader.rows(L.CROSS_CHUNK_LINKS, candidates)
+    keys = ks.cross_keys(reader, candidates, block, type_spec(reader.meta.geometry_type).link_arity)
     inside = np.sort(ks.keys_of(got.flats)[got.keep])
     pos = np.minimum(np.searchsorted(inside, keys), max(len(inside) - 1, 0))
     touches = (inside[pos] == keys).any(axis=1)  # inside is not empty: some row is kept
@@ -124,7 +125,7 @@ def returned_faces(
     reader: LevelReader, got: Fetched, names: Sequence[str], boundary: bool
 ) -> tuple[npt.NDArray[np.bool_], IntArray, dict[str, Column]]:
     """Faces stored in the fetched chunks that the query returns, and the rows it returns."""
-    block = reader.links(got.flats, names)
+    block = chunk_links(reader, got.flats, names)
     ends = block.ends
     if (ends.size == 0 or ends.min() >= 0) and got.keep.all():  # every face returned
         return got.keep, ends, dict(block.attributes)
