@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column
 from zarr_vectors.core.links.keys import KeySpace, chunk_links, sorted_unique, take_rows
-from zarr_vectors.core.ragged import offsets_from_counts, sort_order
+from zarr_vectors.core.ragged import offsets_from_counts, sort_keys, sort_order
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.select import Query, in_box
 from zarr_vectors.spec import layout as L
@@ -30,6 +30,7 @@ __all__ = [
     "object_chunks",
     "object_refs",
     "rank_in_object",
+    "sorted_faces",
     "result_objects",
     "returned_faces",
 ]
@@ -186,3 +187,29 @@ def result_objects(
         return np.arange(reader.n_objects, dtype=np.int64) if ids is None else ids
     present = sorted_unique(row_objects)
     return present if ids is None else ids[np.isin(ids, present)]
+
+
+def sorted_faces(faces: IntArray, n: int, with_order: bool) -> tuple[IntArray, IntArray | None]:
+    """Return the faces sorted by vertex indices (all below ``n``) and the permutation.
+
+    The stable permutation is computed only ``with_order`` (face attributes follow it);
+    otherwise the sorted faces are unpacked from sorted keys, which is cheaper.
+    """
+    k = faces.shape[1] if faces.ndim == 2 else 0
+    if len(faces) == 0 or n**k >= 2**62:
+        order = sort_order([faces[:, j] for j in range(k)], [n] * k)
+        return faces[order], order
+    key = faces[:, 0].astype(np.int64)  # packed: one int64 per face
+    for j in range(1, k):
+        key *= n
+        key += faces[:, j]
+    runs = int(np.count_nonzero(key[1:] < key[:-1])) + 1
+    key, perm = sort_keys(key, with_order, runs)
+    if perm is not None:
+        return np.take(faces, perm, axis=0), perm
+    out = np.empty((len(key), k), dtype=np.int64)  # unpacked from the sorted keys
+    for j in range(k - 1, 0, -1):
+        np.remainder(key, n, out=out[:, j])
+        key //= n
+    out[:, 0] = key
+    return out, None
