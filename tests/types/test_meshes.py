@@ -28,7 +28,7 @@ from zarr_vectors.core.payload import store_io as zv_store_io
 from zarr_vectors.core.writer import StoreOptions
 from zarr_vectors.errors import GeometryError, InvalidInputError, MissingDependencyError
 from zarr_vectors.spec.conventions import WindingOrder
-from zarr_vectors.types import meshes as meshes_module
+from zarr_vectors.types import _mesh_input as mesh_input
 from zarr_vectors.types._base import get_geometry_type
 from zarr_vectors.types.meshes import (
     Mesh,
@@ -614,7 +614,7 @@ def test_draco_codec_round_trip_and_corruption() -> None:
 
 
 def test_face_joining_objects_is_named_in_any_block(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(meshes_module, "_FACE_BLOCK", 2)
+    monkeypatch.setattr(mesh_input, "_FACE_BLOCK", 2)
     faces = [[0, 1, 2], [1, 2, 0], [0, 2, 1], [1, 2, 3], [0, 1, 2]]
     with pytest.raises(GeometryError, match=r"face 3 = \[1, 2, 3\] joins vertices of objects"):
         write_meshes(

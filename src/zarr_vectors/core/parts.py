@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from zarr_vectors.core.links.keys import chunk_links
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.errors import CorruptPayloadError
@@ -47,7 +48,7 @@ def read_parts(reader: LevelReader, *, sequential: bool) -> GeometryParts:
     link_attrs = {}
     if type_spec(reader.meta.geometry_type).linked:
         names = reader.names(L.LINK_ATTRIBUTES)
-        block = reader.links(flats, names)
+        block = chunk_links(reader, flats, names)
         inverse = np.empty(total, dtype=np.int64)
         inverse[perm] = np.arange(total, dtype=np.int64)
         links = inverse[block.ends] if len(block.ends) else block.ends

@@ -58,7 +58,6 @@ from zarr_vectors.spec.metadata import BoundingBox, LevelMetadata, RootMetadata
 __all__ = [
     "BBoxLike",
     "LevelReader",
-    "LinkBlock",
     "ObjectRanges",
     "ObjectRows",
     "RowBlock",
@@ -213,16 +212,6 @@ class ObjectRows(ObjectRanges):
 
     rows: IntArray
     """Indices into the concatenated rows of ``chunks`` (``RowBlock`` order)."""
-
-
-@dataclass(frozen=True)
-class LinkBlock:
-    """Links of some chunks with endpoints as indices into the chunks' concatenated rows."""
-
-    ends: IntArray
-    """(L, k) endpoint rows; -1 where the endpoint's chunk was not fetched."""
-    attributes: dict[str, Column]
-    """Link attributes aligned with ``ends``."""
 
 
 def _vertex_aligned(path: str) -> bool:
@@ -930,61 +919,8 @@ class LevelReader:
             )
         return GroupTable(tuple(str(n) for n in names), offsets, members, attrs)
 
-    def links(self, flats: IntArray, attributes: Sequence[str] = ()) -> LinkBlock:
-        """Links stored in chunks ``flats``, endpoints as rows of the ``flats`` concatenation.
-
-        Local links come from ``links``; cross-chunk links from ``cross_chunk_links`` (stored
-        in the chunk of endpoint 0).  An endpoint in a chunk outside ``flats`` is -1.  Link
-        attributes named in ``attributes`` are aligned with the returned links.
-        """
-        base = offsets_from_counts(self.vertex_counts[flats])
-        parts: list[IntArray] = []
-        attr_parts: dict[str, list[npt.NDArray[Any]]] = {a: [] for a in attributes}
-        if self.has(L.LINKS):
-            block = self.rows(L.LINKS, flats)
-            values = block.values
-            if values.shape[1] not in (2, 3):
-                raise CorruptPayloadError(
-                    f"{self.group.path}/{L.LINKS}: rows have width {values.shape[1]}, expected "
-                    "2 (edges) or 3 (triangles)"
-                )
-            per_chunk = np.diff(block.offsets)
-            check_link_rows(
-                values, block.offsets, self.vertex_counts[flats], f"{self.group.path}/{L.LINKS}"
-            )
-            local = values.astype(np.int64)
-            local += np.repeat(base[:-1], per_chunk)[:, None]
-            parts.append(local)
-            for a in attributes:
-                attr_parts[a].append(self._aligned(f"{L.LINK_ATTRIBUTES}/{a}", flats, block))
-        if self.has(L.CROSS_CHUNK_LINKS):
-            cross = self.rows(L.CROSS_CHUNK_LINKS, flats)
-            parts.append(self._cross_endpoints(cross, flats, base))
-            for a in attributes:
-                path = f"{L.CROSS_CHUNK_LINK_ATTRIBUTES}/{a}"
-                if self.has(path) or len(cross.values):
-                    attr_parts[a].append(self._aligned(path, flats, cross))
-        k = parts[0].shape[1] if parts else 0
-        if any(p.shape[1] != k for p in parts):
-            raise CorruptPayloadError(
-                f"{self.group.path}: {L.LINKS} and {L.CROSS_CHUNK_LINKS} have different arities"
-            )
-        ends = np.concatenate(parts) if parts else np.zeros((0, k), dtype=np.int64)
-        attrs = {}
-        for a, pieces in attr_parts.items():
-            path = f"{L.LINK_ATTRIBUTES}/{a}"
-            attrs[a] = self._as_column(
-                np.concatenate(pieces), self.payload(path).attrs, f"{self.group.path}/{path}"
-            )
-        return LinkBlock(ends, attrs)
-
     def aligned_column(self, path: str, flats: IntArray, like: RowBlock) -> Column:
         """Fetch an attribute whose rows align one for one with ``like`` (link attributes)."""
-        values = self._aligned(path, flats, like)
-        return self._as_column(values, self.payload(path).attrs, f"{self.group.path}/{path}")
-
-    def _aligned(self, path: str, flats: IntArray, like: RowBlock) -> npt.NDArray[Any]:
-        """Rows of ``path`` that must align row for row with ``like`` (link attributes)."""
         got = self.rows(path, flats)
         wrong = np.flatnonzero(got.offsets[1:] != like.offsets[1:])
         if wrong.size:
@@ -994,46 +930,7 @@ class LevelReader:
                 f"{self.layout.coords_of_flat(flats[i : i + 1])[0].tolist()}: rows do not align "
                 "with the links they describe"
             )
-        return got.values
-
-    def _cross_endpoints(self, block: RowBlock, flats: IntArray, base: IntArray) -> IntArray:
-        cross = block.values.astype(np.int64, copy=False)
-        d = self.layout.ndim
-        k = cross.shape[1] // (d + 1)
-        if cross.shape[1] % (d + 1) or k not in (2, 3):
-            raise CorruptPayloadError(
-                f"{self.group.path}/{L.CROSS_CHUNK_LINKS}: rows have width {cross.shape[1]}, "
-                f"expected 2 or 3 endpoints of {d + 1} values"
-            )
-        out = np.full((len(cross), k), -1, dtype=np.int64)
-        for j in range(k):
-            coords = cross[:, j * (d + 1) : j * (d + 1) + d]
-            row = cross[:, j * (d + 1) + d]
-            idx = coords - np.asarray(self.layout.grid.origin)
-            inside = np.all((idx >= 0) & (idx < np.asarray(self.layout.grid.shape)), axis=1)
-            flat = np.zeros(len(cross), dtype=np.int64)
-            flat[inside] = np.ravel_multi_index(tuple(idx[inside].T), self.layout.grid.shape)
-            bad = ~inside | (row < 0) | (row >= self.vertex_counts[flat])
-            if bad.any():
-                rec = int(np.argmax(bad))
-                raise self._endpoint_error(block, flats, rec, j, bool(inside[rec]))
-            pos = np.searchsorted(flats, flat)
-            pos_c = np.minimum(pos, max(len(flats) - 1, 0))
-            hit = (len(flats) > 0) & (flats[pos_c] == flat)
-            out[hit, j] = base[pos_c[hit]] + row[hit]
-        return out
-
-    def _endpoint_error(
-        self, block: RowBlock, flats: IntArray, rec: int, j: int, inside: bool
-    ) -> CorruptPayloadError:
-        """Build the error for endpoint ``j`` of cross-chunk record ``rec`` of ``block``."""
-        i = int(np.searchsorted(block.offsets, rec, side="right") - 1)
-        chunk = self.layout.coords_of_flat(flats[i : i + 1])[0].tolist()
-        why = "a row outside its chunk" if inside else "a chunk outside the chunk grid"
-        return CorruptPayloadError(
-            f"{self.group.path}/{L.CROSS_CHUNK_LINKS} chunk {chunk}: record "
-            f"{rec - int(block.offsets[i])} endpoint {j} names {why}"
-        )
+        return self._as_column(got.values, self.payload(path).attrs, f"{self.group.path}/{path}")
 
     def vertex_object_ids(self, flats: IntArray) -> IntArray:
         """Object id of every row of ``flats`` (from fragments; -1 where there is none)."""

@@ -25,31 +25,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 from typing_extensions import Unpack
 
-from zarr_vectors.core.columns import normalize_columns
 from zarr_vectors.core.components import connected_components
 from zarr_vectors.core.deprecation import deprecated_function, rename_keywords, warn_renamed
-from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.engine import Gathered, rows_as
-from zarr_vectors.core.links.faces import FaceRows
-from zarr_vectors.core.links.keys import sorted_unique
+from zarr_vectors.core.links.faces import FaceRows, sorted_faces
 from zarr_vectors.core.plan import GeometryParts
-from zarr_vectors.core.ragged import (
-    change_mask,
-    concat_ranges,
-    offsets_from_counts,
-    sort_keys,
-    sort_order,
-)
+from zarr_vectors.core.ragged import offsets_from_counts
 from zarr_vectors.core.reader import BBoxLike, LevelReader
 from zarr_vectors.core.store import StoreLike, open_store
-from zarr_vectors.core.writer import StoreKwargs, WriteSummary, check_positions, write_store
-from zarr_vectors.errors import GeometryError, InvalidInputError
+from zarr_vectors.core.writer import StoreKwargs, WriteSummary, write_store
+from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.query.execute import SphereLike, WhereLike, no_boundary, run, selection
 from zarr_vectors.query.lod import budget_level
 from zarr_vectors.spec import layout as L
@@ -63,24 +54,23 @@ from zarr_vectors.types._base import (
     batch_ids,
     build_query,
     decode_columns,
-    dense_object_ids,
     register_geometry_type,
     take_batch_args,
     write_options,
 )
-from zarr_vectors.types._objects import (
-    UserIdMap,
-    flatten_ragged,
-    group_members_out,
-    groups_table,
-    output_ids,
-    ragged_columns,
+from zarr_vectors.types._mesh_input import (
+    MeshLike,
+    draco_options,
+    input_order,
+    input_parts,
+    input_rows,
+    mesh_metadata,
+    result_input,
 )
+from zarr_vectors.types._objects import group_members_out, output_ids
 from zarr_vectors.types._order import (
     INPUT_INDEX,
     ElementOrder,
-    input_permutation,
-    inverse_permutation,
     missing_order,
     visible,
     with_input_index,
@@ -99,18 +89,6 @@ __all__ = [
 
 IntArray = npt.NDArray[np.int64]
 AnyArray = npt.NDArray[Any]
-
-
-class MeshLike(Protocol):
-    """Anything with ``vertices`` (N, D) and ``faces`` (F, 3), e.g. a ``trimesh.Trimesh``."""
-
-    @property
-    def vertices(self) -> Any:
-        """(N, D) vertex positions."""
-
-    @property
-    def faces(self) -> Any:
-        """(F, 3) vertex indices."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -241,271 +219,14 @@ MeshInput = npt.ArrayLike | MeshLike | Meshes | Sequence[Any]
 # -- input -----------------------------------------------------------------------------------
 
 
-def _face_array(faces: Any, what: str) -> npt.NDArray[Any]:
-    """Return faces as an (F, 3) integer array (not yet range-checked); name a bad row."""
-    try:
-        arr = np.asarray(faces)
-    except ValueError:  # ragged rows: polygons of mixed sizes
-        sizes = np.array([len(f) for f in faces])
-        row = int(np.argmax(sizes != 3))
-        raise GeometryError(
-            f"{what}: face {row} has {sizes[row]} vertices; only triangles are supported"
-        ) from None
-    if arr.size == 0:
-        return np.zeros((0, 3), dtype=np.int64)
-    if arr.ndim != 2 or arr.shape[1] != 3:
-        got = f"{arr.shape[1]} vertices" if arr.ndim == 2 else f"shape {arr.shape}"
-        raise GeometryError(f"{what}: face 0 has {got}; faces must be (F, 3) triangles")
-    if arr.dtype.kind not in "iu":
-        raise InvalidInputError(f"{what} must be integer vertex indices, got dtype {arr.dtype}")
-    return arr
-
-
-def _check_range(arr: npt.NDArray[Any], low: Any, high: Any, n_vertices: int, what: str) -> None:
-    """Raise for the first face outside ``0..n_vertices-1``, given the faces' extremes."""
-    if low < 0 or high >= n_vertices:  # rows only on failure
-        row = int(np.argmax(np.any((arr < 0) | (arr >= n_vertices), axis=1)))
-        raise GeometryError(
-            f"{what}: face {row} = {arr[row].tolist()} refers to a vertex outside "
-            f"0..{n_vertices - 1}"
-        )
-
-
-def _check_faces(faces: Any, n_vertices: int, what: str) -> IntArray:
-    """Validate (F, 3) integer faces indexing ``n_vertices`` vertices; name the bad row."""
-    arr = _face_array(faces, what)
-    if arr.size:
-        _check_range(arr, arr.min(), arr.max(), n_vertices, what)
-    return np.ascontiguousarray(arr, dtype=np.int64)
-
-
-_FACE_SPAN = 1024
-"""Consecutive faces summarised by their smallest and largest vertex (see :class:`_Spans`)."""
-
-
-@dataclass(frozen=True)
-class _Spans:
-    """Smallest and largest vertex of each ``_FACE_SPAN`` consecutive faces (last: the rest)."""
-
-    low: IntArray
-    high: IntArray
-
-
-def _checked_faces(faces: Any, n_vertices: int, what: str) -> tuple[IntArray, _Spans]:
-    """:func:`_check_faces`, also returning the faces' :class:`_Spans`.
-
-    The spans cost the range check's two reductions (row-wise, over the same faces).
-    """
-    arr = _face_array(faces, what)
-    full = len(arr) - len(arr) % _FACE_SPAN
-    rows = [arr[:full].reshape(-1, _FACE_SPAN * 3)]
-    if full < len(arr):
-        rows.append(arr[full:].reshape(1, -1))
-    low = np.concatenate([r.min(axis=1) for r in rows])
-    high = np.concatenate([r.max(axis=1) for r in rows])
-    if arr.size:
-        _check_range(arr, low.min(), high.max(), n_vertices, what)
-    spans = _Spans(low.astype(np.int64, copy=False), high.astype(np.int64, copy=False))
-    return np.ascontiguousarray(arr, dtype=np.int64), spans
-
-
-def _is_mesh_like(obj: Any) -> bool:
-    return hasattr(obj, "vertices") and hasattr(obj, "faces")
-
-
-def _split_list(
-    items: Sequence[Any],
-) -> tuple[npt.NDArray[np.floating], IntArray, IntArray, IntArray]:
-    """Concatenate a list of meshes; return vertices, global faces and both CSR offsets."""
-    pairs = [(m.vertices, m.faces) if _is_mesh_like(m) else tuple(m) for m in items]
-    if any(len(p) != 2 for p in pairs):
-        raise InvalidInputError(
-            "faces are required with vertex positions; a list input holds "
-            "(vertices, faces) pairs or mesh objects"
-        )
-    arrays = [np.asarray(v) for v, _ in pairs]
-    dims = {a.shape[1] for a in arrays if a.ndim == 2}
-    if len(dims) > 1:
-        raise InvalidInputError(f"meshes: vertices have mixed dimensions {sorted(dims)}")
-    pos, v_off = flatten_ragged(arrays, None, "meshes")
-    faces = [
-        _check_faces(f, int(n), f"mesh {i} faces")
-        for i, ((_, f), n) in enumerate(zip(pairs, np.diff(v_off), strict=True))
-    ]
-    f_off = offsets_from_counts([len(f) for f in faces])
-    flat = np.concatenate(faces) + np.repeat(v_off[:-1], np.diff(f_off))[:, None]
-    return pos, flat.astype(np.int64).reshape(-1, 3), v_off, f_off
-
-
-@dataclass(frozen=True)
-class _Objects:
-    """Dense object of every vertex plus the user-id map."""
-
-    dense: IntArray
-    n: int
-    idmap: UserIdMap
-
-
-def _vertex_objects(
-    vertex_object_ids: Any, faces: IntArray, n_vertices: int, spans: _Spans | None = None
-) -> _Objects:
-    """Objects from per-vertex user ids, or connected components when none are given.
-
-    ``spans`` (of ``faces``) speed up the check that no face joins two objects.
-    """
-    if vertex_object_ids is None:
-        dense, n = connected_components(n_vertices, faces)
-        return _Objects(dense, n, UserIdMap(None))
-    arr = np.asarray(vertex_object_ids)
-    if arr.shape != (n_vertices,):
-        raise InvalidInputError(
-            f"vertex_object_ids must have one entry per vertex ({n_vertices}), "
-            f"got shape {arr.shape}"
-        )
-    dense, distinct, identity, ordered = _dense_ids(arr)
-    _check_face_objects(faces, dense, arr, spans if ordered else None)
-    return _Objects(dense, len(distinct), UserIdMap(None if identity else distinct))
-
-
-def _dense_ids(ids: npt.NDArray[Any]) -> tuple[IntArray, npt.NDArray[Any], bool, bool]:
-    """:func:`~zarr_vectors.types._base.dense_object_ids`, in one pass when ids are sorted.
-
-    Vertices usually come object after object: then the dense id is a running count of id
-    changes (no sort).  The last value tells whether the dense ids are known to be sorted.
-    """
-    if ids.ndim != 1 or ids.dtype.kind not in "iu" or not len(ids):
-        return (*dense_object_ids(ids), False)
-    if not bool(np.all(ids[1:] >= ids[:-1])):
-        return (*dense_object_ids(ids), False)
-    change = change_mask(ids)
-    distinct = ids[change]
-    dense = np.cumsum(change, dtype=np.int64)
-    dense -= 1
-    identity = bool(distinct[0] == 0 and distinct[-1] == distinct.size - 1)
-    return dense, distinct, identity, True
-
-
-_FACE_BLOCK = 1 << 16
-"""Faces checked at once by :func:`_check_face_objects` (the temporaries stay in cache)."""
-
-
-def _check_face_objects(
-    faces: IntArray, dense: IntArray, user: npt.NDArray[Any], spans: _Spans | None = None
-) -> None:
-    """Raise for the first face joining vertices of different objects.
-
-    ``faces`` index ``dense`` (checked by :func:`_check_faces`).  ``spans`` may be given when
-    ``dense`` is non-decreasing: then every vertex of a span whose smallest and largest
-    vertex share an object is in that object, and only the other spans' faces are looked up.
-    """
-    rows = None
-    if spans is not None:
-        mixed = np.flatnonzero(dense[spans.low] != dense[spans.high])
-        if len(mixed) * 4 <= len(spans.low):
-            first = mixed * _FACE_SPAN
-            rows = concat_ranges(first, np.minimum(len(faces) - first, _FACE_SPAN))
-    looked = faces if rows is None else np.take(faces, rows, axis=0)
-    table = dense
-    if rows is None and len(dense) < 2**31:
-        table = dense.astype(np.int32)  # halves the gather of every face
-    buf = np.empty((min(len(looked), _FACE_BLOCK), 3), dtype=table.dtype)
-    for a in range(0, len(looked), _FACE_BLOCK):
-        block = looked[a : a + _FACE_BLOCK]
-        f_obj = buf[: len(block)]
-        np.take(table, block, out=f_obj, mode="clip")  # indices are valid: no bounds check
-        joins = f_obj[:, 0] != f_obj[:, 1]
-        joins |= f_obj[:, 0] != f_obj[:, 2]
-        if not joins.any():
-            continue
-        row = a + int(np.argmax(joins))
-        row = row if rows is None else int(rows[row])
-        raise GeometryError(
-            f"faces: face {row} = {faces[row].tolist()} joins vertices of "
-            f"objects {user[faces[row]].tolist()}"
-        )
-
-
-def _result_input(m: Meshes) -> dict[str, Any]:
-    """Array-form arguments equivalent to a :class:`Meshes` (object attributes re-ordered)."""
-    order = np.argsort(m.object_ids, kind="stable")
-    if len(sorted_unique(np.asarray(m.vertex_object_ids))) != len(m.object_ids):
-        raise InvalidInputError("Meshes input: every object needs at least one vertex")
-    return {
-        "vertices": m.vertices,
-        "faces": m.faces,
-        "object_ids": None,
-        "vertex_object_ids": m.vertex_object_ids,
-        "attributes": m.attributes,
-        "face_attributes": m.face_attributes,
-        "object_attributes": {k: v[order] for k, v in m.object_attributes.items()},
-        "groups": m.groups,
-        "group_attributes": m.group_attributes,
-    }
-
-
 def mesh_parts(data: MeshInput, faces: Any, **kw: Any) -> GeometryParts:
     """Normalise every accepted input form to :class:`GeometryParts`."""
     if isinstance(data, Meshes):
         if faces is not None or any(v is not None for v in kw.values()):
             raise InvalidInputError("a Meshes input carries its own faces, ids and attributes")
-        kw = _result_input(data)
+        kw = result_input(vars(data))  # the result's fields
         data, faces = kw.pop("vertices"), kw.pop("faces")
-    elif faces is None and _is_mesh_like(data):
-        data, faces = data.vertices, data.faces  # type: ignore[union-attr]
-    if faces is None:
-        if isinstance(data, np.ndarray):
-            raise InvalidInputError("faces are required with a vertex array")
-        if kw["vertex_object_ids"] is not None:
-            raise InvalidInputError(
-                "vertex_object_ids applies to array input; a list of meshes takes "
-                "object_ids= (one per mesh)"
-            )
-        pos, flat, v_off, f_off = _split_list(data)  # type: ignore[arg-type]
-        n = len(v_off) - 1
-        objs = _Objects(
-            np.repeat(np.arange(n, dtype=np.int64), np.diff(v_off)),
-            n,
-            UserIdMap.from_user(kw["object_ids"], n),
-        )
-        attrs = ragged_columns(kw["attributes"], v_off, "attribute")
-        f_attrs = ragged_columns(kw["face_attributes"], f_off, "face attribute")
-    else:
-        pos = check_positions(data)
-        flat, spans = _checked_faces(faces, len(pos), "faces")
-        objs = _vertex_objects(_per_vertex_ids(kw), flat, len(pos), spans)
-        attrs = normalize_columns(kw["attributes"], len(pos), "attribute")
-        f_attrs = normalize_columns(kw["face_attributes"], len(flat), "face attribute")
-    obj_attrs = normalize_columns(kw["object_attributes"], objs.n, "object attribute")
-    if "id" in obj_attrs:
-        raise InvalidInputError(
-            "object attribute 'id' is reserved; pass user ids as object_ids or vertex_object_ids"
-        )
-    obj_attrs.update(objs.idmap.columns())
-    return GeometryParts(
-        positions=pos,
-        vertex_object=objs.dense,
-        n_objects=objs.n,
-        ordered=True,
-        vertex_attributes=attrs,
-        links=flat,
-        link_attributes=f_attrs,
-        object_attributes=obj_attrs,
-        groups=groups_table(kw["groups"], kw["group_attributes"], objs.idmap, objs.n),
-    )
-
-
-def _per_vertex_ids(kw: dict[str, Any]) -> Any:
-    """Per-vertex ids of array input; ``object_ids=`` there is their deprecated name."""
-    if kw["object_ids"] is None:
-        return kw["vertex_object_ids"]
-    if kw["vertex_object_ids"] is not None:
-        raise InvalidInputError("pass vertex_object_ids= only (object_ids= is its old name)")
-    warn_renamed(
-        "object_ids= with vertex-array mesh input",
-        "vertex_object_ids= (one per vertex)",
-        stacklevel=5,
-    )
-    return kw["object_ids"]
+    return input_parts(data, faces, **kw)
 
 
 # -- write -----------------------------------------------------------------------------------
@@ -620,19 +341,10 @@ def write_meshes(
     )
     if keep_order:
         parts = with_input_index(parts)
-    meta = {
-        "winding_order": WindingOrder.parse(winding_order, field="winding_order").value,
-        "closed_surface": None if closed_surface is None else bool(closed_surface),
-    }
+    meta = mesh_metadata(winding_order, closed_surface)
     opts = write_options(GeometryTypeName.MESH, parts, store_kwargs, meta)
-    if Encoding.parse(encoding, field="encoding") is Encoding.DRACO:
-        settings = DracoSettings(
-            quantization_bits=quantization_bits, compression_level=compression_level
-        )
-        require_dracopy()
-        if parts.positions.shape[1] > MAX_DIMS:
-            raise InvalidInputError(f"Draco encodes at most {MAX_DIMS} dimensions")
-        opts = replace(opts, draco=settings)
+    n_dims = parts.positions.shape[1]
+    opts = draco_options(opts, encoding, quantization_bits, compression_level, n_dims)
     return write_store(store, GeometryTypeName.MESH, parts, opts)
 
 
@@ -660,83 +372,40 @@ def as_meshes(
     >>> m.object_ids.tolist(), m[1].faces.tolist()
     ([7, 3], [[2, 1, 0]])
     """
-    parts = mesh_parts(
-        vertices,
-        faces,
-        vertex_object_ids=vertex_object_ids,
-        object_ids=object_ids,
-        attributes=attributes,
-        face_attributes=face_attributes,
-        object_attributes=object_attributes,
-        groups=groups,
-        group_attributes=group_attributes,
-    )
-    assert parts.vertex_objects is not None
-    assert parts.links is not None
-    obj = parts.vertex_objects.astype(np.int64, copy=False)
-    order = np.argsort(obj, kind="stable")
-    where = np.empty(len(order), dtype=np.int64)
-    where[order] = np.arange(len(order), dtype=np.int64)
-    cols = dict(parts.object_attributes)
-    ids = cols.pop("id").values if "id" in cols else np.arange(parts.n_objects)
-    groups_out: dict[str, AnyArray] = {}
-    if parts.groups is not None:
-        groups_out = {
-            name: ids[parts.groups.members_of(i)] for i, name in enumerate(parts.groups.names)
-        }
-    rows = FaceRows(
-        parts.positions[order], obj[order], np.arange(parts.n_objects), where[parts.links], {}, {}
+    got = input_rows(
+        mesh_parts(
+            vertices,
+            faces,
+            vertex_object_ids=vertex_object_ids,
+            object_ids=object_ids,
+            attributes=attributes,
+            face_attributes=face_attributes,
+            object_attributes=object_attributes,
+            groups=groups,
+            group_attributes=group_attributes,
+        )
     )
     return _assemble(
-        rows,
-        ids,
-        {k: c.take(order).decoded() for k, c in parts.vertex_attributes.items()},
-        decode_columns(parts.link_attributes),
-        decode_columns(cols),
-        groups_out,
-        {} if parts.groups is None else decode_columns(parts.groups.attributes),
+        got.rows,
+        got.ids,
+        decode_columns(got.object_attributes),
+        got.groups,
+        decode_columns(got.group_attributes),
         WindingOrder.parse(winding_order, field="winding_order"),
     )
-
-
-def _sorted_faces(faces: IntArray, n: int, with_order: bool) -> tuple[IntArray, IntArray | None]:
-    """Return the faces sorted by vertex indices (all below ``n``) and the permutation.
-
-    The stable permutation is computed only ``with_order`` (face attributes follow it);
-    otherwise the sorted faces are unpacked from sorted keys, which is cheaper.
-    """
-    k = faces.shape[1] if faces.ndim == 2 else 0
-    if len(faces) == 0 or n**k >= 2**62:
-        order = sort_order([faces[:, j] for j in range(k)], [n] * k)
-        return faces[order], order
-    key = faces[:, 0].astype(np.int64)  # packed: one int64 per face
-    for j in range(1, k):
-        key *= n
-        key += faces[:, j]
-    runs = int(np.count_nonzero(key[1:] < key[:-1])) + 1
-    key, perm = sort_keys(key, with_order, runs)
-    if perm is not None:
-        return np.take(faces, perm, axis=0), perm
-    out = np.empty((len(key), k), dtype=np.int64)  # unpacked from the sorted keys
-    for j in range(k - 1, 0, -1):
-        np.remainder(key, n, out=out[:, j])
-        key //= n
-    out[:, 0] = key
-    return out, None
 
 
 def _assemble(
     picked: FaceRows,
     ids: AnyArray,
-    attrs: dict[str, AnyArray],
-    face_attrs: dict[str, AnyArray],
     obj_attrs: dict[str, AnyArray],
     groups: dict[str, AnyArray],
     group_attrs: dict[str, AnyArray],
     winding: WindingOrder,
 ) -> Meshes:
     """Sort faces by vertex indices (grouping them by object) and build the result."""
-    f, order = _sorted_faces(picked.faces, max(len(picked.positions), 1), bool(face_attrs))
+    attrs, face_attrs = decode_columns(picked.attributes), decode_columns(picked.face_attributes)
+    f, order = sorted_faces(picked.faces, max(len(picked.positions), 1), bool(face_attrs))
     face_obj = picked.objpos[f[:, 0]] if len(f) else np.zeros(0, dtype=np.int64)
     return Meshes(
         vertices=picked.positions,
@@ -768,18 +437,23 @@ def _meshes_of(reader: LevelReader, rows: FaceRows) -> Meshes:
     return _assemble(
         rows,
         output_ids(reader, objs),
-        {n: c.decoded() for n, c in rows.attributes.items()},
-        decode_columns(rows.face_attributes),
         obj_attrs,
         groups,
         group_attrs,
-        _winding(reader),
+        WindingOrder.parse(
+            str(reader.meta.type_metadata.get("winding_order", "ccw")), field="winding_order"
+        ),
     )
 
 
-def _winding(reader: LevelReader) -> WindingOrder:
-    value = reader.meta.type_metadata.get("winding_order", WindingOrder.CCW.value)
-    return WindingOrder.parse(str(value), field="winding_order")
+_BATCH_KEYWORDS = (
+    "attributes",
+    "face_attributes",
+    "object_attributes",
+    "groups",
+    "group_attributes",
+)
+"""Keywords of a streaming batch that pass through to :func:`mesh_parts`."""
 
 
 @register_geometry_type
@@ -797,27 +471,9 @@ class MeshType(GeometryType[Meshes]):
     def batch(cls, data: Any, meta: Mapping[str, Any], kw: dict[str, Any]) -> Batch:
         """Convert one streaming batch (the ``write_*`` arguments) to spillable parts."""
         rename_keywords(kw, "Writer.append", {"ids": "object_ids"}, stacklevel=6)
-        faces, ids, attrs, f_attrs, o_attrs, groups, g_attrs = take_batch_args(
-            kw,
-            "faces",
-            "object_ids",
-            "attributes",
-            "face_attributes",
-            "object_attributes",
-            "groups",
-            "group_attributes",
-        )
-        parts = mesh_parts(
-            data,
-            faces,
-            vertex_object_ids=None,
-            object_ids=None,
-            attributes=attrs,
-            face_attributes=f_attrs,
-            object_attributes=o_attrs,
-            groups=groups,
-            group_attributes=g_attrs,
-        )
+        faces, ids, *rest = take_batch_args(kw, "faces", "object_ids", *_BATCH_KEYWORDS)
+        given = dict(zip(_BATCH_KEYWORDS, rest, strict=True))
+        parts = mesh_parts(data, faces, vertex_object_ids=None, object_ids=None, **given)
         return Batch(parts, object_ids=batch_ids(ids))
 
 
@@ -924,19 +580,8 @@ def read_meshes(
 
 def _in_input_order(m: Meshes) -> Meshes:
     """Reorder a result read with the input indexes to input order, dropping the indexes."""
-    attrs, face_attrs = dict(m.attributes), dict(m.face_attributes)
-    vperm = input_permutation(attrs.pop(INPUT_INDEX), "mesh vertices")
-    fperm = input_permutation(face_attrs.pop(INPUT_INDEX), "mesh faces")
-    where = inverse_permutation(vperm)
-    return replace(
-        m,
-        vertices=m.vertices[vperm],
-        faces=where[m.faces[fperm]].reshape(-1, 3),
-        vertex_object_ids=m.vertex_object_ids[vperm],
-        attributes={k: v[vperm] for k, v in attrs.items()},
-        face_attributes={k: v[fperm] for k, v in face_attrs.items()},
-        input_order=True,
-    )
+    fields = input_order(m.vertices, m.faces, m.vertex_object_ids, m.attributes, m.face_attributes)
+    return replace(m, **fields, input_order=True)
 
 
 _mesh_parts = mesh_parts  # the name zarr_vectors.edit.append imports

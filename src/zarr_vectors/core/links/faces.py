@@ -14,11 +14,12 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column
-from zarr_vectors.core.links.keys import KeySpace, sorted_unique, take_rows
-from zarr_vectors.core.ragged import offsets_from_counts, sort_order
+from zarr_vectors.core.links.keys import KeySpace, chunk_links, sorted_unique, take_rows
+from zarr_vectors.core.ragged import offsets_from_counts, sort_keys, sort_order
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.select import Query, in_box
 from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.typespec import type_spec
 
 __all__ = [
     "FaceRows",
@@ -29,6 +30,7 @@ __all__ = [
     "object_chunks",
     "object_refs",
     "rank_in_object",
+    "sorted_faces",
     "result_objects",
     "returned_faces",
 ]
@@ -111,8 +113,8 @@ def face_boundary_chunks(reader: LevelReader, got: Fetched) -> IntArray:
     touching = object_chunks(reader, sorted_unique(got.objects[got.keep]))
     candidates = sorted_unique(np.concatenate([got.flats, touching]))
     ks = KeySpace.of(reader)
-    cross = reader.rows(L.CROSS_CHUNK_LINKS, candidates).values
-    keys = ks.cross_keys(reader, cross, cross.shape[1] // (reader.layout.ndim + 1))
+    block = reader.rows(L.CROSS_CHUNK_LINKS, candidates)
+    keys = ks.cross_keys(reader, candidates, block, type_spec(reader.meta.geometry_type).link_arity)
     inside = np.sort(ks.keys_of(got.flats)[got.keep])
     pos = np.minimum(np.searchsorted(inside, keys), max(len(inside) - 1, 0))
     touches = (inside[pos] == keys).any(axis=1)  # inside is not empty: some row is kept
@@ -124,7 +126,7 @@ def returned_faces(
     reader: LevelReader, got: Fetched, names: Sequence[str], boundary: bool
 ) -> tuple[npt.NDArray[np.bool_], IntArray, dict[str, Column]]:
     """Faces stored in the fetched chunks that the query returns, and the rows it returns."""
-    block = reader.links(got.flats, names)
+    block = chunk_links(reader, got.flats, names)
     ends = block.ends
     if (ends.size == 0 or ends.min() >= 0) and got.keep.all():  # every face returned
         return got.keep, ends, dict(block.attributes)
@@ -185,3 +187,29 @@ def result_objects(
         return np.arange(reader.n_objects, dtype=np.int64) if ids is None else ids
     present = sorted_unique(row_objects)
     return present if ids is None else ids[np.isin(ids, present)]
+
+
+def sorted_faces(faces: IntArray, n: int, with_order: bool) -> tuple[IntArray, IntArray | None]:
+    """Return the faces sorted by vertex indices (all below ``n``) and the permutation.
+
+    The stable permutation is computed only ``with_order`` (face attributes follow it);
+    otherwise the sorted faces are unpacked from sorted keys, which is cheaper.
+    """
+    k = faces.shape[1] if faces.ndim == 2 else 0
+    if len(faces) == 0 or n**k >= 2**62:
+        order = sort_order([faces[:, j] for j in range(k)], [n] * k)
+        return faces[order], order
+    key = faces[:, 0].astype(np.int64)  # packed: one int64 per face
+    for j in range(1, k):
+        key *= n
+        key += faces[:, j]
+    runs = int(np.count_nonzero(key[1:] < key[:-1])) + 1
+    key, perm = sort_keys(key, with_order, runs)
+    if perm is not None:
+        return np.take(faces, perm, axis=0), perm
+    out = np.empty((len(key), k), dtype=np.int64)  # unpacked from the sorted keys
+    for j in range(k - 1, 0, -1):
+        np.remainder(key, n, out=out[:, j])
+        key //= n
+    out[:, 0] = key
+    return out, None

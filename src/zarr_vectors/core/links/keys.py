@@ -19,12 +19,16 @@ from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts, sort_ke
 from zarr_vectors.core.reader import LevelReader, RowBlock, check_link_rows
 from zarr_vectors.errors import CorruptPayloadError
 from zarr_vectors.spec import layout as L
+from zarr_vectors.spec.typespec import type_spec
 
 __all__ = [
     "KeySpace",
+    "LinkBlock",
+    "chunk_links",
     "edge_keys",
     "edges_between",
     "effective_runs",
+    "endpoint_error",
     "first_appearance",
     "flat_chunks",
     "locate",
@@ -118,85 +122,143 @@ class KeySpace:
         s = self.slot[flats]
         return np.where(s >= 0, self.base[s], -1)
 
-    def local_keys(self, flats: IntArray, block: RowBlock) -> IntArray:
+    def local_keys(
+        self, reader: LevelReader, flats: IntArray, block: RowBlock, arity: int = 2
+    ) -> IntArray:
         """``links`` rows of chunks ``flats`` (inside the space) as keys, checking they exist."""
         rows = block.values if block.values.dtype.kind == "i" else block.values.astype(np.int64)
-        if rows.shape[1] != 2:
-            raise CorruptPayloadError(f"{L.LINKS} rows have width {rows.shape[1]}, expected 2")
-        check_link_rows(rows, block.offsets, self.counts[flats], L.LINKS)
+        where = f"{reader.group.path}/{L.LINKS}"
+        if rows.shape[1] != arity:
+            raise CorruptPayloadError(f"{where}: rows have width {rows.shape[1]}, expected {arity}")
+        check_link_rows(rows, block.offsets, self.counts[flats], where)
         keys = rows.astype(np.int64)
         keys += np.repeat(self.start(flats), np.diff(block.offsets))[:, None]
         return keys
 
-    def cross_keys(self, reader: LevelReader, cross: npt.NDArray[Any], arity: int = 2) -> IntArray:
-        """``cross_chunk_links`` records as keys (-1: endpoint outside the space), checked.
+    def cross_keys(
+        self, reader: LevelReader, flats: IntArray, block: RowBlock, arity: int = 2
+    ) -> IntArray:
+        """``cross_chunk_links`` rows of chunks ``flats`` as keys (-1: endpoint outside the space).
 
-        ``arity`` endpoints per record: 2 for edges, 3 for triangles.
+        ``arity`` endpoints per record: 2 for edges, 3 for triangles.  Every endpoint is checked
+        to name a stored row; the error names the chunk, record and endpoint that does not.
         """
-        d = reader.layout.ndim
+        cross, d = block.values, reader.layout.ndim
         if cross.shape[1] != arity * (d + 1):
-            what = "edges" if arity == 2 else f"{arity} endpoints"
             raise CorruptPayloadError(
-                f"{L.CROSS_CHUNK_LINKS} rows have width {cross.shape[1]}, "
-                f"expected {arity * (d + 1)} for {what}"
+                f"{reader.group.path}/{L.CROSS_CHUNK_LINKS}: rows have width {cross.shape[1]}, "
+                f"expected {arity} endpoints of {d + 1} values"
             )
         cols = np.ascontiguousarray(cross.T, dtype=np.int64)  # one pass, then contiguous columns
         out = np.empty((arity, len(cross)), dtype=np.int64)
         for j in range(arity):
-            flat = flat_chunks(reader, cols[j * (d + 1) : j * (d + 1) + d].T)
+            flat = flat_chunks(reader, cols[j * (d + 1) : j * (d + 1) + d])
             row = cols[j * (d + 1) + d]
-            if (row.view(np.uint64) >= self.counts[flat].view(np.uint64)).any():  # -1 wraps: big
-                raise CorruptPayloadError(
-                    f"{L.CROSS_CHUNK_LINKS}: a link names a row outside its chunk"
-                )
+            # -1 wraps to a big unsigned value: one comparison checks both bounds
+            if flat is None or (row.view(np.uint64) >= self.counts[flat].view(np.uint64)).any():
+                raise endpoint_error(reader, flats, block, cols, j)
             start = self.start(flat)
             np.add(start, row, out=out[j])
             out[j][start < 0] = -1
         return out.T  # (E, arity) view of the (arity, E) keys
 
 
-def flat_chunks(reader: LevelReader, coords: IntArray) -> IntArray:
-    """Flat index of chunk coordinates (C order), raising for a chunk outside the grid."""
+def flat_chunks(reader: LevelReader, coords: IntArray) -> IntArray | None:
+    """Flat index (C order) of chunk coordinates ``coords`` (D, E); None if one is off the grid."""
     grid = reader.layout.grid
-    flat = np.zeros(len(coords), dtype=np.int64)
+    flat = np.zeros(coords.shape[1], dtype=np.int64)
     for axis, (lo, n) in enumerate(zip(grid.origin, grid.shape, strict=True)):
-        idx = coords[:, axis] - int(lo)
+        idx = coords[axis] - int(lo)
         if (idx.view(np.uint64) >= int(n)).any():  # negative indices wrap: too big
-            raise CorruptPayloadError(
-                f"{L.CROSS_CHUNK_LINKS}: an endpoint chunk is outside the chunk grid"
-            )
+            return None
         flat *= int(n)
         flat += idx
     return flat
 
 
+def endpoint_error(
+    reader: LevelReader, flats: IntArray, block: RowBlock, cols: IntArray, j: int
+) -> CorruptPayloadError:
+    """Build the error for the first record of ``block`` whose endpoint ``j`` names no row.
+
+    ``cols`` (k * (D + 1), E) are the records' columns; the error names the chunk of ``flats``
+    the record is stored in, its place there and the endpoint.
+    """
+    d, grid = reader.layout.ndim, reader.layout.grid
+    idx = cols[j * (d + 1) : j * (d + 1) + d].T - np.asarray(grid.origin)
+    inside = np.all((idx >= 0) & (idx < np.asarray(grid.shape)), axis=1)
+    flat = np.zeros(len(idx), dtype=np.int64)
+    flat[inside] = np.ravel_multi_index(tuple(idx[inside].T), grid.shape)
+    row = cols[j * (d + 1) + d]
+    bad = ~inside | (row < 0) | (row >= reader.vertex_counts[flat])
+    rec = int(np.argmax(bad))
+    i = int(np.searchsorted(block.offsets, rec, side="right") - 1)
+    chunk = reader.layout.coords_of_flat(flats[i : i + 1])[0].tolist()
+    why = "a row outside its chunk" if inside[rec] else "a chunk outside the chunk grid"
+    return CorruptPayloadError(
+        f"{reader.group.path}/{L.CROSS_CHUNK_LINKS} chunk {chunk}: record "
+        f"{rec - int(block.offsets[i])} endpoint {j} names {why}"
+    )
+
+
 def edge_keys(
-    reader: LevelReader, ks: KeySpace, local: IntArray, cross: IntArray, names: Sequence[str]
+    reader: LevelReader,
+    ks: KeySpace,
+    local: IntArray,
+    cross: IntArray,
+    names: Sequence[str],
+    arity: int = 2,
 ) -> tuple[IntArray, dict[str, Column]]:
-    """Edges stored in chunks ``local`` (``links``) and ``cross`` (``cross_chunk_links``) as keys."""
+    """Links stored in chunks ``local`` (``links``) and ``cross`` (``cross_chunk_links``) as keys.
+
+    ``arity`` endpoints per link; attributes ``names`` come aligned with the links.
+    """
     pieces: list[IntArray] = []
     cols: dict[str, list[Column]] = {n: [] for n in names}
     if reader.has(L.LINKS):  # also with no chunks: empty columns keep their dtype
         block = reader.rows(L.LINKS, local)
-        pieces.append(ks.local_keys(local, block))
+        pieces.append(ks.local_keys(reader, local, block, arity))
         for n in names:
             cols[n].append(reader.aligned_column(f"{L.LINK_ATTRIBUTES}/{n}", local, block))
     if reader.has(L.CROSS_CHUNK_LINKS):
         cross_block = reader.rows(L.CROSS_CHUNK_LINKS, cross)
-        pieces.append(ks.cross_keys(reader, cross_block.values))
+        pieces.append(ks.cross_keys(reader, cross, cross_block, arity))
         for n in names:
             path = f"{L.CROSS_CHUNK_LINK_ATTRIBUTES}/{n}"
-            cols[n].append(reader.aligned_column(path, cross, cross_block))
+            if reader.has(path) or len(cross_block.values):  # none written without records
+                cols[n].append(reader.aligned_column(path, cross, cross_block))
     if len(pieces) == 1:  # no copy
         keys = pieces[0]
     else:
-        keys = np.concatenate(pieces) if pieces else np.zeros((0, 2), dtype=np.int64)
+        keys = np.concatenate(pieces) if pieces else np.zeros((0, arity), dtype=np.int64)
     attrs = {
         n: Column(np.concatenate([c.values for c in cs]), cs[0].categories)
         for n, cs in cols.items()
         if cs
     }
     return keys, attrs
+
+
+@dataclass(frozen=True)
+class LinkBlock:
+    """Links of some chunks with endpoints as indices into the chunks' concatenated rows."""
+
+    ends: IntArray
+    """(L, k) endpoint rows; -1 where the endpoint's chunk was not fetched."""
+    attributes: dict[str, Column]
+    """Link attributes aligned with ``ends``."""
+
+
+def chunk_links(reader: LevelReader, flats: IntArray, names: Sequence[str] = ()) -> LinkBlock:
+    """Links stored in chunks ``flats``, endpoints as rows of the ``flats`` concatenation.
+
+    Local links come from ``links``, cross-chunk links from ``cross_chunk_links`` (stored in
+    the chunk of endpoint 0); an endpoint in a chunk outside ``flats`` is -1.  The type's link
+    arity gives the endpoints per link.  Link attributes ``names`` come aligned with the links.
+    """
+    arity = type_spec(reader.meta.geometry_type).link_arity
+    ends, attrs = edge_keys(reader, KeySpace.fetched(reader, flats), flats, flats, names, arity)
+    return LinkBlock(ends, attrs)
 
 
 def locate(keys: IntArray, wanted: IntArray) -> tuple[IntArray, npt.NDArray[np.bool_]]:

@@ -350,7 +350,7 @@ def cross_link_piece(
     ``index`` maps each row of the chunks' concatenation to its returned position (-1: not
     returned), as in :func:`read_with_links`; links with an end not returned are left out.
     """
-    keys = KeySpace.fetched(reader, flats).cross_keys(reader, block.values)
+    keys = KeySpace.fetched(reader, flats).cross_keys(reader, flats, block)
     path = L.CROSS_CHUNK_LINK_ATTRIBUTES
     attrs = {n: reader.aligned_column(f"{path}/{n}", flats, block) for n in names}
     ends = np.take(index, keys.T, mode="clip")

@@ -1,0 +1,417 @@
+"""Mesh write input as :class:`~zarr_vectors.core.plan.GeometryParts` (FORMAT.md §6–§7).
+
+Accepted forms: (N, D) vertices with (F, 3) faces, one mesh-like object (``vertices`` and
+``faces``, e.g. a ``trimesh.Trimesh``), or a list of ``(vertices, faces)`` pairs or mesh-like
+objects (one object each).  Faces are checked to be triangles indexing the vertices (the bad row
+is named); objects are per-vertex ids or the connected components of the faces, and no face may
+join two objects.  The Draco options of a write are checked here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from zarr_vectors.core.columns import Column, normalize_columns
+from zarr_vectors.core.components import connected_components
+from zarr_vectors.core.deprecation import warn_renamed
+from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
+from zarr_vectors.core.links.faces import FaceRows
+from zarr_vectors.core.links.keys import sorted_unique
+from zarr_vectors.core.options import StoreOptions
+from zarr_vectors.core.plan import GeometryParts
+from zarr_vectors.core.ragged import change_mask, concat_ranges, offsets_from_counts
+from zarr_vectors.core.writer import check_positions
+from zarr_vectors.errors import GeometryError, InvalidInputError
+from zarr_vectors.spec.conventions import Encoding, WindingOrder
+from zarr_vectors.types._base import dense_object_ids
+from zarr_vectors.types._objects import UserIdMap, flatten_ragged, groups_table, ragged_columns
+from zarr_vectors.types._order import INPUT_INDEX, input_permutation, inverse_permutation
+
+__all__ = [
+    "InputRows",
+    "MeshLike",
+    "draco_options",
+    "input_order",
+    "input_parts",
+    "input_rows",
+    "is_mesh_like",
+    "mesh_metadata",
+    "result_input",
+]
+
+IntArray = npt.NDArray[np.int64]
+AnyArray = npt.NDArray[Any]
+
+
+class MeshLike(Protocol):
+    """Anything with ``vertices`` (N, D) and ``faces`` (F, 3), e.g. a ``trimesh.Trimesh``."""
+
+    @property
+    def vertices(self) -> Any:
+        """(N, D) vertex positions."""
+
+    @property
+    def faces(self) -> Any:
+        """(F, 3) vertex indices."""
+
+
+@dataclass(frozen=True)
+class InputRows:
+    """Write input laid out as a read gathers it: what writing then reading everything returns."""
+
+    rows: FaceRows
+    """Vertices in object then input order, faces remapped to them (stored order)."""
+    ids: AnyArray
+    """Id of each object (user ids when given)."""
+    object_attributes: dict[str, Column]
+    """Per-object attributes, by dense object."""
+    groups: dict[str, AnyArray]
+    """Group name -> ids of its objects."""
+    group_attributes: dict[str, Column]
+    """Per-group attributes, in group order."""
+
+
+def input_rows(parts: GeometryParts) -> InputRows:
+    """Lay out normalised mesh input (:func:`input_parts`) as a whole-store read gathers it."""
+    assert parts.vertex_objects is not None
+    assert parts.links is not None
+    obj = parts.vertex_objects.astype(np.int64, copy=False)
+    order = np.argsort(obj, kind="stable")
+    where = np.empty(len(order), dtype=np.int64)
+    where[order] = np.arange(len(order), dtype=np.int64)
+    cols = dict(parts.object_attributes)
+    ids = cols.pop("id").values if "id" in cols else np.arange(parts.n_objects)
+    groups: dict[str, AnyArray] = {}
+    if parts.groups is not None:
+        groups = {
+            name: ids[parts.groups.members_of(i)] for i, name in enumerate(parts.groups.names)
+        }
+    rows = FaceRows(
+        parts.positions[order],
+        obj[order],
+        np.arange(parts.n_objects),
+        where[parts.links],
+        {k: c.take(order) for k, c in parts.vertex_attributes.items()},
+        dict(parts.link_attributes),
+    )
+    group_attrs = {} if parts.groups is None else dict(parts.groups.attributes)
+    return InputRows(rows, ids, cols, groups, group_attrs)
+
+
+def result_input(m: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the array-form arguments equivalent to a ``Meshes`` result's fields ``m``.
+
+    Object attributes are put in ascending id order, as the objects of the parts are.
+    """
+    order = np.argsort(m["object_ids"], kind="stable")
+    if len(sorted_unique(np.asarray(m["vertex_object_ids"]))) != len(m["object_ids"]):
+        raise InvalidInputError("Meshes input: every object needs at least one vertex")
+    return {
+        "vertices": m["vertices"],
+        "faces": m["faces"],
+        "object_ids": None,
+        "vertex_object_ids": m["vertex_object_ids"],
+        "attributes": m["attributes"],
+        "face_attributes": m["face_attributes"],
+        "object_attributes": {k: v[order] for k, v in m["object_attributes"].items()},
+        "groups": m["groups"],
+        "group_attributes": m["group_attributes"],
+    }
+
+
+def input_parts(data: Any, faces: Any, **kw: Any) -> GeometryParts:
+    """Normalise array, mesh-like or list input (``kw``: the ``write_meshes`` keywords)."""
+    if faces is None and is_mesh_like(data):
+        data, faces = data.vertices, data.faces
+    if faces is None:
+        if isinstance(data, np.ndarray):
+            raise InvalidInputError("faces are required with a vertex array")
+        if kw["vertex_object_ids"] is not None:
+            raise InvalidInputError(
+                "vertex_object_ids applies to array input; a list of meshes takes "
+                "object_ids= (one per mesh)"
+            )
+        pos, flat, v_off, f_off = _split_list(data)
+        n = len(v_off) - 1
+        objs = _Objects(
+            np.repeat(np.arange(n, dtype=np.int64), np.diff(v_off)),
+            n,
+            UserIdMap.from_user(kw["object_ids"], n),
+        )
+        attrs = ragged_columns(kw["attributes"], v_off, "attribute")
+        f_attrs = ragged_columns(kw["face_attributes"], f_off, "face attribute")
+    else:
+        pos = check_positions(data)
+        flat, spans = _checked_faces(faces, len(pos), "faces")
+        objs = _vertex_objects(_per_vertex_ids(kw), flat, len(pos), spans)
+        attrs = normalize_columns(kw["attributes"], len(pos), "attribute")
+        f_attrs = normalize_columns(kw["face_attributes"], len(flat), "face attribute")
+    obj_attrs = normalize_columns(kw["object_attributes"], objs.n, "object attribute")
+    if "id" in obj_attrs:
+        raise InvalidInputError(
+            "object attribute 'id' is reserved; pass user ids as object_ids or vertex_object_ids"
+        )
+    obj_attrs.update(objs.idmap.columns())
+    return GeometryParts(
+        positions=pos,
+        vertex_object=objs.dense,
+        n_objects=objs.n,
+        ordered=True,
+        vertex_attributes=attrs,
+        links=flat,
+        link_attributes=f_attrs,
+        object_attributes=obj_attrs,
+        groups=groups_table(kw["groups"], kw["group_attributes"], objs.idmap, objs.n),
+    )
+
+
+def _face_array(faces: Any, what: str) -> npt.NDArray[Any]:
+    """Return faces as an (F, 3) integer array (not yet range-checked); name a bad row."""
+    try:
+        arr = np.asarray(faces)
+    except ValueError:  # ragged rows: polygons of mixed sizes
+        sizes = np.array([len(f) for f in faces])
+        row = int(np.argmax(sizes != 3))
+        raise GeometryError(
+            f"{what}: face {row} has {sizes[row]} vertices; only triangles are supported"
+        ) from None
+    if arr.size == 0:
+        return np.zeros((0, 3), dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        got = f"{arr.shape[1]} vertices" if arr.ndim == 2 else f"shape {arr.shape}"
+        raise GeometryError(f"{what}: face 0 has {got}; faces must be (F, 3) triangles")
+    if arr.dtype.kind not in "iu":
+        raise InvalidInputError(f"{what} must be integer vertex indices, got dtype {arr.dtype}")
+    return arr
+
+
+def _check_range(arr: npt.NDArray[Any], low: Any, high: Any, n_vertices: int, what: str) -> None:
+    """Raise for the first face outside ``0..n_vertices-1``, given the faces' extremes."""
+    if low < 0 or high >= n_vertices:  # rows only on failure
+        row = int(np.argmax(np.any((arr < 0) | (arr >= n_vertices), axis=1)))
+        raise GeometryError(
+            f"{what}: face {row} = {arr[row].tolist()} refers to a vertex outside "
+            f"0..{n_vertices - 1}"
+        )
+
+
+def _check_faces(faces: Any, n_vertices: int, what: str) -> IntArray:
+    """Validate (F, 3) integer faces indexing ``n_vertices`` vertices; name the bad row."""
+    arr = _face_array(faces, what)
+    if arr.size:
+        _check_range(arr, arr.min(), arr.max(), n_vertices, what)
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+_FACE_SPAN = 1024
+"""Consecutive faces summarised by their smallest and largest vertex (see :class:`_Spans`)."""
+
+
+@dataclass(frozen=True)
+class _Spans:
+    """Smallest and largest vertex of each ``_FACE_SPAN`` consecutive faces (last: the rest)."""
+
+    low: IntArray
+    high: IntArray
+
+
+def _checked_faces(faces: Any, n_vertices: int, what: str) -> tuple[IntArray, _Spans]:
+    """:func:`_check_faces`, also returning the faces' :class:`_Spans`.
+
+    The spans cost the range check's two reductions (row-wise, over the same faces).
+    """
+    arr = _face_array(faces, what)
+    full = len(arr) - len(arr) % _FACE_SPAN
+    rows = [arr[:full].reshape(-1, _FACE_SPAN * 3)]
+    if full < len(arr):
+        rows.append(arr[full:].reshape(1, -1))
+    low = np.concatenate([r.min(axis=1) for r in rows])
+    high = np.concatenate([r.max(axis=1) for r in rows])
+    if arr.size:
+        _check_range(arr, low.min(), high.max(), n_vertices, what)
+    spans = _Spans(low.astype(np.int64, copy=False), high.astype(np.int64, copy=False))
+    return np.ascontiguousarray(arr, dtype=np.int64), spans
+
+
+def is_mesh_like(obj: Any) -> bool:
+    """Whether ``obj`` has ``vertices`` and ``faces`` (a mesh-like object, e.g. trimesh's)."""
+    return hasattr(obj, "vertices") and hasattr(obj, "faces")
+
+
+def _split_list(
+    items: Sequence[Any],
+) -> tuple[npt.NDArray[np.floating], IntArray, IntArray, IntArray]:
+    """Concatenate a list of meshes; return vertices, global faces and both CSR offsets."""
+    pairs = [(m.vertices, m.faces) if is_mesh_like(m) else tuple(m) for m in items]
+    if any(len(p) != 2 for p in pairs):
+        raise InvalidInputError(
+            "faces are required with vertex positions; a list input holds "
+            "(vertices, faces) pairs or mesh objects"
+        )
+    arrays = [np.asarray(v) for v, _ in pairs]
+    dims = {a.shape[1] for a in arrays if a.ndim == 2}
+    if len(dims) > 1:
+        raise InvalidInputError(f"meshes: vertices have mixed dimensions {sorted(dims)}")
+    pos, v_off = flatten_ragged(arrays, None, "meshes")
+    faces = [
+        _check_faces(f, int(n), f"mesh {i} faces")
+        for i, ((_, f), n) in enumerate(zip(pairs, np.diff(v_off), strict=True))
+    ]
+    f_off = offsets_from_counts([len(f) for f in faces])
+    flat = np.concatenate(faces) + np.repeat(v_off[:-1], np.diff(f_off))[:, None]
+    return pos, flat.astype(np.int64).reshape(-1, 3), v_off, f_off
+
+
+@dataclass(frozen=True)
+class _Objects:
+    """Dense object of every vertex plus the user-id map."""
+
+    dense: IntArray
+    n: int
+    idmap: UserIdMap
+
+
+def _vertex_objects(
+    vertex_object_ids: Any, faces: IntArray, n_vertices: int, spans: _Spans | None = None
+) -> _Objects:
+    """Objects from per-vertex user ids, or connected components when none are given.
+
+    ``spans`` (of ``faces``) speed up the check that no face joins two objects.
+    """
+    if vertex_object_ids is None:
+        dense, n = connected_components(n_vertices, faces)
+        return _Objects(dense, n, UserIdMap(None))
+    arr = np.asarray(vertex_object_ids)
+    if arr.shape != (n_vertices,):
+        raise InvalidInputError(
+            f"vertex_object_ids must have one entry per vertex ({n_vertices}), "
+            f"got shape {arr.shape}"
+        )
+    dense, distinct, identity, ordered = _dense_ids(arr)
+    _check_face_objects(faces, dense, arr, spans if ordered else None)
+    return _Objects(dense, len(distinct), UserIdMap(None if identity else distinct))
+
+
+def _dense_ids(ids: npt.NDArray[Any]) -> tuple[IntArray, npt.NDArray[Any], bool, bool]:
+    """:func:`~zarr_vectors.types._base.dense_object_ids`, in one pass when ids are sorted.
+
+    Vertices usually come object after object: then the dense id is a running count of id
+    changes (no sort).  The last value tells whether the dense ids are known to be sorted.
+    """
+    if ids.ndim != 1 or ids.dtype.kind not in "iu" or not len(ids):
+        return (*dense_object_ids(ids), False)
+    if not bool(np.all(ids[1:] >= ids[:-1])):
+        return (*dense_object_ids(ids), False)
+    change = change_mask(ids)
+    distinct = ids[change]
+    dense = np.cumsum(change, dtype=np.int64)
+    dense -= 1
+    identity = bool(distinct[0] == 0 and distinct[-1] == distinct.size - 1)
+    return dense, distinct, identity, True
+
+
+_FACE_BLOCK = 1 << 16
+"""Faces checked at once by :func:`_check_face_objects` (the temporaries stay in cache)."""
+
+
+def _check_face_objects(
+    faces: IntArray, dense: IntArray, user: npt.NDArray[Any], spans: _Spans | None = None
+) -> None:
+    """Raise for the first face joining vertices of different objects.
+
+    ``faces`` index ``dense`` (checked by :func:`_check_faces`).  ``spans`` may be given when
+    ``dense`` is non-decreasing: then every vertex of a span whose smallest and largest
+    vertex share an object is in that object, and only the other spans' faces are looked up.
+    """
+    rows = None
+    if spans is not None:
+        mixed = np.flatnonzero(dense[spans.low] != dense[spans.high])
+        if len(mixed) * 4 <= len(spans.low):
+            first = mixed * _FACE_SPAN
+            rows = concat_ranges(first, np.minimum(len(faces) - first, _FACE_SPAN))
+    looked = faces if rows is None else np.take(faces, rows, axis=0)
+    table = dense
+    if rows is None and len(dense) < 2**31:
+        table = dense.astype(np.int32)  # halves the gather of every face
+    buf = np.empty((min(len(looked), _FACE_BLOCK), 3), dtype=table.dtype)
+    for a in range(0, len(looked), _FACE_BLOCK):
+        block = looked[a : a + _FACE_BLOCK]
+        f_obj = buf[: len(block)]
+        np.take(table, block, out=f_obj, mode="clip")  # indices are valid: no bounds check
+        joins = f_obj[:, 0] != f_obj[:, 1]
+        joins |= f_obj[:, 0] != f_obj[:, 2]
+        if not joins.any():
+            continue
+        row = a + int(np.argmax(joins))
+        row = row if rows is None else int(rows[row])
+        raise GeometryError(
+            f"faces: face {row} = {faces[row].tolist()} joins vertices of "
+            f"objects {user[faces[row]].tolist()}"
+        )
+
+
+def _per_vertex_ids(kw: dict[str, Any]) -> Any:
+    """Per-vertex ids of array input; ``object_ids=`` there is their deprecated name."""
+    if kw["object_ids"] is None:
+        return kw["vertex_object_ids"]
+    if kw["vertex_object_ids"] is not None:
+        raise InvalidInputError("pass vertex_object_ids= only (object_ids= is its old name)")
+    warn_renamed(
+        "object_ids= with vertex-array mesh input",
+        "vertex_object_ids= (one per vertex)",
+        stacklevel=6,
+    )
+    return kw["object_ids"]
+
+
+def draco_options(
+    opts: StoreOptions, encoding: Any, quantization_bits: int, compression_level: int, ndim: int
+) -> StoreOptions:
+    """``opts`` with the Draco settings of ``encoding="draco"`` (checked), else unchanged."""
+    if Encoding.parse(encoding, field="encoding") is not Encoding.DRACO:
+        return opts
+    settings = DracoSettings(
+        quantization_bits=quantization_bits, compression_level=compression_level
+    )
+    require_dracopy()
+    if ndim > MAX_DIMS:
+        raise InvalidInputError(f"Draco encodes at most {MAX_DIMS} dimensions")
+    return replace(opts, draco=settings)
+
+
+def mesh_metadata(winding_order: Any, closed_surface: bool | None) -> dict[str, Any]:
+    """Return the ``mesh`` root keys of a write: winding order (checked), closed surface."""
+    return {
+        "winding_order": WindingOrder.parse(winding_order, field="winding_order").value,
+        "closed_surface": None if closed_surface is None else bool(closed_surface),
+    }
+
+
+def input_order(
+    vertices: AnyArray,
+    faces: IntArray,
+    vertex_object_ids: AnyArray,
+    attributes: Mapping[str, AnyArray],
+    face_attributes: Mapping[str, AnyArray],
+) -> dict[str, Any]:
+    """Return result fields put back in input order by the stored input indexes.
+
+    ``attributes`` and ``face_attributes`` hold the reserved input-index attribute (written
+    with ``keep_order=True``); it is used and dropped.
+    """
+    attrs, face_attrs = dict(attributes), dict(face_attributes)
+    vperm = input_permutation(attrs.pop(INPUT_INDEX), "mesh vertices")
+    fperm = input_permutation(face_attrs.pop(INPUT_INDEX), "mesh faces")
+    where = inverse_permutation(vperm)
+    return {
+        "vertices": vertices[vperm],
+        "faces": where[faces[fperm]].reshape(-1, 3),
+        "vertex_object_ids": vertex_object_ids[vperm],
+        "attributes": {k: v[vperm] for k, v in attrs.items()},
+        "face_attributes": {k: v[fperm] for k, v in face_attrs.items()},
+    }

@@ -1,0 +1,85 @@
+"""Stored links decoded by one engine (``core.links.keys``), checked against the raw rows.
+
+``chunk_links`` (whole-level reads for pyramids and rechunking, mesh queries) and the graph and
+skeleton readers share ``KeySpace.cross_keys``: a valid store decodes to the links a plain loop
+over the raw rows gives, and a damaged record is named by chunk, record and endpoint.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+from reliability._damage import READERS, Damage, fresh
+from zarr_vectors.core.links.keys import chunk_links
+from zarr_vectors.core.parts import read_parts
+from zarr_vectors.core.reader import LevelReader
+from zarr_vectors.errors import CorruptPayloadError
+
+LINKED = ("graph", "skeleton", "mesh")
+D = 3
+
+
+def _brute_links(d: Damage, reader: LevelReader, flats: list[int]) -> np.ndarray[Any, Any]:
+    """Links of chunks ``flats`` as rows of their concatenation, by a loop over raw records."""
+    counts = np.asarray(d.array("0/vertex_counts")[...]).ravel()
+    base = {f: int(sum(counts[g] for g in flats[: flats.index(f)])) for f in flats}
+    origin, grid = np.asarray(reader.layout.grid.origin), tuple(reader.layout.grid.shape)
+    local, cross = [], []
+    for f in flats:
+        rows = d.rows("0/links", f) if counts[f] else []
+        local.extend([base[f] + int(v) for v in row] for row in rows)
+    for f in flats:
+        for rec in d.rows("0/cross_chunk_links", f) if counts[f] else []:
+            ends = []
+            for j in range(len(rec) // (D + 1)):
+                coords = rec[j * (D + 1) : j * (D + 1) + D] - origin
+                g = int(np.ravel_multi_index(tuple(int(c) for c in coords), grid))
+                ends.append(base[g] + int(rec[j * (D + 1) + D]) if g in base else -1)
+            cross.append(ends)
+    k = 3 if reader.meta.geometry_type == "mesh" else 2
+    return np.array(local + cross, dtype=np.int64).reshape(-1, k)
+
+
+@pytest.mark.parametrize("kind", LINKED)
+def test_chunk_links_match_the_raw_records(kind: str) -> None:
+    d = fresh(kind)
+    reader = LevelReader(d.root(), 0)
+    every = [int(f) for f in reader.chunks()]
+    for flats in (every, every[::2], every[1:2]):
+        got = chunk_links(reader, np.asarray(flats, dtype=np.int64)).ends
+        np.testing.assert_array_equal(got, _brute_links(d, reader, flats))
+    parts = read_parts(reader, sequential=False)
+    assert parts.links is not None
+    assert len(parts.links) == len(_brute_links(d, reader, every))
+
+
+def _cross_chunk(d: Damage) -> int:
+    for flat in d.occupied():
+        if len(d.rows("0/cross_chunk_links", flat)):
+            return flat
+    raise AssertionError("no cross-chunk links")
+
+
+@pytest.mark.parametrize("kind", LINKED)
+@pytest.mark.parametrize(
+    ("column", "value", "why"),
+    [(2 * D + 1, 10**6, "a row outside its chunk"), (D + 1, 10**6, "a chunk outside the grid")],
+)
+def test_a_damaged_cross_record_is_named(kind: str, column: int, value: int, why: str) -> None:
+    d = fresh(kind)
+    flat = _cross_chunk(d)
+    rows = d.rows("0/cross_chunk_links", flat)
+    rows[0, column] = value
+    d.set_rows("0/cross_chunk_links", flat, rows)
+    reader = LevelReader(d.root(), 0)
+    chunk = reader.layout.coords_of_flat(np.array([flat]))[0].tolist()
+    pattern = re.escape(f"cross_chunk_links chunk {chunk}: record 0 endpoint 1 names ")
+    pattern += why.replace("the grid", "the chunk grid")
+    with pytest.raises(CorruptPayloadError, match=pattern):
+        read_parts(reader, sequential=False)
+    with pytest.raises(CorruptPayloadError, match="cross_chunk_links"):
+        READERS[kind](d.store)
