@@ -115,6 +115,7 @@ def _check(seed: int, kind: str, directed: bool, user_ids: bool) -> None:
         assert _reads(appended) == _reads(fresh)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1),

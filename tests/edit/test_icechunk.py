@@ -96,6 +96,7 @@ def test_local_repository_snapshots_and_time_travel(tmp_path: Path) -> None:
     _snapshots_and_time_travel(_local_repo(tmp_path))
 
 
+@pytest.mark.slow
 @pytest.mark.s3
 def test_s3_repository_snapshots_and_time_travel(s3: dict[str, Any]) -> None:
     _snapshots_and_time_travel(_s3_repo(s3, "snapshots"))

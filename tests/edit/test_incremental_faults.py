@@ -100,6 +100,7 @@ def _leftovers(store: Path) -> list[str]:
     return sorted(p.name for p in store.parent.iterdir() if p.name != store.name)
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_points_of_an_incremental_append(
     setup: tuple[Path, Path, str, str],
 ) -> None:

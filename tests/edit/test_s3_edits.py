@@ -112,6 +112,7 @@ def test_append_attribute_delete_compact_on_s3_equal_memory(s3: dict[str, Any]) 
     assert _fs(s3).ls(f"{BUCKET}/edits") == [f"{BUCKET}/edits/tracts.zarrvectors"]
 
 
+@pytest.mark.slow
 def test_edit_by_url_and_refusals(s3: dict[str, Any]) -> None:
     url, store, _ = _pair(s3, "refusals")
     # an s3:// URL takes its credentials and endpoint from the environment
@@ -178,6 +179,7 @@ def _plant_lock(s3: dict[str, Any], key: str, host: str, pid: int, expires: floa
     _fs(s3).pipe_file(key, json.dumps(body).encode())
 
 
+@pytest.mark.slow
 def test_stale_leases_are_taken_over_live_ones_are_not(s3: dict[str, Any]) -> None:
     url, store, _ = _pair(s3, "stale")
     key = s3commit.lock_object(s3commit.live_path(store))
@@ -204,6 +206,7 @@ def _dead_pid() -> int:
         pid -= 1
 
 
+@pytest.mark.slow
 def test_lost_lease_is_not_renewed(s3: dict[str, Any]) -> None:
     _, store, _ = _pair(s3, "lost")
     key = s3commit.lock_object(s3commit.live_path(store))
@@ -224,6 +227,7 @@ def _state(result: Any) -> tuple[tuple[int, ...], bytes]:
     return tuple(result.object_ids.tolist()), np.concatenate(list(result)).tobytes()
 
 
+@pytest.mark.slow
 def test_readers_see_old_new_or_a_clear_refusal(
     s3: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -303,6 +307,7 @@ def _kill_when(s3: dict[str, Any], url: str, ready: Callable[[], bool]) -> None:
         child.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["staged", "committed"])
 def test_killed_edit_is_rolled_back_or_forward(s3: dict[str, Any], point: str) -> None:
     """SIGKILL while staging keeps the old state; after the journal, the next edit finishes it."""
