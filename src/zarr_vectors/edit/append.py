@@ -31,10 +31,10 @@ from zarr_vectors.edit.rewrite import PyramidPlan, StoredLevel, rewrite
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.typespec import type_spec
-from zarr_vectors.types.meshes import MeshInput, _mesh_parts
-from zarr_vectors.types.points import _points_parts
-from zarr_vectors.types.polylines import _path_parts
-from zarr_vectors.types.skeletons import _skeleton_parts
+from zarr_vectors.types.meshes import MeshInput, mesh_parts
+from zarr_vectors.types.points import points_parts
+from zarr_vectors.types.polylines import path_parts
+from zarr_vectors.types.skeletons import skeleton_parts
 
 __all__ = [
     "append_graph",
@@ -128,7 +128,7 @@ def append_points(
     >>> zv.append_points(store, np.full((1, 2), -5.0)).vertex_count
     3
     """
-    parts = _points_parts(
+    parts = points_parts(
         positions, attributes, vertex_object_ids, object_attributes, groups, group_attributes
     )
     given = vertex_object_ids is not None
@@ -142,7 +142,7 @@ def _paths(
     offsets: Any,
     kw: Mapping[str, Any],
 ) -> WriteSummary:
-    parts = _path_parts(
+    parts = path_parts(
         paths,
         offsets,
         kw["attributes"],
@@ -386,7 +386,7 @@ def append_skeletons(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> WriteSummary:
     """Append trees to a skeleton store (input as :func:`~zarr_vectors.write_skeletons`)."""
-    parts = _skeleton_parts(
+    parts = skeleton_parts(
         positions,
         parents,
         offsets,
@@ -416,7 +416,7 @@ def append_meshes(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> WriteSummary:
     """Append meshes to a mesh store (input as :func:`~zarr_vectors.write_meshes`)."""
-    parts = _mesh_parts(
+    parts = mesh_parts(
         vertices,
         faces,
         vertex_object_ids=vertex_object_ids,

@@ -580,6 +580,3 @@ def _in_input_order(g: Graph) -> Graph:
     ranked = np.argsort(before, kind="stable")
     moved = ranked[np.searchsorted(before[ranked], out.object_ids)]
     return replace(out, object_attributes={k: v[moved] for k, v in g.object_attributes.items()})
-
-
-_graph_parts = graph_parts  # the name zarr_vectors.edit.append imports

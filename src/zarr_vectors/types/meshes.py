@@ -584,8 +584,6 @@ def _in_input_order(m: Meshes) -> Meshes:
     return replace(m, **fields, input_order=True)
 
 
-_mesh_parts = mesh_parts  # the name zarr_vectors.edit.append imports
-
 # Deprecated singular names (removed in the next release): function nouns are plural.
 write_mesh = deprecated_function(write_meshes, "write_mesh")
 read_mesh = deprecated_function(read_meshes, "read_mesh")

@@ -362,6 +362,3 @@ def _query(
             f"store holds {str(reader.meta.geometry_type)!r}, not 'point_cloud'"
         )
     return build_query(reader, bbox=bbox, object_ids=object_ids, group=group, attributes=attributes)
-
-
-_points_parts = points_parts  # the name zarr_vectors.edit.append imports

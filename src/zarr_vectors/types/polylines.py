@@ -426,6 +426,3 @@ def read_polylines(
 def read_streamlines(store: StoreLike, **kwargs: Any) -> Polylines:
     """Read streamlines; same arguments as :func:`read_polylines`."""
     return read_polylines(store, **kwargs)
-
-
-_path_parts = path_parts  # the name zarr_vectors.edit.append imports

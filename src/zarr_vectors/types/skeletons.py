@@ -561,8 +561,6 @@ def read_skeletons(
     return run(reader, SkeletonType, query, selection(reader, where, sphere, limit))
 
 
-_skeleton_parts = skeleton_parts  # the name zarr_vectors.edit.append imports
-
 # Deprecated singular names (removed in the next release): function nouns are plural.
 write_skeleton = deprecated_function(write_skeletons, "write_skeleton")
 read_skeleton = deprecated_function(read_skeletons, "read_skeleton")
