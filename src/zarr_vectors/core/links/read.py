@@ -114,10 +114,15 @@ class Tasks:
 
     def run(self) -> None:
         """Run the tasks no other thread has claimed."""
+        tasks = self._tasks
         for k in self._next:
-            if k >= len(self._tasks):
+            if k >= len(tasks):
+                # every task claimed: let go of them.  Bound methods of the work that owns
+                # this object form a reference cycle, which would keep the work's result
+                # arrays alive until a garbage collection (and out of the recycling pool)
+                self._tasks = ()
                 return
-            self._tasks[k]()
+            tasks[k]()
 
 
 def read_with_links(
