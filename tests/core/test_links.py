@@ -7,7 +7,9 @@ over the raw rows gives, and a damaged record is named by chunk, record and endp
 
 from __future__ import annotations
 
+import gc
 import re
+import weakref
 from typing import Any
 
 import numpy as np
@@ -15,6 +17,7 @@ import pytest
 
 from reliability._damage import READERS, Damage, fresh
 from zarr_vectors.core.links.keys import chunk_links
+from zarr_vectors.core.links.read import Tasks
 from zarr_vectors.core.parts import read_parts
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.errors import CorruptPayloadError
@@ -83,3 +86,36 @@ def test_a_damaged_cross_record_is_named(kind: str, column: int, value: int, why
         read_parts(reader, sequential=False)
     with pytest.raises(CorruptPayloadError, match="cross_chunk_links"):
         READERS[kind](d.store)
+
+
+class _Owner:
+    """Work whose tasks are its own bound methods (a reference cycle through ``Tasks``)."""
+
+    def __init__(self) -> None:
+        self.done: list[str] = []
+        self.tasks = Tasks(self._first, self._second)
+
+    def _first(self) -> None:
+        self.done.append("first")
+
+    def _second(self) -> None:
+        self.done.append("second")
+
+
+def test_tasks_run_once_each_and_free_their_owner_without_gc() -> None:
+    """Every task runs once; once all are claimed the owner is freed by reference counting.
+
+    The owner of a whole-object read's link work holds its result arrays: kept alive until a
+    garbage collection, they would never return to the result pool.
+    """
+    owner = _Owner()
+    owner.tasks.run()
+    owner.tasks.run()  # a late thread: nothing left
+    assert owner.done == ["first", "second"]
+    ref = weakref.ref(owner)
+    gc.disable()
+    try:
+        del owner
+        assert ref() is None
+    finally:
+        gc.enable()

@@ -659,6 +659,7 @@ def test_row_index_equals_a_scatter(lengths: list[int], seed: int, keep: float) 
     rows = np.concatenate([np.arange(s, s + c) for s, c in zip(starts, counts, strict=True)])
     expected[rows] = np.arange(len(rows))
     np.testing.assert_array_equal(row_index(where, size), expected)
+    np.testing.assert_array_equal(row_index(where.expand(), size), expected)
 
 
 # -- input order (docs/spec.md §8.8) --------------------------------------------------------

@@ -20,7 +20,13 @@ from zarr_vectors.core.columns import Column
 from zarr_vectors.core.links.keys import KeySpace, sorted_by_key, take_column
 from zarr_vectors.core.payload.concurrency import decode_threads
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts
-from zarr_vectors.core.reader import LevelReader, ObjectRanges, RowBlock, check_link_rows
+from zarr_vectors.core.reader import (
+    LevelReader,
+    ObjectRanges,
+    ObjectRows,
+    RowBlock,
+    check_link_rows,
+)
 from zarr_vectors.core.scratch import SCRATCH, Lease
 from zarr_vectors.core.select import ObjectVertices, object_vertices
 from zarr_vectors.errors import CorruptPayloadError
@@ -142,13 +148,14 @@ def read_with_links(
     """
     with SCRATCH.lease() as lease:  # row maps live only until vertices and links are out
         located = reader.locate_objects(dense)
+        rows = located.expand(lease)  # once, for the vertices and the row map
 
         def start() -> LinkWork[_T]:
             size = int(reader.vertex_counts[located.chunks].sum())
-            return links(located, row_index(located, size, lease))
+            return links(located, row_index(rows, size, lease))
 
         if located.n_rows < OVERLAP_ROWS:
-            got = object_vertices(reader, located.expand(lease), names)
+            got = object_vertices(reader, rows, names)
             work = start()
             work.share()
             return whole_objects(got, located), work.result()
@@ -168,7 +175,7 @@ def read_with_links(
             # big vertex decodes queue in parts behind the links: the worker that is
             # done with the links takes the parts that are left
             with decode_threads(8, pool):
-                got = object_vertices(reader, located.expand(lease), names)
+                got = object_vertices(reader, rows, names)
             work = started.result()
             work.share()
             future.result()
@@ -183,7 +190,8 @@ def whole_objects(got: ObjectVertices, located: ObjectRanges) -> WholeObjects:
 def row_index(where: ObjectRanges, size: int, lease: Lease | None = None) -> IntArray:
     """Map each of the ``size`` fetched rows to its returned position (-1: not returned).
 
-    With a ``lease`` the map may be in its buffers.
+    With a ``lease`` the map may be in its buffers.  ``where`` expanded already
+    (:class:`ObjectRows`) is not expanded again.
     """
     starts, counts = where.ranges.starts, where.ranges.counts
     if 0 < 32 * len(starts) <= size:  # refs of 32+ rows (skeletons): sort the refs, not the rows
@@ -194,8 +202,9 @@ def row_index(where: ObjectRanges, size: int, lease: Lease | None = None) -> Int
             # the refs tile every row (full reads): one sequential pass instead of a scatter
             out = None if lease is None else lease.array(size, np.int64)
             return concat_ranges(offsets_from_counts(counts)[:-1][order], n, out)
+    rows = where.rows if isinstance(where, ObjectRows) else where.expand().rows
     index = np.full(size, -1, dtype=np.int64)
-    index[where.expand().rows] = np.arange(where.n_rows, dtype=np.int64)
+    index[rows] = np.arange(where.n_rows, dtype=np.int64)
     return index
 
 
