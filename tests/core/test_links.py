@@ -14,9 +14,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reliability._damage import READERS, Damage, fresh
-from zarr_vectors.core.links.keys import chunk_links
+from zarr_vectors.core.columns import Column
+from zarr_vectors.core.links.keys import chunk_links, sorted_by_key
 from zarr_vectors.core.links.read import Tasks
 from zarr_vectors.core.parts import read_parts
 from zarr_vectors.core.reader import LevelReader
@@ -119,3 +122,29 @@ def test_tasks_run_once_each_and_free_their_owner_without_gc() -> None:
         assert ref() is None
     finally:
         gc.enable()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    n=st.integers(0, 400),
+    high=st.sampled_from([3, 1 << 20, 1 << 52, (1 << 62) - 1]),
+    runs=st.integers(1, 40),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_sorted_by_key_equals_a_stable_sort(n: int, high: int, runs: int, seed: int) -> None:
+    """Edge keys in any number of runs sort as a stable argsort does, attributes along."""
+    rng = np.random.default_rng(seed)
+    key = rng.integers(0, high, n, dtype=np.int64)
+    cuts = np.sort(rng.integers(0, n + 1, runs - 1))
+    key = np.concatenate([np.sort(part) for part in np.split(key, cuts)]) if n else key
+    bits = 31
+    weight = Column(rng.random(n))
+    order = np.argsort(key, kind="stable")
+    for with_attrs in (False, True):
+        attrs = {"w": weight} if with_attrs else {}
+        edges, got = sorted_by_key(key.copy(), bits, attrs)
+        want = key[order]
+        np.testing.assert_array_equal(edges[:, 0], want >> bits)
+        np.testing.assert_array_equal(edges[:, 1], want & ((1 << bits) - 1))
+        if with_attrs:
+            np.testing.assert_array_equal(got["w"].values, weight.values[order])

@@ -342,13 +342,42 @@ def sorted_by_key(
         return edges, attrs
     order: IntArray | None = None
     if runs > 1:
-        key, order = sort_keys(key, bool(attrs), runs)
+        key, order = _sort_packed(key, bool(attrs), runs)
     out = np.empty((len(key), 2), dtype=np.int64)
     np.right_shift(key, bits, out=out[:, 0])
     np.bitwise_and(key, (1 << bits) - 1, out=out[:, 1])
     if order is None:
         return out, attrs
     return out, {k: take_column(c, order) for k, c in attrs.items()}
+
+
+MERGED_RUNS = 4
+"""Effective runs (:func:`effective_runs`) up to which edge keys are merged by timsort;
+beyond, numpy's default sort (vectorised quicksort) costs less, whatever the runs."""
+
+
+def _sort_packed(key: IntArray, with_order: bool, runs: int) -> tuple[IntArray, IntArray | None]:
+    """Sort non-negative ``key`` (consumed) in ``runs`` effective runs, and the permutation.
+
+    :func:`~zarr_vectors.core.ragged.sort_keys`, with numpy's unstable default sort where
+    it is exact: on values alone (equal keys are equal values) and on keys made distinct by
+    their position in the low bits (the permutation rides along, in input order for ties).
+    """
+    n = len(key)
+    if runs <= MERGED_RUNS:
+        return sort_keys(key, with_order, runs)
+    if not with_order:
+        key.sort()
+        return key, None
+    bits = max(n - 1, 1).bit_length()
+    if int(key.max()) >= (1 << (63 - bits)):  # no spare bits for the positions
+        return sort_keys(key, with_order, runs)
+    key <<= bits
+    key |= np.arange(n, dtype=np.int64)
+    key.sort()
+    order = key & ((1 << bits) - 1)
+    key >>= bits
+    return key, order
 
 
 def sorted_edges(
