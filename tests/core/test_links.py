@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from reliability._damage import READERS, Damage, fresh
 from zarr_vectors.core.columns import Column
 from zarr_vectors.core.links.keys import chunk_links, sorted_by_key
-from zarr_vectors.core.links.read import Tasks
+from zarr_vectors.core.links.read import Tasks, checked_link_rows
 from zarr_vectors.core.parts import read_parts
-from zarr_vectors.core.reader import LevelReader
+from zarr_vectors.core.reader import LevelReader, RowBlock
 from zarr_vectors.errors import CorruptPayloadError
 
 LINKED = ("graph", "skeleton", "mesh")
@@ -148,3 +148,43 @@ def test_sorted_by_key_equals_a_stable_sort(n: int, high: int, runs: int, seed: 
         np.testing.assert_array_equal(edges[:, 1], want & ((1 << bits) - 1))
         if with_attrs:
             np.testing.assert_array_equal(got["w"].values, weight.values[order])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    counts=st.lists(st.integers(0, 6), min_size=1, max_size=8),
+    dtype=st.sampled_from(["<i4", "<i8"]),
+    seed=st.integers(0, 2**32 - 1),
+    bad=st.sampled_from([None, -1, 0, 1, -(2**31)]),
+)
+def test_link_rows_outside_their_chunk_are_refused(
+    counts: list[int], dtype: str, seed: int, bad: int | None
+) -> None:
+    """Link rows are accepted exactly when each names a row of its own chunk (brute force)."""
+    rng = np.random.default_rng(seed)
+    n_links = [int(rng.integers(0, 4)) if c else 0 for c in counts]
+    rows = [rng.integers(0, max(c, 1), (k, 2)) for c, k in zip(counts, n_links, strict=True)]
+    if bad is not None and sum(n_links):
+        i = int(rng.choice(np.flatnonzero(n_links)))
+        # -1 and -2**31: negative; 0 and 1: the chunk's row count and one past it
+        rows[i][int(rng.integers(n_links[i])), int(rng.integers(2))] = (
+            bad if bad < 0 else counts[i] + bad
+        )
+    values = np.concatenate(rows).astype(dtype)
+    offsets = np.concatenate([[0], np.cumsum(n_links)]).astype(np.int64)
+    sizes = np.asarray(counts, dtype=np.int64)
+    inside = all(((r >= 0) & (r < c)).all() for r, c in zip(rows, counts, strict=True))
+    for block, chunk_sizes in [(RowBlock(values, offsets), sizes)] + [
+        (RowBlock(r.astype(dtype), np.array([0, len(r)])), sizes[i : i + 1])
+        for i, r in enumerate(rows)
+    ]:
+        ok = all(
+            ((r >= 0) & (r < c)).all()
+            for r, c in zip(np.split(block.values, block.offsets[1:-1]), chunk_sizes, strict=True)
+        )
+        if ok:
+            np.testing.assert_array_equal(checked_link_rows(block, chunk_sizes), block.values)
+        else:
+            with pytest.raises(CorruptPayloadError, match="outside its chunk"):
+                checked_link_rows(block, chunk_sizes)
+    assert inside == (bad is None or not sum(n_links))

@@ -25,7 +25,6 @@ from zarr_vectors.core.reader import (
     ObjectRanges,
     ObjectRows,
     RowBlock,
-    check_link_rows,
 )
 from zarr_vectors.core.scratch import SCRATCH, Lease
 from zarr_vectors.core.select import ObjectVertices, object_vertices
@@ -238,8 +237,25 @@ def checked_link_rows(block: RowBlock, counts: IntArray) -> IntArray:
     rows = block.values if block.values.dtype.kind == "i" else block.values.astype(np.int64)
     if rows.shape[1] != 2:
         raise CorruptPayloadError(f"{L.LINKS} rows have width {rows.shape[1]}, expected 2")
-    check_link_rows(rows, block.offsets, counts, L.LINKS)
+    if not _rows_inside(rows, block.offsets, counts):
+        raise CorruptPayloadError(f"{L.LINKS}: a link names a row outside its chunk")
     return rows
+
+
+def _rows_inside(rows: IntArray, offsets: IntArray, counts: IntArray) -> bool:
+    """Whether every chunk's link ``rows`` (CSR ``offsets``) lie in ``0..counts - 1``.
+
+    As :func:`~zarr_vectors.core.reader.check_link_rows`, in one reduction: read as unsigned,
+    a negative row is bigger than any count.
+    """
+    if not len(rows):
+        return True
+    flat = np.ascontiguousarray(rows).reshape(-1).view(f"u{rows.dtype.itemsize}")
+    if len(counts) == 1:
+        return int(flat.max()) < int(counts[0])
+    full = np.flatnonzero(np.diff(offsets) > 0)
+    top = np.maximum.reduceat(flat, rows.shape[1] * offsets[full])
+    return bool((top < counts[full].astype(flat.dtype)).all())
 
 
 CHUNK_LINKS = 256
