@@ -367,9 +367,15 @@ def links_among(ends: IntArray, attrs: dict[str, Column]) -> LinkPiece:
     )
 
 
-def link_blocks(reader: LevelReader, flats: IntArray) -> dict[str, RowBlock]:
-    """Return the ``links`` and ``cross_chunk_links`` rows of chunks ``flats`` (if stored)."""
-    return {p: reader.rows(p, flats) for p in (L.LINKS, L.CROSS_CHUNK_LINKS) if reader.has(p)}
+def link_blocks(
+    reader: LevelReader, flats: IntArray, lease: Lease | None = None
+) -> dict[str, RowBlock]:
+    """Return the ``links`` and ``cross_chunk_links`` rows of chunks ``flats`` (if stored).
+
+    With a ``lease`` the rows may be in its buffers (valid while it lasts).
+    """
+    paths = (L.LINKS, L.CROSS_CHUNK_LINKS)
+    return {p: reader.rows(p, flats, lease) for p in paths if reader.has(p)}
 
 
 def cross_link_piece(

@@ -34,6 +34,7 @@ from zarr_vectors.core.links.read import (
     read_with_links,
 )
 from zarr_vectors.core.reader import LevelReader, ObjectRanges, RowBlock
+from zarr_vectors.core.scratch import SCRATCH
 from zarr_vectors.core.select import Query, in_box, select_objects, user_ids
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.metadata import BoundingBox
@@ -169,12 +170,13 @@ def gather_graph(
     with reader.caching():
         if query.object_ids is None and query.bbox is not None:
             return read_box(reader, query.bbox, names, edge_names, boundary)
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        # the links fetched early live only until the edges are out
+        with SCRATCH.lease() as lease, ThreadPoolExecutor(max_workers=1) as pool:
             early = None
             if query.object_ids is None and query.bbox is None and is_big(reader):
                 # every chunk's links are needed: fetch them while the objects are located
                 flats = reader.chunks()
-                early = (flats, pool.submit(link_blocks, reader, flats))
+                early = (flats, pool.submit(link_blocks, reader, flats, lease))
             # a boundary edge may reach a named object lying wholly outside the box: keep all
             dense = first_appearance(
                 select_objects(reader, replace(query, bbox=None) if boundary else query)
