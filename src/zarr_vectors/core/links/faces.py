@@ -16,8 +16,9 @@ import numpy.typing as npt
 from zarr_vectors.core.columns import Column
 from zarr_vectors.core.links.keys import KeySpace, chunk_links, sorted_unique, take_rows
 from zarr_vectors.core.ragged import offsets_from_counts, sort_keys, sort_order
-from zarr_vectors.core.reader import LevelReader
-from zarr_vectors.core.select import Query, in_box
+from zarr_vectors.core.reader import LevelReader, RowBlock, check_link_rows
+from zarr_vectors.core.select import Query, in_box, read_objects
+from zarr_vectors.errors import CorruptPayloadError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.typespec import type_spec
 
@@ -152,6 +153,9 @@ def gather_faces(
     if ids is not None:
         first = np.sort(np.unique(ids, return_index=True)[1])  # sort-based: fast
         ids = ids[first]
+        if query.bbox is None:
+            with reader.caching():
+                return object_faces(reader, ids, query.attributes or (), face_names)
     with reader.caching():
         flats = reader.chunks(query.bbox)
         if ids is not None:
@@ -177,6 +181,76 @@ def gather_faces(
     return FaceRows(
         got.positions[order], objpos[got.objects[order]], objs, where[faces], attrs, face_cols
     )
+
+
+def object_faces(
+    reader: LevelReader, ids: IntArray, names: Sequence[str], face_names: Sequence[str]
+) -> FaceRows:
+    """Objects ``ids`` (distinct) whole, with their faces: located by the object index.
+
+    The vertices are decoded by manifest ref (only their rows where the payloads allow), and
+    the faces stored in the objects' chunks are kept when their three vertices are returned.
+    """
+    got = read_objects(reader, ids, names)
+    flats = got.where.chunks
+    index = np.full(int(reader.vertex_counts[flats].sum()), -1, dtype=np.int64)
+    index[got.where.rows] = np.arange(len(got.where.rows), dtype=np.int64)
+    pieces: list[IntArray] = []
+    cols: dict[str, list[Column]] = {n: [] for n in face_names}
+    if reader.has(L.LINKS):
+        block = reader.rows(L.LINKS, flats)
+        faces, idx = _local_faces(reader, flats, block, index)
+        pieces.append(faces)
+        for n in face_names:
+            col = reader.aligned_column(f"{L.LINK_ATTRIBUTES}/{n}", flats, block)
+            cols[n].append(col.take(idx))
+    if reader.has(L.CROSS_CHUNK_LINKS):
+        cross = reader.rows(L.CROSS_CHUNK_LINKS, flats)
+        ks = KeySpace.fetched(reader, flats)
+        ends = ks.cross_keys(reader, flats, cross, type_spec(reader.meta.geometry_type).link_arity)
+        mapped = np.where(ends >= 0, index[np.maximum(ends, 0)], -1)
+        idx = np.flatnonzero((mapped >= 0).all(axis=1))
+        pieces.append(take_rows(mapped, idx))
+        for n in face_names:
+            path = f"{L.CROSS_CHUNK_LINK_ATTRIBUTES}/{n}"
+            if reader.has(path) or len(cross.values):  # none written without records
+                cols[n].append(reader.aligned_column(path, flats, cross).take(idx))
+    arity = type_spec(reader.meta.geometry_type).link_arity
+    faces = np.concatenate(pieces) if pieces else np.zeros((0, arity), dtype=np.int64)
+    face_cols = {
+        n: Column(np.concatenate([c.values for c in cs]), cs[0].categories)
+        for n, cs in cols.items()
+        if cs
+    }
+    objpos = np.repeat(np.arange(len(ids), dtype=np.int64), np.diff(got.offsets))
+    return FaceRows(got.positions, objpos, ids, faces, got.attributes, face_cols)
+
+
+def _local_faces(
+    reader: LevelReader, flats: IntArray, block: RowBlock, index: IntArray
+) -> tuple[IntArray, IntArray]:
+    """``links`` of chunks ``flats`` whose vertices are all returned, as result rows.
+
+    ``index`` maps each row of the chunks' concatenation to its result row (-1: not
+    returned).  Only the faces whose first vertex is returned are remapped whole.
+    """
+    rows = block.values
+    arity = type_spec(reader.meta.geometry_type).link_arity
+    where = f"{reader.group.path}/{L.LINKS}"
+    if rows.ndim != 2 or rows.shape[1] != arity:
+        raise CorruptPayloadError(f"{where}: rows have width {rows.shape[1]}, expected {arity}")
+    check_link_rows(rows, block.offsets, reader.vertex_counts[flats], where)
+    base = offsets_from_counts(reader.vertex_counts[flats])[:-1]
+    shift = np.repeat(base, np.diff(block.offsets))
+    first = index[rows[:, 0] + shift]
+    idx = np.flatnonzero(first >= 0)
+    picked = take_rows(rows, idx).astype(np.int64)
+    picked += shift[idx, None]
+    mapped = index[picked]
+    whole = (mapped >= 0).all(axis=1)
+    if not whole.all():
+        idx, mapped = idx[whole], mapped[whole]
+    return mapped, idx
 
 
 def result_objects(
