@@ -239,13 +239,21 @@ def _local_faces(
     where = f"{reader.group.path}/{L.LINKS}"
     if rows.ndim != 2 or rows.shape[1] != arity:
         raise CorruptPayloadError(f"{where}: rows have width {rows.shape[1]}, expected {arity}")
-    check_link_rows(rows, block.offsets, reader.vertex_counts[flats], where)
-    base = offsets_from_counts(reader.vertex_counts[flats])[:-1]
-    shift = np.repeat(base, np.diff(block.offsets))
-    first = index[rows[:, 0] + shift]
-    idx = np.flatnonzero(first >= 0)
+    counts = reader.vertex_counts[flats]
+    check_link_rows(rows, block.offsets, counts, where)
+    base = offsets_from_counts(counts).tolist()
+    off = block.offsets.tolist()
+    returned = index >= 0
+    picks: list[IntArray] = []
+    for i in range(len(flats)):  # chunk by chunk: gathers from a small mask, no shifted copy
+        if off[i + 1] > off[i]:
+            first = rows[off[i] : off[i + 1], 0]
+            picks.append(np.flatnonzero(returned[base[i] : base[i + 1]][first]) + off[i])
+    idx = np.concatenate(picks) if picks else np.zeros(0, dtype=np.int64)
     picked = take_rows(rows, idx).astype(np.int64)
-    picked += shift[idx, None]
+    picked += np.repeat(np.asarray(base[:-1], dtype=np.int64), np.diff(np.searchsorted(idx, off)))[
+        :, None
+    ]
     mapped = index[picked]
     whole = (mapped >= 0).all(axis=1)
     if not whole.all():
