@@ -243,7 +243,7 @@ def _local_faces(
         raise CorruptPayloadError(f"{where}: rows have width {rows.shape[1]}, expected {arity}")
     base = offsets_from_counts(reader.vertex_counts[flats])
     off = block.offsets.tolist()
-    starts, counts = _merged(ranges)
+    starts, counts = _merged(ranges, base)
     cut = np.searchsorted(starts, base).tolist()  # ranges of chunk i: cut[i]:cut[i + 1]
     returned = index >= 0
     picks: list[IntArray] = []
@@ -266,12 +266,17 @@ def _local_faces(
     return mapped, idx
 
 
-def _merged(ranges: RowRanges) -> tuple[IntArray, IntArray]:
-    """Row ranges sorted by start, adjacent ones joined (an object's rows in a chunk)."""
+def _merged(ranges: RowRanges, base: IntArray) -> tuple[IntArray, IntArray]:
+    """Row ranges sorted by start, adjacent ones of a chunk joined (an object's rows there).
+
+    ``base`` are the chunks' first rows: a range starting a chunk is never joined to the one
+    ending the chunk before.
+    """
     order = np.argsort(ranges.starts, kind="stable")
     starts, counts = ranges.starts[order], ranges.counts[order]
     ends = starts + counts
     new = np.concatenate(([True], starts[1:] != ends[:-1]))
+    new[np.isin(starts, base)] = True
     first = np.flatnonzero(new)
     last = np.append(first[1:], len(starts)) - 1
     return starts[first], ends[last] - starts[first]
