@@ -267,6 +267,7 @@ def test_object_reads_match_brute_force(data: st.DataObject, chunk: Sequence[flo
     got = read_meshes(store, object_ids=asked)
     assert got.object_ids.tolist() == order
     check_result(got, verts, faces, [every[o] for o in order], [fsets[o] for o in order])
+    assert len(read_meshes(store, object_ids=[])) == 0
     with zv.open(store) as reader:  # an open Reader answers the same, call after call
         for o in order:
             one = reader.read(object_ids=[o])

@@ -274,6 +274,8 @@ def _merged(ranges: RowRanges, base: IntArray) -> tuple[IntArray, IntArray]:
     """
     order = np.argsort(ranges.starts, kind="stable")
     starts, counts = ranges.starts[order], ranges.counts[order]
+    if not len(starts):
+        return starts, counts
     ends = starts + counts
     new = np.concatenate(([True], starts[1:] != ends[:-1]))
     new[np.isin(starts, base)] = True
