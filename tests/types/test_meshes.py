@@ -249,6 +249,31 @@ def test_bbox_matches_brute_force(
     check_result(got, verts, faces, *expected_objects(verts, faces, objects, keep, boundary))
 
 
+@pytest.mark.slow
+@FAST
+@given(data=st.data(), chunk=st.sampled_from(CHUNKS))
+def test_object_reads_match_brute_force(data: st.DataObject, chunk: Sequence[float]) -> None:
+    """Objects by id (any order, repeats) from interleaved rows: the object index path."""
+    verts, faces, _ = flatten(data.draw(mesh_lists(chunk)))
+    perm = np.array(data.draw(st.permutations(range(len(verts)))), dtype=np.int64)
+    verts, faces = verts[perm], np.argsort(perm)[faces]  # objects' rows interleave in chunks
+    store = MemoryStore()
+    write(store, verts, faces, chunk)
+    objects = union_find(len(verts), faces)
+    n = int(objects.max()) + 1
+    asked = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=6))
+    order = list(dict.fromkeys(asked))  # requested order, repeats read once
+    every, fsets = expected_objects(verts, faces, objects, np.ones(len(verts), bool))
+    got = read_meshes(store, object_ids=asked)
+    assert got.object_ids.tolist() == order
+    check_result(got, verts, faces, [every[o] for o in order], [fsets[o] for o in order])
+    assert len(read_meshes(store, object_ids=[])) == 0
+    with zv.open(store) as reader:  # an open Reader answers the same, call after call
+        for o in order:
+            one = reader.read(object_ids=[o])
+            check_result(one, verts, faces, [every[o]], [fsets[o]])
+
+
 def test_store_kinds_round_trip(store: Any, store_factory: Any) -> None:
     rng = np.random.default_rng(1)
     verts = rng.random((60, 3)) * 4

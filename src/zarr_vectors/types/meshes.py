@@ -67,7 +67,7 @@ from zarr_vectors.types._mesh_input import (
     mesh_metadata,
     result_input,
 )
-from zarr_vectors.types._objects import group_members_out, output_ids
+from zarr_vectors.types._objects import group_members_out
 from zarr_vectors.types._order import (
     INPUT_INDEX,
     ElementOrder,
@@ -431,13 +431,13 @@ def _assemble(
 def _meshes_of(reader: LevelReader, rows: FaceRows) -> Meshes:
     """Build the :class:`Meshes` of gathered vertices and faces."""
     objs = rows.objects
-    obj_attrs = decode_columns(reader.object_attributes(objs))
-    obj_attrs.pop("id", None)
+    stored = reader.object_attributes(objs)
+    id_col = stored.pop("id", None)  # user ids: read once with the other attributes
     groups, group_attrs = group_members_out(reader, objs)
     return _assemble(
         rows,
-        output_ids(reader, objs),
-        obj_attrs,
+        objs if id_col is None else id_col.values,
+        decode_columns(stored),
         groups,
         group_attrs,
         WindingOrder.parse(

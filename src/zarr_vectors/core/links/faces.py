@@ -7,6 +7,7 @@ manifest gives each row's place in its object) and the stored faces among them (
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,8 +17,9 @@ import numpy.typing as npt
 from zarr_vectors.core.columns import Column
 from zarr_vectors.core.links.keys import KeySpace, chunk_links, sorted_unique, take_rows
 from zarr_vectors.core.ragged import offsets_from_counts, sort_keys, sort_order
-from zarr_vectors.core.reader import LevelReader
-from zarr_vectors.core.select import Query, in_box
+from zarr_vectors.core.reader import LevelReader, RowBlock, RowRanges
+from zarr_vectors.core.select import Query, in_box, read_objects
+from zarr_vectors.errors import CorruptPayloadError
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.typespec import type_spec
 
@@ -152,6 +154,9 @@ def gather_faces(
     if ids is not None:
         first = np.sort(np.unique(ids, return_index=True)[1])  # sort-based: fast
         ids = ids[first]
+        if query.bbox is None:
+            with reader.caching():
+                return object_faces(reader, ids, query.attributes or (), face_names)
     with reader.caching():
         flats = reader.chunks(query.bbox)
         if ids is not None:
@@ -177,6 +182,127 @@ def gather_faces(
     return FaceRows(
         got.positions[order], objpos[got.objects[order]], objs, where[faces], attrs, face_cols
     )
+
+
+def object_faces(
+    reader: LevelReader, ids: IntArray, names: Sequence[str], face_names: Sequence[str]
+) -> FaceRows:
+    """Objects ``ids`` (distinct) whole, with their faces: located by the object index.
+
+    The vertices are decoded by manifest ref (only their rows where the payloads allow), and
+    the faces stored in the objects' chunks are kept when their three vertices are returned.
+    """
+    got = read_objects(reader, ids, names)
+    flats = got.where.chunks
+    index = np.full(int(reader.vertex_counts[flats].sum()), -1, dtype=np.int64)
+    index[got.where.rows] = np.arange(len(got.where.rows), dtype=np.int64)
+    pieces: list[IntArray] = []
+    cols: dict[str, list[Column]] = {n: [] for n in face_names}
+    if reader.has(L.LINKS):
+        block = reader.rows(L.LINKS, flats)
+        faces, idx = _local_faces(reader, flats, block, index, got.where.ranges)
+        pieces.append(faces)
+        for n in face_names:
+            col = reader.aligned_column(f"{L.LINK_ATTRIBUTES}/{n}", flats, block)
+            cols[n].append(col.take(idx))
+    if reader.has(L.CROSS_CHUNK_LINKS):
+        cross = reader.rows(L.CROSS_CHUNK_LINKS, flats)
+        ks = KeySpace.fetched(reader, flats)
+        ends = ks.cross_keys(reader, flats, cross, type_spec(reader.meta.geometry_type).link_arity)
+        mapped = np.where(ends >= 0, index[np.maximum(ends, 0)], -1)
+        idx = np.flatnonzero((mapped >= 0).all(axis=1))
+        pieces.append(take_rows(mapped, idx))
+        for n in face_names:
+            path = f"{L.CROSS_CHUNK_LINK_ATTRIBUTES}/{n}"
+            if reader.has(path) or len(cross.values):  # none written without records
+                cols[n].append(reader.aligned_column(path, flats, cross).take(idx))
+    arity = type_spec(reader.meta.geometry_type).link_arity
+    faces = np.concatenate(pieces) if pieces else np.zeros((0, arity), dtype=np.int64)
+    face_cols = {
+        n: Column(np.concatenate([c.values for c in cs]), cs[0].categories)
+        for n, cs in cols.items()
+        if cs
+    }
+    objpos = np.repeat(np.arange(len(ids), dtype=np.int64), np.diff(got.offsets))
+    return FaceRows(got.positions, objpos, ids, faces, got.attributes, face_cols)
+
+
+def _local_faces(
+    reader: LevelReader, flats: IntArray, block: RowBlock, index: IntArray, ranges: RowRanges
+) -> tuple[IntArray, IntArray]:
+    """``links`` of chunks ``flats`` whose vertices are all returned, as result rows.
+
+    ``index`` maps each row of the chunks' concatenation to its result row (-1: not
+    returned); ``ranges`` are the returned rows as ranges of that concatenation.  A face is
+    picked by its first vertex, chunk by chunk, and only the picked faces are remapped.
+    """
+    rows = block.values
+    arity = type_spec(reader.meta.geometry_type).link_arity
+    where = f"{reader.group.path}/{L.LINKS}"
+    if rows.ndim != 2 or rows.shape[1] != arity:
+        raise CorruptPayloadError(f"{where}: rows have width {rows.shape[1]}, expected {arity}")
+    base = offsets_from_counts(reader.vertex_counts[flats])
+    off = block.offsets.tolist()
+    starts, counts = _merged(ranges, base)
+    cut = np.searchsorted(starts, base).tolist()  # ranges of chunk i: cut[i]:cut[i + 1]
+    returned = index >= 0
+    picks: list[IntArray] = []
+    for i, (lo, hi) in enumerate(itertools.pairwise(base.tolist())):
+        chunk = rows[off[i] : off[i + 1]]
+        if len(chunk) and (int(chunk.min()) < 0 or int(chunk.max()) >= hi - lo):
+            raise CorruptPayloadError(f"{where}: a link names a row outside its chunk")
+        if len(chunk) and cut[i + 1] > cut[i]:
+            rng = slice(cut[i], cut[i + 1])
+            hit = _first_hits(chunk[:, 0], starts[rng] - lo, counts[rng], returned[lo:hi])
+            picks.append(hit + off[i])
+    idx = np.concatenate(picks) if picks else np.zeros(0, dtype=np.int64)
+    picked = take_rows(rows, idx).astype(np.int64)
+    shift = np.repeat(base[:-1], np.diff(np.searchsorted(idx, off)))
+    picked += shift[:, None]
+    mapped = index[picked]
+    whole = (mapped >= 0).all(axis=1)
+    if not whole.all():
+        idx, mapped = idx[whole], mapped[whole]
+    return mapped, idx
+
+
+def _merged(ranges: RowRanges, base: IntArray) -> tuple[IntArray, IntArray]:
+    """Row ranges sorted by start, adjacent ones of a chunk joined (an object's rows there).
+
+    ``base`` are the chunks' first rows: a range starting a chunk is never joined to the one
+    ending the chunk before.
+    """
+    order = np.argsort(ranges.starts, kind="stable")
+    starts, counts = ranges.starts[order], ranges.counts[order]
+    if not len(starts):
+        return starts, counts
+    ends = starts + counts
+    new = np.concatenate(([True], starts[1:] != ends[:-1]))
+    new[np.isin(starts, base)] = True
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], len(starts)) - 1
+    return starts[first], ends[last] - starts[first]
+
+
+_RANGE_TESTS = 4
+"""Most row ranges of one chunk tested by comparisons; more go through a per-row mask."""
+
+
+def _first_hits(
+    first: npt.NDArray[np.integer], starts: IntArray, counts: IntArray, mask: npt.NDArray[np.bool_]
+) -> IntArray:
+    """Positions of the rows ``first`` inside a range ``[starts, starts + counts)`` (in ``mask``).
+
+    A few ranges are tested by comparing values (two passes each), many by gathering from
+    ``mask`` (one row per chunk row).
+    """
+    if len(starts) > _RANGE_TESTS:
+        return np.flatnonzero(mask[first])
+    hit = np.zeros(len(first), dtype=bool)
+    for s, n in zip(starts.tolist(), counts.tolist(), strict=True):
+        # first - s wraps below 0 to a large unsigned value: one comparison tests both ends
+        hit |= (first - first.dtype.type(s)).view(f"u{first.dtype.itemsize}") < n
+    return np.flatnonzero(hit)
 
 
 def result_objects(
