@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 import zarr
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from zarr.abc.store import ByteRequest
 from zarr.core.buffer import Buffer, BufferPrototype
@@ -218,11 +218,14 @@ def _brute_statistics(
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from([1.0, 3.0]), st.booleans())
+@example(29713, 3.0, False)  # a chunk whose max is 0.0 and -0.0
 def test_path_statistics_equal_brute_force_and_the_gathered_path(
     seed: int, chunk: float, by_rank: bool
 ) -> None:
     # paths sorted by chunk are runs of input rows (a RangeOrder): statistics reduce the runs
-    # in place; they must equal per-chunk brute force and, byte for byte, the gathered path
+    # in place; they must equal per-chunk brute force and the gathered path (integer and
+    # bool statistics byte for byte; which zero a float min or max of -0.0 and 0.0 records
+    # depends on the grouping, as in any reduction)
     rng = np.random.default_rng(seed)
     counts = rng.integers(1, 30, int(rng.integers(1, 12)))
     n = int(counts.sum())
@@ -244,7 +247,10 @@ def test_path_statistics_equal_brute_force_and_the_gathered_path(
     gathered = level_statistics(parts, replace(plan, order=as_index(plan.order)))
     assert [a.path for a in gathered] == list(got)
     for a in gathered:
-        assert got[a.path].data.tobytes() == a.data.tobytes()
+        if a.data.dtype.kind == "f":  # a zero extreme may be -0.0 or 0.0 (equal values)
+            assert np.array_equal(got[a.path].data, a.data, equal_nan=True)
+        else:
+            assert got[a.path].data.tobytes() == a.data.tobytes()
         assert got[a.path].extra == a.extra
     n_grid = int(np.prod(grid.shape))
     flat, _ = layout.locate(pos)

@@ -170,7 +170,8 @@ class _RunTiling:
     Paths sorted by chunk move whole runs, so a chunk's values are its runs' values: reducing
     each run where it lies in the input, then the runs of each chunk (in sorted order), gives
     every per-chunk reduction without gathering the values into chunk order.  Min, max and
-    bitwise or do not depend on how the values are grouped.
+    bitwise or do not depend on how the values are grouped (except which of -0.0 and 0.0 a
+    float extreme records: equal values, as the readers and the validator compare them).
     """
 
     by_start: IntArray
