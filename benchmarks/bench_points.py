@@ -51,6 +51,7 @@ OPS = (
     Op("bbox random 1 % (open Reader, median)", "extra:bbox_random_open_s", "bbox_read_s"),
     Op("bbox random 1 % (open Reader, p90)", "extra:bbox_random_open_p90_s", "bbox_read_s"),
     Op("write — process CPU (ours only)", "extra:write_cpu_s", None),
+    Op("write to a just-deleted path — process CPU", "extra:rewrite_cpu_s", None),
     Op("full read — process CPU", "extra:read_cpu_s", None),
     Op("bbox random 1 % functional — CPU median", "extra:bbox_random_func_cpu_s", None),
     Op("bbox random 1 % open Reader — CPU median", "extra:bbox_random_open_cpu_s", None),

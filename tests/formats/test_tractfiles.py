@@ -13,6 +13,8 @@ from typing import Any
 import nibabel as nib
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from nibabel.streamlines import TckFile, Tractogram, TrkFile
 from nibabel.streamlines.header import Field
 from nibabel.streamlines.tractogram_file import HeaderWarning
@@ -319,22 +321,85 @@ def test_bad_trk_is_rejected(tmp_path: Path, edit: Any, match: str) -> None:
 
 
 @pytest.mark.slow
+@st.composite
+def trk_cases(draw: st.DrawFn) -> dict[str, Any]:
+    """Streamlines, scalar and property widths, a voxel-to-RAS affine and a byte order."""
+    widths = st.dictionaries(
+        st.sampled_from(["fa", "md", "rgb", "w"]), st.integers(1, 3), max_size=3
+    )
+    kind = draw(st.sampled_from(["identity", "diagonal", "oblique"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    affine = np.eye(4)
+    if kind == "diagonal":  # voxel sizes with flips, and a shift
+        affine[:3, :3] = np.diag(rng.uniform(0.5, 2.5, 3) * rng.choice([-1.0, 1.0], 3))
+        affine[:3, 3] = rng.uniform(-100, 100, 3)
+    elif kind == "oblique":
+        q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+        affine[:3, :3] = q @ np.diag(rng.uniform(0.5, 2.5, 3))
+        affine[:3, 3] = rng.uniform(-100, 100, 3)
+    n = draw(st.integers(1, 30))
+    sl = lines(n, seed=int(rng.integers(2**31)), longest=draw(st.sampled_from([3, 40])))
+    return {
+        "lines": sl,
+        "scalars": draw(widths),
+        "properties": draw(widths),
+        "affine": affine,
+        "voxel_order": draw(st.sampled_from(["RAS", "LAS", "LPS", "PSR"])),
+        "big_endian": draw(st.booleans()),
+        "span": sorted(draw(st.lists(st.integers(0, n), min_size=2, max_size=2))),
+    }
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(trk_cases())
+def test_trk_reads_like_nibabel_property(tmp_path: Path, case: dict[str, Any]) -> None:
+    """Coordinates in RAS+ mm, scalars and properties bit for bit, whole and by range."""
+    header = {"voxel_to_rasmm": case["affine"], "voxel_order": case["voxel_order"]}
+    path = save_trk(
+        tmp_path / "p.trk",
+        case["lines"],
+        scalars=case["scalars"],
+        properties=case["properties"],
+        header=header,
+    )
+    if case["big_endian"]:
+        path = big_endian_trk(path, tmp_path / "p-be.trk")
+    ref = nib.streamlines.load(str(path))
+    with TrkReader(path) as trk:
+        got = trk.read()
+        assert_like_nibabel(got, path)
+        a, b = case["span"]
+        part = trk.read(a, b)
+    lo, hi = got.offsets[a], got.offsets[b]
+    assert np.array_equal(part.positions, nib_flat(ref.streamlines[a:b]).reshape(-1, 3))
+    assert np.array_equal(part.offsets, got.offsets[a : b + 1] - lo)
+    for k, v in ref.tractogram.data_per_point.items():
+        assert np.array_equal(part.data_per_point[k], nib_flat(v)[lo:hi]), k
+    for k, v in ref.tractogram.data_per_streamline.items():
+        assert np.array_equal(part.data_per_streamline[k], v[a:b]), k
+
+
 def test_trk_conversion_stores_nibabel_coordinates(tmp_path: Path) -> None:
     path = save_trk(
         tmp_path / "t.trk",
         lines(300, seed=5),
-        scalars={"fa": 1},
+        scalars={"fa": 1, "rgb": 3},
+        properties={"w": 2, "len": 1},
         header={"voxel_to_rasmm": OBLIQUE, "voxel_order": "LAS"},
     )
     ref = nib.streamlines.load(str(path))
+    dpp, dps = ref.tractogram.data_per_point, ref.tractogram.data_per_streamline
     for streaming in (False, True):
         store = str(tmp_path / f"s{streaming}.zarrvectors")
         convert(path, store, chunk_shape=(40, 40, 40), streaming=streaming, batch_size=700)
         pl = zv.read_streamlines(store)
         assert np.array_equal(pl.positions, ref.streamlines.get_data())
-        assert np.array_equal(
-            pl.attributes["fa"], ref.tractogram.data_per_point["fa"].get_data()[:, 0]
-        )
+        assert np.array_equal(pl.attributes["fa"], dpp["fa"].get_data()[:, 0])
+        assert np.array_equal(pl.attributes["rgb"], dpp["rgb"].get_data())
+        assert np.array_equal(pl.object_attributes["w"], dps["w"])
+        assert np.array_equal(pl.object_attributes["len"], dps["len"][:, 0])
 
 
 # -- TCK --------------------------------------------------------------------------------------

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import zarr
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from zarr.abc.store import ByteRequest
 from zarr.core.buffer import Buffer, BufferPrototype
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from zarr_vectors.query.statistics import counts_crc32
+from zarr_vectors.core.chunking import ChunkLayout, grid_for_bounds
+from zarr_vectors.core.columns import Column
+from zarr_vectors.core.plan import GeometryParts, plan_level
+from zarr_vectors.core.ragged import as_index, offsets_from_counts
+from zarr_vectors.query.statistics import counts_crc32, level_statistics
 from zarr_vectors.validate._statistics import _crc
 
 
@@ -195,3 +202,58 @@ def test_value_sets_of_narrow_integers_spanning_their_range(dtype: Any) -> None:
     got = zv.read_points(store, where={"v": {int(info.max)}})
     assert got.positions.tolist() == [[5.0, 0.5]]
     assert zv.count(store, where={"v": (int(info.min), 1)}) == 3
+
+
+def _brute_statistics(
+    values: np.ndarray[Any, Any], chunk_of: np.ndarray[Any, Any], n_grid: int
+) -> np.ndarray[Any, Any]:
+    """Per-chunk [min, max] ignoring NaN (NaN when all are), zeros for empty chunks."""
+    out = np.zeros((n_grid, 2), dtype=values.dtype)
+    for c in np.unique(chunk_of):
+        v = values[chunk_of == c]
+        real = v[~np.isnan(v)] if v.dtype.kind == "f" else v
+        out[c] = (real.min(), real.max()) if len(real) else (np.nan, np.nan)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1.0, 3.0]), st.booleans())
+@example(29713, 3.0, False)  # a chunk whose max is 0.0 and -0.0
+def test_path_statistics_equal_brute_force_and_the_gathered_path(
+    seed: int, chunk: float, by_rank: bool
+) -> None:
+    # paths sorted by chunk are runs of input rows (a RangeOrder): statistics reduce the runs
+    # in place; they must equal per-chunk brute force and the gathered path (integer and
+    # bool statistics byte for byte; which zero a float min or max of -0.0 and 0.0 records
+    # depends on the grouping, as in any reduction)
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, 30, int(rng.integers(1, 12)))
+    n = int(counts.sum())
+    pos = np.cumsum(rng.normal(0, 1.5, (n, 2)), axis=0)
+    floats = rng.choice(np.array([np.nan, -0.0, 0.0, 1.5, -2.0], np.float32), n)
+    attrs = {
+        "f": Column(floats),
+        "i8": Column(rng.integers(-128, 128, n).astype(np.int8)),
+        "flag": Column(rng.random(n) < 0.5),
+    }
+    kw: dict[str, Any] = {"object_offsets": offsets_from_counts(counts)}
+    if by_rank:  # a batch of a bigger level: objects ranked with gaps (an expanded order)
+        kw = {"vertex_object": np.repeat(np.arange(len(counts)), counts), "rank": np.arange(n) * 2}
+    parts = GeometryParts(positions=pos, n_objects=len(counts), vertex_attributes=attrs, **kw)
+    grid = grid_for_bounds(pos.min(axis=0).tolist(), pos.max(axis=0).tolist(), (chunk, chunk))
+    layout = ChunkLayout((chunk, chunk), (chunk / 2, chunk / 2), grid)
+    plan = plan_level(parts, layout)
+    got = {a.path: a for a in level_statistics(parts, plan)}
+    gathered = level_statistics(parts, replace(plan, order=as_index(plan.order)))
+    assert [a.path for a in gathered] == list(got)
+    for a in gathered:
+        if a.data.dtype.kind == "f":  # a zero extreme may be -0.0 or 0.0 (equal values)
+            assert np.array_equal(got[a.path].data, a.data, equal_nan=True)
+        else:
+            assert got[a.path].data.tobytes() == a.data.tobytes()
+        assert got[a.path].extra == a.extra
+    n_grid = int(np.prod(grid.shape))
+    flat, _ = layout.locate(pos)
+    for name, col in attrs.items():
+        expected = _brute_statistics(col.values, flat.astype(np.int64), n_grid)
+        assert np.array_equal(got[f"statistics/{name}"].data, expected, equal_nan=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import weakref
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -31,7 +31,7 @@ import zarr
 from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.payload.dense import read_dense_whole
 from zarr_vectors.core.plan import GeometryParts, LevelPlan
-from zarr_vectors.core.ragged import as_index, unique_sorted
+from zarr_vectors.core.ragged import RangeOrder, as_index, unique_sorted
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import ArrayKind
@@ -85,31 +85,44 @@ class StatArray:
     extra: dict[str, Any]
 
 
+ChunkReduce = Callable[[np.ufunc, npt.NDArray[Any]], npt.NDArray[Any]]
+"""``reduce(ufunc, values)``: ``ufunc`` reduced over each non-empty chunk's values."""
+
+
 def _statistics_of(
     name: str,
-    sorted_vals: npt.NDArray[Any],
+    values: npt.NDArray[Any],
+    reduce: ChunkReduce,
     chunks: IntArray,
-    starts: IntArray,
     n_grid: int,
     crc: int,
 ) -> list[StatArray]:
-    """Statistics arrays of one attribute from its values in storage (chunk) order."""
-    if sorted_vals.ndim != 1 or sorted_vals.dtype.kind not in "biuf":
+    """Statistics arrays of one attribute from its values and their per-chunk ``reduce``."""
+    if values.ndim != 1 or values.dtype.kind not in "biuf":
         return []
-    out = np.zeros((n_grid, 2), dtype=sorted_vals.dtype)
-    out[chunks, 0] = np.fmin.reduceat(sorted_vals, starts)
-    out[chunks, 1] = np.fmax.reduceat(sorted_vals, starts)
+    out = np.zeros((n_grid, 2), dtype=values.dtype)
+    out[chunks, 0] = reduce(np.fmin, values)
+    out[chunks, 1] = reduce(np.fmax, values)
     arrays = [StatArray(f"{L.STATISTICS}/{name}", ArrayKind.STATISTICS, out, {"counts_crc32": crc})]
-    if sorted_vals.dtype.kind in "biu":
-        distinct = _distinct(sorted_vals, out[chunks, 0].min(), out[chunks, 1].max())
+    if values.dtype.kind in "biu":
+        distinct = _distinct(values, out[chunks, 0].min(), out[chunks, 1].max())
         if len(distinct) <= MAX_VALUES:
-            codes = np.searchsorted(distinct, sorted_vals).astype(np.uint64)
+            codes = np.searchsorted(distinct, values).astype(np.uint64)
             bits = np.left_shift(np.uint64(1), codes)
             present = np.zeros(n_grid, dtype=np.uint64)
-            present[chunks] = np.bitwise_or.reduceat(bits, starts)
+            present[chunks] = reduce(np.bitwise_or, bits)
             extra = {"counts_crc32": crc, "values": [v.item() for v in distinct]}
             arrays.append(StatArray(f"{L.VALUE_SETS}/{name}", ArrayKind.VALUE_SET, present, extra))
     return arrays
+
+
+def _in_chunk_order(starts: IntArray) -> ChunkReduce:
+    """Per-chunk reduction of values in chunk order, chunk ``i`` starting at ``starts[i]``."""
+
+    def reduce(ufunc: np.ufunc, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        return ufunc.reduceat(values, starts)
+
+    return reduce
 
 
 def _distinct(values: npt.NDArray[Any], low: Any, high: Any) -> npt.NDArray[Any]:
@@ -133,16 +146,63 @@ def level_statistics(parts: GeometryParts, plan: LevelPlan) -> list[StatArray]:
     """Compute the statistics arrays of a level from its parts and plan."""
     if not parts.vertex_attributes or len(plan.chunks) == 0:
         return []
-    order = as_index(plan.order)
-    starts = plan.chunk_offsets[:-1]
     n_grid = int(np.prod(plan.vertex_counts.shape))
     crc = counts_crc32(plan.vertex_counts)
+    runs = _RunTiling.of(plan)
+    order = None if runs is not None else as_index(plan.order)
+    by_chunk = _in_chunk_order(plan.chunk_offsets[:-1])
     out: list[StatArray] = []
     for name, col in parts.vertex_attributes.items():
-        if col.values.ndim == 1 and col.values.dtype.kind in "biuf":
+        if col.values.ndim != 1 or col.values.dtype.kind not in "biuf":
+            continue
+        if runs is not None:  # no gather: each run reduced where it lies in the input
+            out.extend(_statistics_of(name, col.values, runs.reduce, plan.chunks, n_grid, crc))
+        else:
             vals = col.values[order]
-            out.extend(_statistics_of(name, vals, plan.chunks, starts, n_grid, crc))
+            out.extend(_statistics_of(name, vals, by_chunk, plan.chunks, n_grid, crc))
     return out
+
+
+@dataclass(frozen=True)
+class _RunTiling:
+    """A level's row order as runs of consecutive input rows, each inside one chunk.
+
+    Paths sorted by chunk move whole runs, so a chunk's values are its runs' values: reducing
+    each run where it lies in the input, then the runs of each chunk (in sorted order), gives
+    every per-chunk reduction without gathering the values into chunk order.  Min, max and
+    bitwise or do not depend on how the values are grouped (except which of -0.0 and 0.0 a
+    float extreme records: equal values, as the readers and the validator compare them).
+    """
+
+    by_start: IntArray
+    """Runs (sorted-order indices) by ascending input start: the input tiled run by run."""
+    input_starts: IntArray
+    """Input start of each run, ascending (``starts[by_start]``)."""
+    chunk_first_run: IntArray
+    """Index (sorted order) of each non-empty chunk's first run."""
+
+    @classmethod
+    def of(cls, plan: LevelPlan) -> _RunTiling | None:
+        """Return the runs of a :class:`RangeOrder` level (none crossing a chunk), else None."""
+        order = plan.order
+        if not isinstance(order, RangeOrder):
+            return None
+        keep = np.diff(order.offsets) > 0
+        starts, offsets = order.starts[keep], order.offsets[:-1][keep]
+        chunk_starts = plan.chunk_offsets[:-1]
+        first = np.searchsorted(offsets, chunk_starts)
+        if len(offsets) == 0 or first[-1] >= len(offsets):
+            return None
+        if not np.array_equal(offsets[first], chunk_starts):
+            return None  # a run crosses a chunk boundary
+        by_start = np.argsort(starts, kind="stable")
+        return cls(by_start, starts[by_start], first)
+
+    def reduce(self, ufunc: np.ufunc, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """Return ``ufunc`` reduced over each chunk's values (``values`` in input order)."""
+        per_run = np.empty(len(self.by_start), dtype=values.dtype)
+        per_run[self.by_start] = ufunc.reduceat(values, self.input_starts)
+        return ufunc.reduceat(per_run, self.chunk_first_run)
 
 
 def write_statistics(sink: DenseSink, parts: GeometryParts, plan: LevelPlan) -> None:
@@ -167,12 +227,13 @@ def write_payload_statistics(
     reader = LevelReader.for_payloads(group, layout, counts)
     starts = np.concatenate([[0], np.cumsum(counts[chunks])[:-1]]).astype(np.int64)
     crc = counts_crc32(vertex_counts)
+    by_chunk = _in_chunk_order(starts)
     for name in reader.names(L.ATTRIBUTES):
         path = f"{L.ATTRIBUTES}/{name}"
         if reader.payload(path).attrs.get("width", 1) != 1:
             continue
         vals = reader.rows(path, chunks).values[:, 0]
-        for arr in _statistics_of(name, vals, chunks, starts, len(counts), crc):
+        for arr in _statistics_of(name, vals, by_chunk, chunks, len(counts), crc):
             sink.dense(arr.path, arr.kind, arr.data, arr.extra)
 
 
