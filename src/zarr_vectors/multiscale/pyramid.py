@@ -33,6 +33,7 @@ from zarr_vectors.multiscale.cluster import (
     aggregate,
     assign_clusters,
     default_aggregation,
+    member_weights,
     remap_links,
 )
 from zarr_vectors.multiscale.sparsity import check_attribute, keep_count, rank_objects
@@ -264,15 +265,14 @@ def coarsen_parts(
     Returns the coarse parts, the aggregation used per attribute, and the number of
     original vertices behind each metavertex (pass it back in when coarsening again).
     """
-    w = np.ones(len(parts.positions)) if weights is None else weights
     cluster, n = assign_clusters(parts.positions, parts.vertex_objects, layout, rule, parts.links)
-    pos = aggregate(parts.positions, cluster, n, Aggregation.MEAN, w)
+    pos = aggregate(parts.positions, cluster, n, Aggregation.MEAN, weights)
     used: dict[str, str] = {}
     attrs: dict[str, Column] = {}
     for name, col in parts.vertex_attributes.items():
         how = (aggregation or {}).get(name, default_aggregation(col, name))
         used[name] = how.value
-        attrs[name] = Column(aggregate(col.values, cluster, n, how, w), col.categories)
+        attrs[name] = Column(aggregate(col.values, cluster, n, how, weights), col.categories)
     obj = parts.vertex_objects
     if obj is not None:
         first = np.full(n, len(cluster), dtype=np.int64)
@@ -292,7 +292,7 @@ def coarsen_parts(
         links=links,
         link_attributes=link_attrs,
     )
-    return coarse, used, np.asarray(np.bincount(cluster, weights=w, minlength=n), np.float64)
+    return coarse, used, member_weights(cluster, n, weights)
 
 
 def build_pyramid(
@@ -410,7 +410,7 @@ def _build_levels(
     """Write every coarse level of ``plan`` into the staging group ``stage``."""
     out: list[PyramidLevel] = []
     current = parts
-    weights = np.ones(len(parts.positions))
+    weights: npt.NDArray[np.float64] | None = None  # each level-0 vertex weighs 1
     for i, count in enumerate(plan.keep_counts(), start=1):
         keep = None
         if plan.needs_ranking:
@@ -514,7 +514,7 @@ def clear_levels(root: zarr.Group, *, overwrite: bool) -> None:
 
 def coarsen_level(
     parts: GeometryParts,
-    weights: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64] | None,
     plan: PyramidPlan,
     level: int,
     keep: npt.NDArray[np.bool_] | None,
@@ -526,7 +526,8 @@ def coarsen_level(
     parts
         The previous level, objects in traversal order (dense ids ``0..parts.n_objects-1``).
     weights
-        (N,) level-0 vertices behind each vertex of ``parts``.
+        (N,) level-0 vertices behind each vertex of ``parts``, or None when each stands
+        for one (level 0).
     plan
         The build.
     level
@@ -546,7 +547,7 @@ def coarsen_level(
     """
     if parts.has_objects and keep is not None:
         parts, kept = _keep_objects(parts, keep)
-        weights = weights if kept is None else weights[kept]
+        weights = weights if kept is None or weights is None else weights[kept]
     coarse, used, weights = coarsen_parts(
         parts,
         plan.layout(level),
