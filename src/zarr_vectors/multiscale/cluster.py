@@ -183,7 +183,7 @@ def aggregate(
             axis=1,
         )
         if how is not Aggregation.SUM:
-            sums /= np.maximum(member_weights(cluster, n, w), 1e-300)[:, None]
+            sums = sums / np.maximum(member_weights(cluster, n, w), 1e-300)[:, None]
         out = sums.astype(values.dtype if values.dtype.kind == "f" else np.float64)
     return out.reshape((n, *values.shape[1:]))
 

@@ -8,6 +8,7 @@ to level 0, integer, component-wise non-decreasing, and the level's bin must div
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -36,6 +37,7 @@ from zarr_vectors.multiscale.cluster import (
     member_weights,
     remap_links,
 )
+from zarr_vectors.multiscale.shards import coarse_level_shards
 from zarr_vectors.multiscale.sparsity import check_attribute, keep_count, rank_objects
 from zarr_vectors.multiscale.staging import begin_staging, drop_staging, swap_levels
 from zarr_vectors.spec import layout as L
@@ -101,9 +103,9 @@ class PyramidPlan:
     """Explicit aggregation per vertex attribute (others: the default)."""
     compressor: CompressorSpec
     """Compressor of every array of the new levels."""
-    shards: tuple[int, ...] | None
-    """Chunks per shard of the new levels' payload arrays: level 0's when its grid is aligned
-    to them (stores written by this version), else None."""
+    level_shards: tuple[tuple[int, ...] | None, ...]
+    """Chunks per shard of each new level's payload arrays, or None for unsharded
+    (:func:`~zarr_vectors.multiscale.shards.coarse_level_shards`)."""
     n_objects: int | None
     """Level-0 objects, or None when vertices have no objects."""
 
@@ -135,6 +137,21 @@ class PyramidPlan:
         return ChunkLayout(
             meta.chunk_shape, meta.bin_shape_for(self.ratios[level - 1]), meta.chunk_grid
         )
+
+    def shards(self, level: int) -> tuple[int, ...] | None:
+        """Chunks per shard of level ``level``'s (1..n) payload arrays, or None."""
+        return self.level_shards[level - 1]
+
+    @property
+    def block_shards(self) -> tuple[int, ...] | None:
+        """Per axis, a multiple of every level's shard shape (None: no level is sharded).
+
+        A task writing whole blocks of chunks that are multiples of it owns whole shards.
+        """
+        used = [s for s in self.level_shards if s is not None]
+        if not used:
+            return None
+        return tuple(math.lcm(*axis) for axis in zip(*used, strict=True))
 
     def keep_counts(self) -> list[int]:
         """Objects kept at each new level (0 without objects)."""
@@ -423,7 +440,7 @@ def _build_levels(
             plan.layout(i),
             plan.level_template(i, used),
             compressor=plan.compressor,
-            shards=plan.shards,
+            shards=plan.shards(i),
         )
         out.append(plan.summary(done))
         if progress is not None:
@@ -478,7 +495,13 @@ def plan_pyramid(
         seed=seed,
         aggregation=aggs,
         compressor=reader.compressor_for(compressor),
-        shards=reader.aligned_shards(),
+        level_shards=coarse_level_shards(
+            ratios,
+            meta.chunk_grid.origin if meta.chunk_grid is not None else (0,) * meta.spatial_dims,
+            reader.layout.grid.shape,
+            level0_shards=reader.aligned_shards(),
+            zarr_format=reader.group.metadata.zarr_format,
+        ),
         n_objects=reader.n_objects if has_objects else None,
     )
 
