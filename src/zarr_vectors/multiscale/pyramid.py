@@ -357,7 +357,10 @@ def build_pyramid(
     compressor
         As for the writers; by default (``"source"``) each array of the new levels is
         compressed as the level-0 array of the same path (a store written with ``"lz4"`` or
-        ``"none"`` keeps it).
+        ``"none"`` keeps it).  Level 0's shards carry over; in a Zarr v3 store whose
+        level 0 is not sharded, each new level groups ``bin_ratio`` chunks per shard
+        (:func:`~zarr_vectors.multiscale.shards.coarse_level_shards`), so a sparse coarse
+        level does not cost one file per chunk.
     storage_options
         As for the writers.
     progress
