@@ -151,6 +151,7 @@ def bench_config(
         "write_max_s": max(w_times),
         "level0_bytes": float(size0),
         "level0_files": float(files0),
+        "all_files": float(files_all),
     }
     checks: dict[str, bool] = {}
     reader = zv.open(store)
@@ -243,9 +244,10 @@ def table(results: Sequence[BenchResult]) -> str:
     """Markdown: one row per configuration."""
     head = (
         "| config | chunks | level-0 write | build 2 levels | build / write | CPU: write / "
-        "build | level 1 / 2 vertices | read L0 / L1 / L2 | size L0 → all (MB) |"
+        "build | level 1 / 2 vertices | read L0 / L1 / L2 | size L0 → all (MB) | "
+        "files L0 → all |"
     )
-    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         e = r.get_extra
         build, write = e("build_s"), r.write_s
@@ -256,7 +258,8 @@ def table(results: Sequence[BenchResult]) -> str:
             f"| {e('level1_vertices'):,.0f} / {e('level2_vertices'):,.0f} "
             f"| {fmt_seconds(r.read_s)} / {fmt_seconds(e('level1_read_s'))} / "
             f"{fmt_seconds(e('level2_read_s'))} "
-            f"| {(e('level0_bytes') or 0) / 1e6:.1f} → {r.size_bytes / 1e6:.1f} |"
+            f"| {(e('level0_bytes') or 0) / 1e6:.1f} → {r.size_bytes / 1e6:.1f} "
+            f"| {e('level0_files') or 0:,.0f} → {e('all_files') or 0:,.0f} |"
         )
     return "\n".join(lines)
 

@@ -475,7 +475,7 @@ class _Build:
                 r,
                 w.group.store_path,
                 w.grid_shape,
-                writer_options(plan),
+                writer_options(plan, level),
                 "",
                 pure=False,
             )
@@ -614,7 +614,7 @@ def build_pyramid_distributed(
             max_block_bytes=build.memory_limit // 2,
             min_blocks=4 * build.threads,
         )
-        block = _whole_shards(block, plan.shards)
+        block = _whole_shards(block, plan.block_shards)
         objects = reader.object_attributes(None)
         rows = build.spill_rows(partitions, max_vertices)
         keep = build.keep_ranks(partitions, objects, rows)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ def _build_in_process(store: Path, ratios: list[tuple[int, ...]], **options: Any
         keep = np.empty(len(ranking), np.int64)
         keep[ranking] = np.arange(len(ranking))
     dirs = [str(store.parent / "spill" / f"level{i}") for i in range(1, len(ratios) + 1)]
+    block = math.lcm(1, *(plan.block_shards or ()))  # a round writes whole shards
     results = [
         coarsen_partition(
             reader,
@@ -69,19 +71,19 @@ def _build_in_process(store: Path, ratios: list[tuple[int, ...]], **options: Any
             plan,
             keep_rank=None if keep is None else keep[p.start : p.stop],
             directories=dirs,
-            partition_chunks=1,
+            partition_chunks=block,
             rows=rows,
         )
         for p in parts
     ]
-    opts = writer_options(plan)
     for i, directory in enumerate(dirs, start=1):
+        opts = writer_options(plan, i)
         asm = assemble_level(directory, [r.summaries[i - 1] for r in results], plan, i)
         w = open_level(root, plan, asm, i)
         rounds = []
         for prefixes in asm.rounds(1 << 12):
             group = zarr.open_group(w.group.store_path.store, path=w.group.path, mode="r+")
-            lw = LevelWriter(group, w.grid_shape, opts.compressor, None, existing=True)
+            lw = LevelWriter(group, w.grid_shape, opts.compressor, opts.shards, existing=True)
             rounds.append(process_round(asm, prefixes, lw, need_where=False))
             lw.finish()
         finish_level(

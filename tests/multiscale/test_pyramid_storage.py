@@ -14,18 +14,33 @@ from zarr.codecs import GzipCodec
 
 import zarr_vectors as zv
 from zarr_vectors.core.payload.compression import compressor_spec
+from zarr_vectors.multiscale.shards import coarse_level_shards
 from zarr_vectors.testing import assert_geometry_equal
 from zarr_vectors.testing.examples import random_walk_trees
 
 
-def _codecs(store: Path, level: int, path: str) -> list[str]:
-    """Codec names of an array, without the chunk checksum every new array ends with."""
+def _chain(store: Path, level: int, path: str) -> list[dict[str, Any]]:
+    """Codecs of an array's chunks: inside ``sharding_indexed`` when the array is sharded."""
+    codecs = json.loads((store / str(level) / path / "zarr.json").read_text())["codecs"]
+    if [c["name"] for c in codecs] == ["sharding_indexed"]:
+        inner: list[dict[str, Any]] = codecs[0]["configuration"]["codecs"]
+        return inner
+    return list(codecs)
+
+
+def _shards(store: Path, level: int, path: str) -> list[int] | None:
+    """Chunks per shard of an array, or None when it is not sharded."""
     doc = json.loads((store / str(level) / path / "zarr.json").read_text())
-    names = [c["name"] for c in doc["codecs"]]
-    if names != ["sharding_indexed"]:
-        assert names[-1] == "crc32c", names
-        names = names[:-1]
-    return names
+    if doc["codecs"][0]["name"] != "sharding_indexed":
+        return None
+    return list(doc["chunk_grid"]["configuration"]["chunk_shape"])
+
+
+def _codecs(store: Path, level: int, path: str) -> list[str]:
+    """Codec names of an array's chunks, without the checksum every new chunk ends with."""
+    names = [c["name"] for c in _chain(store, level, path)]
+    assert names[-1] == "crc32c", names
+    return names[:-1]
 
 
 def _points(store: Path, compressor: Any) -> None:
@@ -83,9 +98,9 @@ def test_skeleton_pyramid_and_rechunk_keep_lz4_links(tmp_path: Path) -> None:
         store, pos, par, offsets=off, chunk_shape=(24, 24, 24), bin_shape=(6, 6, 6),
         compressor="lz4",
     )  # fmt: skip
-    links = json.loads((store / "0" / "links" / "zarr.json").read_text())["codecs"][1]
+    links = _chain(store, 0, "links")[1]
     zv.build_pyramid(store, [(2, 2, 2)])
-    again = json.loads((store / "1" / "links" / "zarr.json").read_text())["codecs"][1]
+    again = _chain(store, 1, "links")[1]
     assert again == links  # the preset's 64 KiB unsplit blocks, not plain Blosc
     zv.rechunk(store, copy, chunk_shape=(12, 12, 12))
     assert json.loads((copy / "0" / "links" / "zarr.json").read_text())["codecs"][1] == links
@@ -144,7 +159,7 @@ def test_pyramid_of_a_sharded_store_is_sharded(tmp_path: Path) -> None:
     for store in (sharded, plain):
         zv.build_pyramid(store, [(2, 2, 2), (4, 4, 4)])
     for level in (1, 2):
-        assert _codecs(sharded, level, "vertices") == ["sharding_indexed"]
+        assert _shards(sharded, level, "vertices") == [2, 2, 2]
         assert_geometry_equal(
             zv.read_points(sharded, level=level), zv.read_points(plain, level=level)
         )
@@ -168,3 +183,58 @@ def test_rechunk_into_another_zarr_format_keeps_presets(tmp_path: Path) -> None:
     zv.rechunk(odd, same, chunk_shape=(2.5, 2.5, 2.5))
     meta = json.loads((same / "0" / "vertices" / ".zarray").read_text())
     assert meta["compressor"] == {"id": "zstd", "level": 9}
+
+
+def _file_count(store: Path, level: int) -> int:
+    return sum(1 for p in (store / str(level)).rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize(("lo", "level2_shards"), [(0.0, [4, 4, 4]), (-20.0, [2, 2, 2])])
+def test_coarse_levels_of_an_unsharded_v3_store_are_sharded_by_ratio(
+    tmp_path: Path, lo: float, level2_shards: list[int]
+) -> None:
+    """Each coarse shard spans ``bin_ratio`` chunks (as far as the grid origin allows).
+
+    Level 0 keeps one file per chunk; the levels read exactly as the same levels of a v2
+    store, whose arrays cannot be sharded.
+    """
+    rng = np.random.default_rng(11)
+    pos = rng.uniform(lo, lo + 80, (20_000, 3))
+    attrs = {"a": rng.random(20_000).astype(np.float32)}
+    opts: dict[str, Any] = {"chunk_shape": (10.0,) * 3, "bin_shape": (2.5,) * 3}
+    v3, v2 = tmp_path / "v3.zarrvectors", tmp_path / "v2.zarrvectors"
+    zv.write_points(v3, pos, attributes=attrs, **opts)
+    zv.write_points(v2, pos, attributes=attrs, zarr_format=2, **opts)
+    for store in (v3, v2):
+        zv.build_pyramid(store, [(2, 2, 2), (4, 4, 4)])
+    assert zv.open(v3).level(0).layout.grid.origin == (int(lo // 10),) * 3
+    assert _shards(v3, 0, "vertices") is None
+    for level, shards in ((1, [2, 2, 2]), (2, level2_shards)):
+        for path in ("vertices", "vertex_fragments", "attributes/a"):
+            assert _shards(v3, level, path) == shards
+            assert _codecs(v3, level, path) == _codecs(v3, 0, path)
+        assert_geometry_equal(zv.read_points(v3, level=level), zv.read_points(v2, level=level))
+        box = (np.full(3, lo + 15.0), np.full(3, lo + 52.5))
+        assert_geometry_equal(
+            zv.read_points(v3, level=level, bbox=box), zv.read_points(v2, level=level, bbox=box)
+        )
+        assert _file_count(v3, level) < _file_count(v2, level) / 4
+    assert zv.validate(v3, level=5).ok
+
+
+def test_coarse_level_shards_follow_ratio_origin_and_format() -> None:
+    ratios = [(2, 2, 2), (4, 4, 8)]
+    assert coarse_level_shards(ratios, (0, 0, 0), (9, 9, 9), level0_shards=None,
+                               zarr_format=3) == ((2, 2, 2), (4, 4, 8))  # fmt: skip
+    # shard boundaries stay on multiples of the shard shape in chunk coordinates
+    assert coarse_level_shards(ratios, (-3, -3, 4), (9, 9, 9), level0_shards=None,
+                               zarr_format=3) == ((1, 1, 2), (1, 1, 4))  # fmt: skip
+    assert coarse_level_shards(ratios, (-3, 5, 1), (9, 9, 9), level0_shards=None,
+                               zarr_format=3) == (None, None)  # fmt: skip
+    # never more than twice the grid along an axis (halving keeps the alignment)
+    assert coarse_level_shards(ratios, (0, 0, 0), (1, 2, 3), level0_shards=None,
+                               zarr_format=3) == ((1, 2, 2), (1, 2, 4))  # fmt: skip
+    assert coarse_level_shards(ratios, (0, 0, 0), (9, 9, 9), level0_shards=None,
+                               zarr_format=2) == (None, None)  # fmt: skip
+    assert coarse_level_shards(ratios, (-4, 0, 0), (9, 9, 9), level0_shards=(4, 4, 4),
+                               zarr_format=3) == ((4, 4, 4), (4, 4, 4))  # fmt: skip

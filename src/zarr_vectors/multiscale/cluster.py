@@ -26,6 +26,7 @@ __all__ = [
     "aggregate",
     "assign_clusters",
     "default_aggregation",
+    "member_weights",
     "remap_links",
 ]
 
@@ -35,12 +36,23 @@ link) keeps the earliest input position of what it merges (docs/spec.md §8.8)."
 
 IntArray = npt.NDArray[np.int64]
 
+_DENSE_KEYS_PER_VERTEX = 4
+"""Largest key range per vertex grouped through a first-occurrence table (8 bytes a key)."""
+_DENSE_KEYS_MIN = 1 << 16
+"""Key range always grouped through the table (small inputs)."""
 
-def _bin_key(pos: npt.NDArray[np.floating], layout: ChunkLayout) -> IntArray:
-    coords = layout.chunk_coords(pos)
-    flat = layout.flat_index(coords)
+
+def _bin_key(pos: npt.NDArray[np.floating], layout: ChunkLayout) -> tuple[IntArray, int]:
+    """Return each position's bin as one integer ``flat chunk x bins + bin``, and the key range.
+
+    :meth:`ChunkLayout.locate` computes both parts in one pass, with the spec's arithmetic.
+    """
+    flat, bins = layout.locate(pos)
     nbins = int(np.prod(layout.bins_per_chunk))
-    return flat * nbins + layout.bin_flat(pos, coords)
+    key = flat.astype(np.int64)
+    key *= nbins
+    key += bins
+    return key, layout.n_chunks * nbins
 
 
 def assign_clusters(
@@ -58,22 +70,49 @@ def assign_clusters(
     n = len(pos)
     if n == 0:
         return np.zeros(0, dtype=np.int64), 0
-    key = _bin_key(pos, layout)
-    obj = np.zeros(n, dtype=np.int64) if vertex_object is None else vertex_object
+    key, n_keys = _bin_key(pos, layout)
     if rule is MergeRule.RUN:
+        obj = np.zeros(n, dtype=np.int64) if vertex_object is None else vertex_object
         starts = run_starts(obj, key)
         label = np.zeros(n, dtype=np.int64)
         label[starts] = 1
         return np.cumsum(label) - 1, len(starts)
-    order = sort_order([obj, key], [int(obj.max()) + 1, int(key.max()) + 1])
-    first_in_group = run_starts(obj[order], key[order])
-    flag = np.zeros(n, dtype=np.int64)
-    flag[first_in_group] = 1
-    group = np.empty(n, dtype=np.int64)
-    group[order] = np.cumsum(flag) - 1
+    group, count = _group(key, n_keys, vertex_object)
     if rule is MergeRule.TREE and links is not None and len(links):
-        group = _split_by_connectivity(group, links)
-    return _renumber_by_first(group)
+        return _renumber_by_first(_split_by_connectivity(group, links))
+    return group, count
+
+
+def _group(
+    key: IntArray, n_keys: int, vertex_object: npt.NDArray[np.integer[Any]] | None
+) -> tuple[IntArray, int]:
+    """Label vertices sharing (object, bin key), labels numbered by first vertex.
+
+    Keys are dense integers (grid chunks x bins, times objects): while their range is a
+    few times the vertex count, a first-occurrence table groups them in linear time;
+    beyond it, a sort does.
+    """
+    n = len(key)
+    if vertex_object is not None:
+        n_obj = int(vertex_object.max()) + 1
+        if n_obj * n_keys > max(_DENSE_KEYS_PER_VERTEX * n, _DENSE_KEYS_MIN):
+            order = sort_order([vertex_object, key], [n_obj, n_keys])
+            flag = np.zeros(n, dtype=np.int64)
+            flag[run_starts(vertex_object[order], key[order])] = 1
+            group = np.empty(n, dtype=np.int64)
+            group[order] = np.cumsum(flag) - 1
+            return _renumber_by_first(group)
+        key = vertex_object.astype(np.int64) * n_keys + key
+        n_keys *= n_obj
+    elif n_keys > max(_DENSE_KEYS_PER_VERTEX * n, _DENSE_KEYS_MIN):
+        return _renumber_by_first(key)
+    first = np.full(n_keys, n, dtype=np.int64)
+    np.minimum.at(first, key, np.arange(n, dtype=np.int64))
+    used = np.flatnonzero(first < n)
+    by_first = used[np.argsort(first[used], kind="stable")]
+    label = np.empty(n_keys, dtype=np.int64)  # read only at used keys
+    label[by_first] = np.arange(len(by_first), dtype=np.int64)
+    return label[key], len(by_first)
 
 
 def _split_by_connectivity(group: IntArray, links: IntArray) -> IntArray:
@@ -126,9 +165,8 @@ def aggregate(
     metavertices equals the mean (mode) over the original vertices they summarise.
     """
     flat = values.reshape(len(values), int(np.prod(values.shape[1:])))  # also when empty
-    w = np.ones(len(flat)) if weights is None else weights
     if how is Aggregation.MODE:
-        out = _mode(flat, cluster, n, w)
+        out = _mode(flat, cluster, n, np.ones(len(flat)) if weights is None else weights)
     elif how is Aggregation.FIRST:
         out = flat[_first_member(cluster, n)]
     elif how in (Aggregation.MIN, Aggregation.MAX):
@@ -136,19 +174,39 @@ def aggregate(
         out = flat[_first_member(cluster, n)].copy()
         ufunc.at(out, cluster, flat)
     else:
-        if how is Aggregation.SUM:
-            w = np.ones(len(flat))
-        total = np.bincount(cluster, weights=w, minlength=n)
-        sums = np.stack(
+        w = None if how is Aggregation.SUM else weights
+        sums: npt.NDArray[np.float64] = np.stack(
             [
-                np.bincount(cluster, weights=flat[:, k].astype(np.float64) * w, minlength=n)
+                np.bincount(cluster, weights=_weighted(flat[:, k], w), minlength=n)
                 for k in range(flat.shape[1])
             ],
             axis=1,
         )
-        res = sums if how is Aggregation.SUM else sums / np.maximum(total, 1e-300)[:, None]
-        out = res.astype(values.dtype if values.dtype.kind == "f" else np.float64)
+        if how is not Aggregation.SUM:
+            sums = sums / np.maximum(member_weights(cluster, n, w), 1e-300)[:, None]
+        out = sums.astype(values.dtype if values.dtype.kind == "f" else np.float64)
     return out.reshape((n, *values.shape[1:]))
+
+
+def _weighted(
+    col: npt.NDArray[np.generic], weights: npt.NDArray[np.float64] | None
+) -> npt.NDArray[np.generic]:
+    """Return ``col x weights`` as bincount weights (None: unit weights).
+
+    Floats stay as they are under unit weights: :func:`numpy.bincount` sums in float64 anyway.
+    """
+    if weights is None:
+        return col if col.dtype.kind == "f" else col.astype(np.float64)
+    return col.astype(np.float64) * weights
+
+
+def member_weights(
+    cluster: IntArray, n: int, weights: npt.NDArray[np.float64] | None
+) -> npt.NDArray[np.float64]:
+    """Total weight of each of ``n`` clusters (None: every vertex weighs 1)."""
+    if weights is None:
+        return np.bincount(cluster, minlength=n).astype(np.float64)
+    return np.asarray(np.bincount(cluster, weights=weights, minlength=n), np.float64)
 
 
 def _first_member(cluster: IntArray, n: int) -> IntArray:

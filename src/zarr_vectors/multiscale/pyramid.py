@@ -8,6 +8,7 @@ to level 0, integer, component-wise non-decreasing, and the level's bin must div
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,8 +34,10 @@ from zarr_vectors.multiscale.cluster import (
     aggregate,
     assign_clusters,
     default_aggregation,
+    member_weights,
     remap_links,
 )
+from zarr_vectors.multiscale.shards import coarse_level_shards
 from zarr_vectors.multiscale.sparsity import check_attribute, keep_count, rank_objects
 from zarr_vectors.multiscale.staging import begin_staging, drop_staging, swap_levels
 from zarr_vectors.spec import layout as L
@@ -100,9 +103,9 @@ class PyramidPlan:
     """Explicit aggregation per vertex attribute (others: the default)."""
     compressor: CompressorSpec
     """Compressor of every array of the new levels."""
-    shards: tuple[int, ...] | None
-    """Chunks per shard of the new levels' payload arrays: level 0's when its grid is aligned
-    to them (stores written by this version), else None."""
+    level_shards: tuple[tuple[int, ...] | None, ...]
+    """Chunks per shard of each new level's payload arrays, or None for unsharded
+    (:func:`~zarr_vectors.multiscale.shards.coarse_level_shards`)."""
     n_objects: int | None
     """Level-0 objects, or None when vertices have no objects."""
 
@@ -134,6 +137,21 @@ class PyramidPlan:
         return ChunkLayout(
             meta.chunk_shape, meta.bin_shape_for(self.ratios[level - 1]), meta.chunk_grid
         )
+
+    def shards(self, level: int) -> tuple[int, ...] | None:
+        """Chunks per shard of level ``level``'s (1..n) payload arrays, or None."""
+        return self.level_shards[level - 1]
+
+    @property
+    def block_shards(self) -> tuple[int, ...] | None:
+        """Per axis, a multiple of every level's shard shape (None: no level is sharded).
+
+        A task writing whole blocks of chunks that are multiples of it owns whole shards.
+        """
+        used = [s for s in self.level_shards if s is not None]
+        if not used:
+            return None
+        return tuple(math.lcm(*axis) for axis in zip(*used, strict=True))
 
     def keep_counts(self) -> list[int]:
         """Objects kept at each new level (0 without objects)."""
@@ -264,15 +282,14 @@ def coarsen_parts(
     Returns the coarse parts, the aggregation used per attribute, and the number of
     original vertices behind each metavertex (pass it back in when coarsening again).
     """
-    w = np.ones(len(parts.positions)) if weights is None else weights
     cluster, n = assign_clusters(parts.positions, parts.vertex_objects, layout, rule, parts.links)
-    pos = aggregate(parts.positions, cluster, n, Aggregation.MEAN, w)
+    pos = aggregate(parts.positions, cluster, n, Aggregation.MEAN, weights)
     used: dict[str, str] = {}
     attrs: dict[str, Column] = {}
     for name, col in parts.vertex_attributes.items():
         how = (aggregation or {}).get(name, default_aggregation(col, name))
         used[name] = how.value
-        attrs[name] = Column(aggregate(col.values, cluster, n, how, w), col.categories)
+        attrs[name] = Column(aggregate(col.values, cluster, n, how, weights), col.categories)
     obj = parts.vertex_objects
     if obj is not None:
         first = np.full(n, len(cluster), dtype=np.int64)
@@ -292,7 +309,7 @@ def coarsen_parts(
         links=links,
         link_attributes=link_attrs,
     )
-    return coarse, used, np.asarray(np.bincount(cluster, weights=w, minlength=n), np.float64)
+    return coarse, used, member_weights(cluster, n, weights)
 
 
 def build_pyramid(
@@ -340,7 +357,10 @@ def build_pyramid(
     compressor
         As for the writers; by default (``"source"``) each array of the new levels is
         compressed as the level-0 array of the same path (a store written with ``"lz4"`` or
-        ``"none"`` keeps it).
+        ``"none"`` keeps it).  Level 0's shards carry over; in a Zarr v3 store whose
+        level 0 is not sharded, each new level groups ``bin_ratio`` chunks per shard
+        (:func:`~zarr_vectors.multiscale.shards.coarse_level_shards`), so a sparse coarse
+        level does not cost one file per chunk.
     storage_options
         As for the writers.
     progress
@@ -410,7 +430,7 @@ def _build_levels(
     """Write every coarse level of ``plan`` into the staging group ``stage``."""
     out: list[PyramidLevel] = []
     current = parts
-    weights = np.ones(len(parts.positions))
+    weights: npt.NDArray[np.float64] | None = None  # each level-0 vertex weighs 1
     for i, count in enumerate(plan.keep_counts(), start=1):
         keep = None
         if plan.needs_ranking:
@@ -423,7 +443,7 @@ def _build_levels(
             plan.layout(i),
             plan.level_template(i, used),
             compressor=plan.compressor,
-            shards=plan.shards,
+            shards=plan.shards(i),
         )
         out.append(plan.summary(done))
         if progress is not None:
@@ -478,7 +498,13 @@ def plan_pyramid(
         seed=seed,
         aggregation=aggs,
         compressor=reader.compressor_for(compressor),
-        shards=reader.aligned_shards(),
+        level_shards=coarse_level_shards(
+            ratios,
+            meta.chunk_grid.origin if meta.chunk_grid is not None else (0,) * meta.spatial_dims,
+            reader.layout.grid.shape,
+            level0_shards=reader.aligned_shards(),
+            zarr_format=reader.group.metadata.zarr_format,
+        ),
         n_objects=reader.n_objects if has_objects else None,
     )
 
@@ -514,7 +540,7 @@ def clear_levels(root: zarr.Group, *, overwrite: bool) -> None:
 
 def coarsen_level(
     parts: GeometryParts,
-    weights: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64] | None,
     plan: PyramidPlan,
     level: int,
     keep: npt.NDArray[np.bool_] | None,
@@ -526,7 +552,8 @@ def coarsen_level(
     parts
         The previous level, objects in traversal order (dense ids ``0..parts.n_objects-1``).
     weights
-        (N,) level-0 vertices behind each vertex of ``parts``.
+        (N,) level-0 vertices behind each vertex of ``parts``, or None when each stands
+        for one (level 0).
     plan
         The build.
     level
@@ -546,7 +573,7 @@ def coarsen_level(
     """
     if parts.has_objects and keep is not None:
         parts, kept = _keep_objects(parts, keep)
-        weights = weights if kept is None else weights[kept]
+        weights = weights if kept is None or weights is None else weights[kept]
     coarse, used, weights = coarsen_parts(
         parts,
         plan.layout(level),

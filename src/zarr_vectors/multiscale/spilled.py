@@ -40,12 +40,12 @@ from zarr_vectors.spec.metadata import LevelMetadata
 __all__ = ["assemble_level", "finish_level", "open_level", "writer_options"]
 
 
-def writer_options(plan: PyramidPlan) -> StoreOptions:
-    """Options of the payload writers of coarse levels (as the serial build: no frames)."""
+def writer_options(plan: PyramidPlan, level: int) -> StoreOptions:
+    """Options of the payload writers of coarse level ``level`` (as the serial build)."""
     return StoreOptions(
         chunk_shape=tuple(plan.meta.chunk_shape),
         compressor=plan.compressor,
-        shards=plan.shards,
+        shards=plan.shards(level),
         frame_bytes=None,
     )
 
@@ -68,7 +68,7 @@ def assemble_level(
 def open_level(root: zarr.Group, plan: PyramidPlan, asm: Assembly, level: int) -> LevelWriter:
     """Create the group of level ``level`` and declare the payload arrays rounds write."""
     group = root.create_group(L.level_path(level))
-    w = LevelWriter(group, asm.layout.grid.shape, plan.compressor, plan.shards)
+    w = LevelWriter(group, asm.layout.grid.shape, plan.compressor, plan.shards(level))
     declare_arrays(asm, w)
     return w
 

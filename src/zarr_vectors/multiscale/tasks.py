@@ -261,7 +261,7 @@ def coarsen_partition(
         The spill summaries, or the chunks vertices escaped to (nothing usable spilled).
     """
     parts = _level0(reader, part, plan, rows)
-    weights = np.ones(len(parts.positions))
+    weights: npt.NDArray[np.float64] | None = None  # each level-0 vertex weighs 1
     summaries: list[BatchSummary] = []
     used: Mapping[str, str] = {}
     for i, count in enumerate(plan.keep_counts(), start=1):
