@@ -38,6 +38,11 @@ def _count(reader: LevelReader, bbox: BBoxLike | None, sphere: object) -> LevelC
     box = None if bbox is None else parse_bbox(bbox, ndim)
     ball = None if sphere is None else parse_sphere(sphere, ndim)
     level = reader.level_meta.level
+    declared = reader.group.attrs.asdict()
+    if box is None and ball is None and "vertex_count" in declared and "chunk_count" in declared:
+        # the level's own counts (a read checks them against vertex_counts): no array read
+        meta = reader.level_meta
+        return LevelCount(level, meta.vertex_count, meta.chunk_count)
     if box is None and ball is None:
         flats = reader.chunks()
     else:
