@@ -36,7 +36,7 @@ from zarr_vectors.core.engine import PointRows
 from zarr_vectors.core.ragged import unique_sorted
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.errors import InvalidInputError
-from zarr_vectors.query.matching import column_rows, position_rows, vertex_mask
+from zarr_vectors.query.matching import VertexMask, column_rows, position_rows, vertex_mask
 from zarr_vectors.query.planning import ChunkPlan, plan_chunks
 from zarr_vectors.query.predicates import (
     Predicate,
@@ -280,6 +280,8 @@ class KeptRows:
     """Their positions, when the shape test decoded them."""
     objects: IntArray | None
     """Dense object of every row of the chunks (not only the kept ones), when asked for."""
+    mask: VertexMask | None = None
+    """The vertex conditions' mask and the values it captured, when there were any."""
 
 
 def kept_rows(
@@ -288,15 +290,18 @@ def kept_rows(
     box: BoundingBox | None,
     sel: Selection,
     objects: bool = False,
+    capture: frozenset[str] = frozenset(),
 ) -> KeptRows:
     """Rows of chunks ``flats`` satisfying vertex and object conditions, box and sphere.
 
-    Conditions first, on the stored columns chunk by chunk (:func:`vertex_mask`), then the
-    positions of the rows they keep only; ``objects``: also return every row's object.
+    Conditions first, on the stored columns chunk by chunk (:func:`vertex_mask`, keeping the
+    values of the attributes in ``capture``), then the positions of the rows they keep only;
+    ``objects``: also return every row's object.
     """
     n = int(reader.vertex_counts[flats].sum())
     vertex = sel.predicate.of(Scope.VERTEX)
-    keep = vertex_mask(reader, flats, vertex) if vertex and n else None
+    mask = vertex_mask(reader, flats, vertex, capture) if vertex and n else None
+    keep = None if mask is None else mask.keep
     obj_clauses = sel.predicate.of(Scope.OBJECT)
     obj = reader.vertex_object_ids(flats) if (objects or obj_clauses) and n else None
     if obj is not None and obj_clauses:
@@ -313,7 +318,7 @@ def kept_rows(
         rows, pos = rows[inside], pos[inside]
     if objects and obj is None:
         obj = np.zeros(0, dtype=np.int64)
-    return KeptRows(rows, pos, obj)
+    return KeptRows(rows, pos, obj, mask)
 
 
 def _point_block(
@@ -330,13 +335,13 @@ def _point_block(
     attributes are decoded for the kept rows only (categories resolved to strings).
     """
     has_objects = reader.has(L.OBJECT_OFFSETS)
-    kept = kept_rows(reader, block, query.bbox, sel, objects=has_objects)
+    kept = kept_rows(reader, block, query.bbox, sel, has_objects, frozenset(wanted))
     rows = kept.rows
     if len(rows) == 0:  # nothing kept: the empty read of no chunk (dtypes, categories)
         none = _PrunedReader(reader, np.zeros(reader.layout.n_chunks, dtype=bool))
         return cls.read(none, replace(query, bbox=None, object_ids=None, attributes=tuple(wanted)))
     pos = kept.positions if kept.positions is not None else position_rows(reader, block, rows)
-    attrs = {name: column_rows(reader, name, block, rows) for name in wanted}
+    attrs = {name: column_rows(reader, name, block, rows, kept.mask) for name in wanted}
     obj = None if kept.objects is None else kept.objects[rows]
     return cls.assemble(
         reader, replace(query, attributes=tuple(wanted)), PointRows(pos, obj, attrs)

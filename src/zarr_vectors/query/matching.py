@@ -12,6 +12,7 @@ against bounds that compare exactly like the float64 ones (:func:`stored_bound`)
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,14 @@ from zarr_vectors.query.shapes import box_sides_inside, stored_bound
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.metadata import BoundingBox
 
-__all__ = ["box_count", "column_rows", "gather_rows", "position_rows", "vertex_mask"]
+__all__ = [
+    "VertexMask",
+    "box_count",
+    "column_rows",
+    "gather_rows",
+    "position_rows",
+    "vertex_mask",
+]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -85,21 +93,48 @@ def _single(rows: npt.NDArray[Any], clause: Clause) -> npt.NDArray[Any]:
     return rows[:, 0]
 
 
-def vertex_mask(reader: LevelReader, flats: IntArray, clauses: tuple[Clause, ...]) -> BoolArray:
+@dataclass(frozen=True)
+class VertexMask:
+    """Rows satisfying vertex conditions, and values decoded on the way."""
+
+    keep: BoolArray
+    """Per row of the chunks (concatenated, chunk order): every condition holds."""
+    captured: dict[str, tuple[IntArray, npt.NDArray[Any]]]
+    """Per attribute asked for: rows kept right after its condition (ascending; a superset
+    of ``keep``'s) and that attribute's stored rows there."""
+
+    def take(self, name: str, rows: IntArray) -> npt.NDArray[Any] | None:
+        """Return the stored rows of attribute ``name`` at kept ``rows``, if captured."""
+        got = self.captured.get(name)
+        if got is None:
+            return None
+        at, values = got
+        return values[np.searchsorted(at, rows)]
+
+
+def vertex_mask(
+    reader: LevelReader,
+    flats: IntArray,
+    clauses: tuple[Clause, ...],
+    capture: frozenset[str] = frozenset(),
+) -> VertexMask:
     """Which rows of chunks ``flats`` (concatenated, chunk order) satisfy every clause.
 
-    Clauses are vertex clauses resolved against ``reader``'s level.
+    Clauses are vertex clauses resolved against ``reader``'s level.  The kept rows of the
+    attributes in ``capture`` are kept as decoded (a read returning them decodes them once).
     """
     counts = reader.vertex_counts[flats]
     off = offsets_from_counts(counts).tolist()
     keep = np.ones(off[-1], dtype=bool)
     live = counts > 0  # chunks where a row is still kept
+    captured: dict[str, tuple[IntArray, npt.NDArray[Any]]] = {}
     for clause in clauses:
         path = f"{L.ATTRIBUTES}/{clause.name}"
         arr = reader.payload(path)
         test = _test(clause, _categories(arr.attrs, arr.name), np.dtype(arr.attrs["dtype"]))
         idx = np.flatnonzero(live)
         seen = np.zeros(len(idx), dtype=bool)
+        parts: list[npt.NDArray[Any]] | None = [] if clause.name in capture else None
         for j, rows in reader.chunk_rows(path, flats[idx]):
             i = int(idx[j])
             seg = keep[off[i] : off[i + 1]]
@@ -108,10 +143,14 @@ def vertex_mask(reader: LevelReader, flats: IntArray, clauses: tuple[Clause, ...
             seg &= test(_single(rows, clause))
             live[i] = seg.any()
             seen[j] = True
+            if parts is not None and live[i]:
+                parts.append(rows[seg])  # a copy: the buffer is reused for the next chunk
         if not seen.all():
             i = int(idx[np.argmin(seen)])
             raise _row_count_error(reader, arr.name, flats[i], 0, int(counts[i]))
-    return keep
+        if parts and clause.name not in captured:
+            captured[clause.name] = (np.flatnonzero(keep), np.concatenate(parts))
+    return VertexMask(keep, captured)
 
 
 def _row_count_error(
@@ -154,12 +193,23 @@ def position_rows(reader: LevelReader, flats: IntArray, rows: IntArray) -> npt.N
     return out
 
 
-def column_rows(reader: LevelReader, name: str, flats: IntArray, rows: IntArray) -> Column:
-    """Attribute ``name`` at ``rows`` (as :func:`position_rows`), as a stored column."""
+def column_rows(
+    reader: LevelReader,
+    name: str,
+    flats: IntArray,
+    rows: IntArray,
+    mask: VertexMask | None = None,
+) -> Column:
+    """Attribute ``name`` at ``rows`` (as :func:`position_rows`), as a stored column.
+
+    Taken from ``mask`` when it captured the attribute, else decoded.
+    """
     path = f"{L.ATTRIBUTES}/{name}"
     attrs = reader.payload(path).attrs
     where = f"{reader.group.path}/{path}"
-    values = gather_rows(reader, path, flats, rows)
+    values = None if mask is None else mask.take(name, rows)
+    if values is None:
+        values = gather_rows(reader, path, flats, rows)
     try:
         shape = tuple(int(s) for s in attrs.get("shape", values.shape[1:2]))
         values = values.reshape((len(values), *shape))
