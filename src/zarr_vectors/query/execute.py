@@ -32,13 +32,13 @@ from typing import Any, Protocol, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
-from zarr_vectors.core.columns import Column
+from zarr_vectors.core.engine import PointRows
 from zarr_vectors.core.ragged import unique_sorted
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.query.matching import VertexMask, column_rows, position_rows, vertex_mask
 from zarr_vectors.query.planning import ChunkPlan, plan_chunks
 from zarr_vectors.query.predicates import (
-    Clause,
     Predicate,
     Scope,
     WhereLike,
@@ -54,9 +54,11 @@ from zarr_vectors.types._base import Query, decode_columns, resolve_user_ids
 from zarr_vectors.types._objects import group_members_out, output_ids
 
 __all__ = [
+    "KeptRows",
     "Selection",
     "SphereLike",
     "WhereLike",
+    "kept_rows",
     "matching_objects",
     "no_boundary",
     "run",
@@ -75,6 +77,9 @@ class ReadsLevel(Protocol[R_co]):
 
     def read(self, reader: LevelReader, query: Query) -> R_co:
         """Run a plain query on one level."""
+
+    def assemble(self, reader: LevelReader, query: Query, rows: Any) -> R_co:
+        """Build the type's result from gathered rows."""
 
 
 SphereLike = Sphere | tuple[Any, float]
@@ -163,11 +168,11 @@ def _hits(
 
     A matching vertex satisfies the box, the sphere and every vertex condition.
     """
-    pos = reader.rows(L.VERTICES, flats).values
-    keep = _vertex_mask(pos, {}, box, replace(sel, predicate=Predicate()))
-    for clause in sel.predicate.of(Scope.VERTEX):
-        keep &= _column_mask(clause, reader.column(f"{L.ATTRIBUTES}/{clause.name}", flats))
-    return unique_sorted(reader.vertex_object_ids(flats)[keep])
+    vertex_only = replace(sel, predicate=Predicate(sel.predicate.of(Scope.VERTEX)))
+    kept = kept_rows(reader, flats, box, vertex_only, objects=True)
+    if kept.objects is None or len(kept.rows) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return unique_sorted(kept.objects[kept.rows])
 
 
 def _present(reader: LevelReader) -> IntArray:
@@ -265,17 +270,55 @@ def _point_rows(reader: LevelReader, got: Any, sel: Selection) -> IntArray:
     return np.flatnonzero(keep)
 
 
-def _column_mask(clause: Clause, col: Column) -> BoolArray:
-    """Rows of ``col`` satisfying ``clause``; categories compared as their stored codes."""
-    if col.categories is None:
-        return clause.mask(col.values)
-    if clause.values is None:
-        raise InvalidInputError(
-            f"where: {clause.name!r} is categorical; use a set of labels, not a range"
-        )
-    index = {c: i for i, c in enumerate(col.categories)}
-    codes = [index[v] for v in clause.values if isinstance(v, str) and v in index]
-    return np.isin(col.values.reshape(len(col.values)), np.asarray(codes, dtype=np.int64))
+@dataclass(frozen=True)
+class KeptRows:
+    """The rows of some chunks a point query keeps."""
+
+    rows: IntArray
+    """Kept rows (ascending) of the chunks' concatenated rows."""
+    positions: npt.NDArray[np.floating] | None
+    """Their positions, when the shape test decoded them."""
+    objects: IntArray | None
+    """Dense object of every row of the chunks (not only the kept ones), when asked for."""
+    mask: VertexMask | None = None
+    """The vertex conditions' mask and the values it captured, when there were any."""
+
+
+def kept_rows(
+    reader: LevelReader,
+    flats: IntArray,
+    box: BoundingBox | None,
+    sel: Selection,
+    objects: bool = False,
+    capture: frozenset[str] = frozenset(),
+) -> KeptRows:
+    """Rows of chunks ``flats`` satisfying vertex and object conditions, box and sphere.
+
+    Conditions first, on the stored columns chunk by chunk (:func:`vertex_mask`, keeping the
+    values of the attributes in ``capture``), then the positions of the rows they keep only;
+    ``objects``: also return every row's object.
+    """
+    n = int(reader.vertex_counts[flats].sum())
+    vertex = sel.predicate.of(Scope.VERTEX)
+    mask = vertex_mask(reader, flats, vertex, capture) if vertex and n else None
+    keep = None if mask is None else mask.keep
+    obj_clauses = sel.predicate.of(Scope.OBJECT)
+    obj = reader.vertex_object_ids(flats) if (objects or obj_clauses) and n else None
+    if obj is not None and obj_clauses:
+        keep = np.ones(n, dtype=bool) if keep is None else keep
+        ids, inverse = np.unique(obj[keep], return_inverse=True)
+        keep[keep] = _object_mask(reader, ids.astype(np.int64), sel.predicate)[inverse.ravel()]
+    rows = np.arange(n, dtype=np.int64) if keep is None else np.flatnonzero(keep)
+    pos = None
+    if (box is not None or sel.sphere is not None) and len(rows):
+        pos = position_rows(reader, flats, rows)
+        inside = np.ones(len(rows), dtype=bool) if box is None else in_box(pos, box)
+        if sel.sphere is not None:
+            inside &= sel.sphere.contains(pos)
+        rows, pos = rows[inside], pos[inside]
+    if objects and obj is None:
+        obj = np.zeros(0, dtype=np.int64)
+    return KeptRows(rows, pos, obj, mask)
 
 
 def _point_block(
@@ -288,24 +331,21 @@ def _point_block(
 ) -> Any:
     """Read chunks ``block``; return the read restricted to the rows satisfying the query.
 
-    Conditions are evaluated on the stored columns, and only the kept rows of the returned
-    attributes are decoded (categories resolved to strings).
+    Conditions are evaluated on the stored columns first; positions and the returned
+    attributes are decoded for the kept rows only (categories resolved to strings).
     """
-    allowed = np.zeros(reader.layout.n_chunks, dtype=bool)
-    allowed[block] = True
-    got: Any = cls.read(_PrunedReader(reader, allowed), replace(query, bbox=None, attributes=()))
-    keep = _vertex_mask(got.positions, {}, query.bbox, replace(sel, predicate=Predicate()))
-    cols = {}
-    for name in dict.fromkeys((*wanted, *(c.name for c in sel.predicate.of(Scope.VERTEX)))):
-        cols[name] = reader.column(f"{L.ATTRIBUTES}/{name}", block)
-    for clause in sel.predicate.of(Scope.VERTEX):
-        keep &= _column_mask(clause, cols[clause.name])
-    if sel.predicate.of(Scope.OBJECT) and got.vertex_object_ids is not None and keep.any():
-        users, inverse = np.unique(got.vertex_object_ids, return_inverse=True)
-        dense = resolve_user_ids(reader, users)
-        keep &= _object_mask(reader, dense, sel.predicate)[inverse.ravel()]
-    rows = np.flatnonzero(keep)
-    return _kept(got, rows, decode_columns({k: cols[k].take(rows) for k in wanted}))
+    has_objects = reader.has(L.OBJECT_OFFSETS)
+    kept = kept_rows(reader, block, query.bbox, sel, has_objects, frozenset(wanted))
+    rows = kept.rows
+    if len(rows) == 0:  # nothing kept: the empty read of no chunk (dtypes, categories)
+        none = _PrunedReader(reader, np.zeros(reader.layout.n_chunks, dtype=bool))
+        return cls.read(none, replace(query, bbox=None, object_ids=None, attributes=tuple(wanted)))
+    pos = kept.positions if kept.positions is not None else position_rows(reader, block, rows)
+    attrs = {name: column_rows(reader, name, block, rows, kept.mask) for name in wanted}
+    obj = None if kept.objects is None else kept.objects[rows]
+    return cls.assemble(
+        reader, replace(query, attributes=tuple(wanted)), PointRows(pos, obj, attrs)
+    )
 
 
 def _kept(got: Any, rows: IntArray, attributes: Mapping[str, npt.NDArray[Any]]) -> Any:

@@ -15,7 +15,7 @@ import numpy as np
 import zarr
 
 from zarr_vectors.core.reader import BBoxLike, LevelReader, parse_bbox
-from zarr_vectors.core.store import list_resolution_levels
+from zarr_vectors.core.store import list_resolution_levels, read_root_metadata
 from zarr_vectors.errors import InvalidInputError
 from zarr_vectors.query.planning import plan_chunks
 from zarr_vectors.query.predicates import Predicate
@@ -38,6 +38,11 @@ def _count(reader: LevelReader, bbox: BBoxLike | None, sphere: object) -> LevelC
     box = None if bbox is None else parse_bbox(bbox, ndim)
     ball = None if sphere is None else parse_sphere(sphere, ndim)
     level = reader.level_meta.level
+    declared = reader.group.attrs.asdict()
+    if box is None and ball is None and "vertex_count" in declared and "chunk_count" in declared:
+        # the level's own counts (a read checks them against vertex_counts): no array read
+        meta = reader.level_meta
+        return LevelCount(level, meta.vertex_count, meta.chunk_count)
     if box is None and ball is None:
         flats = reader.chunks()
     else:
@@ -50,6 +55,15 @@ def level_counts(
 ) -> list[LevelCount]:
     """Per-level vertex counts over the shape, finest level first."""
     return [_count(LevelReader(root, n), bbox, sphere) for n in list_resolution_levels(root)]
+
+
+def _listed_levels(root: zarr.Group) -> list[int]:
+    """Return the levels listed in ``multiscales[0].datasets``, ascending.
+
+    From the root attributes already read (validate checks every level group is listed);
+    listing the level groups would cost a store listing per budget read.
+    """
+    return sorted({d.level for d in read_root_metadata(root).multiscales.datasets})
 
 
 def budget_level(
@@ -69,7 +83,7 @@ def budget_level(
         raise InvalidInputError(f"max_vertices must be a number >= 0, got {max_vertices!r}")
     if max_vertices < 0:
         raise InvalidInputError(f"max_vertices must be >= 0, got {max_vertices}")
-    levels = [n for n in list_resolution_levels(root) if n >= level]
+    levels = [n for n in _listed_levels(root) if n >= level]
     if not levels:
         raise InvalidInputError(f"the store has no level {level} or coarser")
     for n in levels:

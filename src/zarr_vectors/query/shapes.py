@@ -25,11 +25,13 @@ __all__ = [
     "Sphere",
     "box_axes_inside",
     "box_chunks_inside",
+    "box_sides_inside",
     "chunk_boxes",
     "in_box",
     "in_box_chunks",
     "inside_runs",
     "parse_sphere",
+    "stored_bound",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -158,12 +160,38 @@ def box_axes_inside(
     Where it holds, a membership test need not look at that axis (see
     :func:`box_chunks_inside`, which is the all-axes case).
     """
+    lower, upper = box_sides_inside(box, layout, flats, dtype)
+    out: npt.NDArray[np.bool_] = lower & upper
+    return out
+
+
+def box_sides_inside(
+    box: BoundingBox, layout: ChunkLayout, flats: IntArray, dtype: np.dtype[Any]
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """(N, D) each: every vertex chunk ``flats[i]`` can hold is ``>= min`` / ``< max`` on d.
+
+    The two sides of :func:`box_axes_inside`: a count tests only the sides left open.
+    """
     coords = layout.coords_of_flat(flats).astype(np.float64)
     c = np.asarray(layout.chunk_shape, dtype=np.float64)
     below = _largest_below(np.asarray(box.min, dtype=np.float64), dtype) / c
     above = np.floor(np.asarray(box.max, dtype=np.float64) / c)
-    out: npt.NDArray[np.bool_] = (below < coords) & (above >= coords + 1)
-    return out
+    return below < coords, above >= coords + 1
+
+
+def stored_bound(value: float, dtype: np.dtype[Any]) -> Any:
+    """Smallest value of the float ``dtype`` that is ``>= value`` (as a ``dtype`` scalar).
+
+    For ``x`` of that dtype, ``x >= value`` equals ``x >= b`` and ``x < value`` equals
+    ``x < b`` (``value`` compared exactly, in float64), so tests of stored float32 values
+    need no conversion to float64.  Values beyond the dtype's range give ``±inf`` or the
+    largest finite value, with the same equivalences.
+    """
+    with np.errstate(over="ignore"):
+        cast = np.asarray(value, dtype=np.float64).astype(dtype)
+    if float(cast) < value:
+        cast = np.nextafter(cast, dtype.type(np.inf))
+    return dtype.type(cast)
 
 
 def in_box_chunks(

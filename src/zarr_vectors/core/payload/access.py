@@ -51,9 +51,9 @@ class ElementAccess:
     _paths: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
     """File path of each chunk read in place (local arrays)."""
 
-    @property
+    @cached_property
     def name(self) -> str:
-        """Path of the array inside the store."""
+        """Path of the array inside the store (asked for by every element read: kept)."""
         return self.array.path
 
     @property
