@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from benchmarks import bench_edit
 
 
+@pytest.mark.slow
 def test_bench_edit_smoke(tmp_path: Path) -> None:
     out = tmp_path / "edit.json"
     args = ["--points", "20000", "--streamlines", "300", "--new-streamlines", "5"]

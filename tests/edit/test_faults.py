@@ -65,7 +65,15 @@ def big(tmp_path: Path) -> tuple[Path, Path]:
     return store, extra
 
 
-@pytest.mark.parametrize("inside", [False, True], ids=["grid-grows", "chunks-only"])
+@pytest.mark.parametrize(
+    "inside",
+    [
+        pytest.param(False, id="grid-grows"),
+        # the same kill-and-check loop on the copy-on-write chunk path: slow, and grid-grows
+        # keeps the behaviour in the default run
+        pytest.param(True, id="chunks-only", marks=pytest.mark.slow),
+    ],
+)
 def test_sigkill_during_append_leaves_old_or_new(big: tuple[Path, Path], inside: bool) -> None:
     store, extra = big
     if inside:  # lands in existing chunks: the copy-on-write chunk path

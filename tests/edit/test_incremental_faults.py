@@ -132,6 +132,7 @@ def test_sigkill_at_random_points_of_an_incremental_append(
     assert seen["old"] >= 1  # some kill landed before the commit
 
 
+@pytest.mark.slow
 def test_two_incremental_appenders_both_land(setup: tuple[Path, Path, str, str]) -> None:
     store, data, _old, _new = setup
     procs = [_child(store, data), _child(store, data)]

@@ -11,6 +11,7 @@ committed nor obtainable (no network, no cache) is skipped with the reason.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -73,13 +74,20 @@ def _download(dist: Distribution) -> Path:
         files = list(Path(tmp).iterdir())
         if done.returncode != 0 or len(files) != 1:
             raise OSError(f"pip download {dist.name}=={dist.version} failed: {done.stderr[-300:]}")
-        dist.folder.mkdir(parents=True, exist_ok=True)
+        # unpack beside the cache entry and rename it into place: pytest-xdist workers may
+        # fetch the same distribution at once, and none may see a half-unpacked folder
+        CACHE.mkdir(parents=True, exist_ok=True)
+        unpacked = Path(tempfile.mkdtemp(dir=CACHE, prefix=f".{dist.name}-"))
         if files[0].suffix == ".whl":
             with zipfile.ZipFile(files[0]) as zf:
-                zf.extractall(dist.folder)
+                zf.extractall(unpacked)
         else:
             with tarfile.open(files[0]) as tf:
-                tf.extractall(dist.folder, filter="data")
+                tf.extractall(unpacked, filter="data")
+        try:
+            unpacked.rename(dist.folder)
+        except OSError:  # another worker got there first: its copy is the same
+            shutil.rmtree(unpacked, ignore_errors=True)
     if not target.is_dir():
         raise OSError(f"{dist.name} {dist.version} has no {dist.inner}")
     return target

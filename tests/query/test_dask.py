@@ -113,6 +113,7 @@ def test_objects_bag_equals_eager_read(tmp_path: Path, client: Client) -> None:
         assert r.object_attributes["length"] == len(r.positions)
 
 
+@pytest.mark.slow
 @pytest.mark.s3
 def test_s3_store_on_a_cluster(s3: dict[str, Any], client: Client) -> None:
     url = "s3://zv-query/points.zarrvectors"

@@ -66,9 +66,9 @@ def write_surface(
         attributes=dict(surface.attributes),
         face_attributes=dict(surface.face_attributes),
         keep_order=options.keep_order,
-        **options.store_kwargs,
-        source_description=source_description,
-        custom_metadata=dict(custom_metadata),
+        **options.store(
+            source_description=source_description, custom_metadata=dict(custom_metadata)
+        ),
     )
 
 

@@ -231,9 +231,10 @@ class EdgeListSource(Source):
             attributes={**self.attributes, NODE_ID: self.ids},
             edge_attributes=self.edge_attributes,
             keep_order=options.keep_order,
-            **options.store_kwargs,
-            source_description=f"edge list: {self.path.name}",
-            custom_metadata={KEY: self.header},
+            **options.store(
+                source_description=f"edge list: {self.path.name}",
+                custom_metadata={KEY: self.header},
+            ),
         )
 
 

@@ -155,9 +155,10 @@ class GraphmlSource(Source):
             attributes=g.attributes,
             edge_attributes=g.edge_attributes,
             keep_order=options.keep_order,
-            **options.store_kwargs,
-            custom_metadata={KEY: self.settings},
-            source_description=f"GraphML graph: {self.path.name}",
+            **options.store(
+                custom_metadata={KEY: self.settings},
+                source_description=f"GraphML graph: {self.path.name}",
+            ),
         )
 
 

@@ -175,9 +175,10 @@ class H5adSource(Source):
             self.positions,
             attributes=self.attributes,
             keep_order=options.keep_order,
-            **options.store_kwargs,
-            source_description=f"AnnData: {self.path.name}",
-            custom_metadata={KEY: self.header},
+            **options.store(
+                source_description=f"AnnData: {self.path.name}",
+                custom_metadata={KEY: self.header},
+            ),
         )
 
 

@@ -50,6 +50,7 @@ import numpy as np
 import numpy.typing as npt
 from laspy.vlrs.vlrlist import VLRList  # type: ignore[import-untyped, unused-ignore]
 
+from zarr_vectors.core.options import StoreKwargs
 from zarr_vectors.core.store import StoreLike
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, ZVUserWarning
@@ -350,18 +351,14 @@ class LasSource(Source):
             int(self.header.point_count),
         )
 
-    def _store_options(self, options: WriteOptions) -> dict[str, Any]:
+    def _store_options(self, options: WriteOptions) -> StoreKwargs:
         meta = self.metadata
-        return {
-            "chunk_shape": options.chunk_shape,
-            "bin_shape": options.bin_shape,
-            "overwrite": options.overwrite,
-            "compressor": options.compressor,
-            "custom_metadata": {KEY: cast(dict[str, Any], meta)},
-            "source_description": (
+        return options.store(
+            custom_metadata={KEY: cast(dict[str, Any], meta)},
+            source_description=(
                 f"LAS {meta['version']} point format {meta['point_format']}: {self.path.name}"
             ),
-        }
+        )
 
     def write(
         self, store: StoreLike, options: WriteOptions, progress: Progress | None = None

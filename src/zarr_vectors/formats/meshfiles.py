@@ -97,8 +97,9 @@ class MeshSource(Source):
             store,
             self.mesh,
             keep_order=options.keep_order,
-            **options.store_kwargs,
-            source_description=f"{self.path.suffix[1:].upper()} mesh: {self.path.name}",
+            **options.store(
+                source_description=f"{self.path.suffix[1:].upper()} mesh: {self.path.name}"
+            ),
         )
 
 

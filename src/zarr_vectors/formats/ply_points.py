@@ -369,10 +369,10 @@ class PlySource(Source):
                 store,
                 ply.positions,
                 attributes=ply.attributes,
-                **options.store_kwargs,
-                custom_metadata=meta,
-                source_description=f"PLY vertices: {self.path.name}",
                 keep_order=options.keep_order,
+                **options.store(
+                    custom_metadata=meta, source_description=f"PLY vertices: {self.path.name}"
+                ),
             )
         return write_meshes(
             store,
@@ -380,10 +380,8 @@ class PlySource(Source):
             ply.faces,
             attributes=ply.attributes,
             face_attributes=ply.face_attributes,
-            **options.store_kwargs,
-            custom_metadata=meta,
-            source_description=f"PLY mesh: {self.path.name}",
             keep_order=options.keep_order,
+            **options.store(custom_metadata=meta, source_description=f"PLY mesh: {self.path.name}"),
         )
 
 

@@ -279,11 +279,13 @@ class PrecomputedSource(Source):
     ) -> WriteSummary:
         """Write one object per segment (skeleton, graph or mesh store)."""
         (progress or NullProgress()).start("writing store", None)
+        kind = self.info.get("@type")
         common: dict[str, Any] = {
-            **options.store_kwargs,
-            "axis_units": self.units,
-            "source_description": f"Neuroglancer precomputed {self.info.get('@type')}: {self.path.name}",
-            "custom_metadata": {KEY: {"info": self.info}},
+            **options.store(
+                axis_units=self.units,
+                source_description=f"Neuroglancer precomputed {kind}: {self.path.name}",
+                custom_metadata={KEY: {"info": self.info}},
+            ),
             "object_attributes": self.object_attributes,
         }
         if self.geometry_type is GeometryTypeName.MESH:

@@ -29,7 +29,9 @@ Examples
 from __future__ import annotations
 
 import abc
+import difflib
 import importlib
+import inspect
 import math
 import os
 import re
@@ -45,9 +47,11 @@ from typing import Any, Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Unpack
 from zarr.storage import MemoryStore
 
 from zarr_vectors.core.chunking import axis_bounds
+from zarr_vectors.core.options import StoreKwargs, StoreOptions
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, open_store, refuse_overlap
 from zarr_vectors.core.writer import WriteSummary
@@ -188,14 +192,30 @@ class WriteOptions:
     element order back (sources that reorder elements honour it; ``--no-keep-order``)."""
 
     @property
-    def store_kwargs(self) -> dict[str, Any]:
-        """Keywords of the ``write_*`` functions for the new store's layout."""
+    def store_kwargs(self) -> StoreKwargs:
+        """Store keywords of the ``write_*`` functions for the new store's layout."""
         return {
             "chunk_shape": self.chunk_shape,
             "bin_shape": self.bin_shape,
             "overwrite": self.overwrite,
             "compressor": self.compressor,
         }
+
+    def store(self, **metadata: Unpack[StoreKwargs]) -> StoreKwargs:
+        """Return the layout's store keywords plus a source's ``metadata`` keywords, checked.
+
+        Sources pass what they know of the file (``source_description``, ``custom_metadata``,
+        ``axis_units`` ...) here rather than beside :attr:`store_kwargs`, so that a misspelt or
+        mistyped keyword fails before any data is read or written.
+
+        Raises
+        ------
+        InvalidInputError
+            A keyword that is not a store keyword (naming it), or a value of the wrong type.
+        """
+        kwargs: StoreKwargs = {**self.store_kwargs, **metadata}
+        StoreOptions.from_kwargs(**kwargs)
+        return kwargs
 
     def stream(self, n_vertices: int) -> bool:
         """Whether a source of ``n_vertices`` is streamed."""
@@ -687,7 +707,8 @@ def convert(
         order back (points, mesh vertices and faces, graph nodes and edges; docs/spec.md
         §8.8); False stores no index and export writes storage order.
     **options
-        Format options (``columns=("x", "y", "z")`` for CSV and Parquet).
+        Format options (``columns=("x", "y", "z")`` for CSV and Parquet; ``FormatInfo.options``
+        names those of each format).
 
     Returns
     -------
@@ -697,7 +718,8 @@ def convert(
     Raises
     ------
     InvalidInputError
-        Unknown extension, bad option, or data the store cannot hold.
+        Unknown extension, a keyword neither :func:`convert` nor the format takes (naming it,
+        before the file is read), a bad store keyword value, or data the store cannot hold.
     MissingDependencyError
         The format's library is not installed.
     StoreExistsError
@@ -705,6 +727,14 @@ def convert(
     """
     report = progress or NullProgress()
     info = format_for(source)
+    _refuse_unknown_options(info, options)
+    # the layout keywords are checked now: chunk_shape may only be chosen once the file is read
+    StoreOptions.from_kwargs(
+        chunk_shape=(1.0,) if chunk_shape is None else chunk_shape,
+        bin_shape=bin_shape,
+        overwrite=overwrite,
+        compressor=compressor,
+    )
     refuse_overlap(source, store, "convert")
     with open_source(source, **options) as src:
         chosen = chunk_shape is None
@@ -747,6 +777,28 @@ def convert(
         warn_sparse_levels(summary.vertex_count, levels)
     bins = opts.bin_shape or chunk
     return ConvertReport(info.name, chunk, bins, chosen, summary, levels, dropped)
+
+
+_CONVERT_KEYWORDS = tuple(
+    name
+    for name, p in inspect.signature(convert).parameters.items()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
+)
+"""Keyword parameters of :func:`convert` (offered when a format option is misspelt)."""
+
+
+def _refuse_unknown_options(info: FormatInfo, options: Mapping[str, Any]) -> None:
+    """Raise when ``options`` holds a keyword that neither :func:`convert` nor ``info`` takes."""
+    for name in options:
+        if name in info.options:
+            continue
+        known = sorted({*_CONVERT_KEYWORDS, *info.options})
+        near = difflib.get_close_matches(name, known, n=1)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        takes = ", ".join(info.options) or "no format options"
+        raise InvalidInputError(
+            f"convert() takes no keyword {name!r} ({hint}{info.name} files take {takes})"
+        )
 
 
 MEASURE_LIMIT = 2_000_000

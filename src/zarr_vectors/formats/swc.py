@@ -316,8 +316,7 @@ class SwcSource(Source):
         return swc_to_store(
             self.data,
             store,
-            **options.store_kwargs,
-            source_description=f"SWC morphology: {self.path.name}",
+            **options.store(source_description=f"SWC morphology: {self.path.name}"),
         )
 
 

@@ -205,9 +205,10 @@ class TableSource(Source):
             self.points.positions,
             attributes=self.points.attributes,
             keep_order=options.keep_order,
-            **options.store_kwargs,
-            custom_metadata={self.kind: cast(dict[str, Any], self.points.metadata)},
-            source_description=f"{self.kind} table: {self.path.name}",
+            **options.store(
+                custom_metadata={self.kind: cast(dict[str, Any], self.points.metadata)},
+                source_description=f"{self.kind} table: {self.path.name}",
+            ),
         )
 
 

@@ -211,14 +211,12 @@ class _StreamlineSource(Source):
         """Write the streamlines to a new store, streaming above the threshold."""
         report = progress or NullProgress()
         kwargs: dict[str, Any] = {
-            "chunk_shape": options.chunk_shape,
-            "bin_shape": options.bin_shape,
-            "overwrite": options.overwrite,
-            "compressor": options.compressor,
-            "coordinate_system": "RAS",
-            "axis_units": "millimeter",
-            "custom_metadata": {self.format_name: self.metadata()},
-            "source_description": f"{self.format_name.upper()} tractogram: {self.path.name}",
+            **options.store(
+                coordinate_system="RAS",
+                axis_units="millimeter",
+                custom_metadata={self.format_name: self.metadata()},
+                source_description=f"{self.format_name.upper()} tractogram: {self.path.name}",
+            ),
             "type_metadata": self.type_metadata(),
         }
         if not options.stream(self.n_vertices):
