@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -74,6 +75,11 @@ class BloscTable:
     uncompressed ("memcpyed") buffer, one pseudo-block per ``blocksize`` decoded bytes."""
     memcpyed: bool
     """Whether the bytes follow the header uncompressed."""
+
+    @cached_property
+    def offsets_array(self) -> npt.NDArray[np.int64]:
+        """:attr:`offsets` as an int64 array."""
+        return np.asarray(self.offsets, dtype=np.int64)
 
     @property
     def n_blocks(self) -> int:
@@ -259,18 +265,110 @@ def decode_ranges(
     each range starts in them (range ``i`` is ``raw[pos[i] : pos[i] + stops[i] - starts[i]]``:
     the blocks of one range are consecutive, so it is contiguous there too).  The ranges must
     be sorted by start.
+
+    The stored bytes are fetched in spans of blocks at most :data:`_READ_GAP` bytes apart (one
+    ``read`` each, gaps included) and decoded by one call of the Blosc decoder, whose block
+    table points at the needed blocks inside the spans: a box read wants thousands of short
+    runs of blocks, and a ``read`` or a decoder call per run costs more than the decoding.
     """
-    runs = _checked_runs(table, starts, stops, skip, where)
-    if not runs:
+    starts = np.asarray(starts, dtype=np.int64)
+    stops = np.asarray(stops, dtype=np.int64)
+    at = starts + skip
+    blocks = _needed_blocks(at, stops + skip, table.blocksize)
+    if blocks is None:
         return np.zeros(0, dtype=np.uint8), np.zeros(len(starts), dtype=np.int64)
-    raw = _decode_runs(table, runs, read, where)
-    bs = table.blocksize
-    first = np.fromiter((a for a, _ in runs), np.int64, len(runs))
-    last = np.fromiter((b for _, b in runs), np.int64, len(runs))
-    blocks = concat_ranges(first, last - first + 1)
-    at = np.asarray(starts, dtype=np.int64) + skip
-    block = at // bs
-    return raw, np.searchsorted(blocks, block) * bs + (at - block * bs)
+    if int(blocks[-1]) >= table.n_blocks:
+        raise CorruptPayloadError(f"{where}: rows beyond the Blosc buffer")
+    offsets = table.offsets_array
+    lo, hi = offsets[blocks], offsets[blocks + 1]
+    # spans of stored bytes: a new one where the gap to the previous block is too wide
+    wide = np.empty(len(blocks), dtype=bool)
+    wide[0] = True
+    np.greater(lo[1:] - hi[:-1], _READ_GAP, out=wide[1:])
+    opens = np.flatnonzero(wide)
+    closes = np.empty_like(opens)
+    closes[:-1] = opens[1:] - 1
+    closes[-1] = len(blocks) - 1
+    span_lo = lo[opens]
+    span_len = hi[closes] - span_lo
+    parts: list[bytes | memoryview] = []
+    for a, n in zip(span_lo.tolist(), span_len.tolist(), strict=True):
+        part = read(a, n)
+        if len(part) != n:
+            raise CorruptPayloadError(f"{where}: Blosc buffer truncated")
+        parts.append(part)
+    raw = _decode_spans(table, blocks, lo, opens, span_lo, span_len, parts, where)
+    block = at // table.blocksize
+    return raw, np.searchsorted(blocks, block) * table.blocksize + (at - block * table.blocksize)
+
+
+_READ_GAP = 8192
+"""Needed blocks of a Blosc buffer at most this many stored bytes apart are fetched with one
+read (the bytes between them included): copying a few KiB more costs less than one more
+read call."""
+
+
+def _needed_blocks(
+    at: npt.NDArray[np.int64], end: npt.NDArray[np.int64], blocksize: int
+) -> npt.NDArray[np.int64] | None:
+    """Ascending distinct blocks holding the decoded byte ranges ``[at, end)``, or None."""
+    keep = end > at
+    if not keep.all():
+        at, end = at[keep], end[keep]
+    if not len(at):
+        return None
+    first = at // blocksize
+    last = (end - 1) // blocksize
+    if int((last - first).max()) <= 1:  # short ranges (the common case): two blocks at most
+        return np.unique(np.concatenate((first, last)))
+    return np.unique(concat_ranges(first, last - first + 1))
+
+
+def _decode_spans(
+    table: BloscTable,
+    blocks: npt.NDArray[np.int64],
+    lo: npt.NDArray[np.int64],
+    opens: npt.NDArray[np.int64],
+    span_lo: npt.NDArray[np.int64],
+    span_len: npt.NDArray[np.int64],
+    parts: Sequence[bytes | memoryview],
+    where: str,
+) -> npt.NDArray[np.uint8]:
+    """Decode ``blocks`` (ascending), whose stored bytes start at ``lo`` inside ``parts``.
+
+    ``parts[j]`` holds the stored bytes from ``span_lo[j]`` (``span_len[j]`` of them); the
+    blocks of span ``j`` start at index ``opens[j]``.  The Blosc buffer built is the header,
+    a block table pointing into the spans, and the spans: the bytes between blocks are never
+    read by the decoder.
+    """
+    bs, total = table.blocksize, table.nbytes
+    k = len(blocks)
+    last_short = int(blocks[-1]) == table.n_blocks - 1 and total % bs
+    nbytes = k * bs - (bs - total % bs if last_short else 0)
+    if table.memcpyed:  # pseudo-blocks: the stored bytes are the decoded ones
+        body = np.frombuffer(b"".join(parts), dtype=np.uint8)
+        base = np.repeat(np.cumsum(span_len) - span_len - span_lo, np.diff(opens, append=k))
+        sizes = np.diff(table.offsets_array)[blocks]
+        return body[concat_ranges(lo + base, sizes)]
+    version, versionlz, flags, typesize, _, _, _ = BLOSC_HEADER.unpack(table.header)
+    blocksize = bs
+    if nbytes < bs:  # only the short last block: keep it one unsplit stream, as stored
+        blocksize = nbytes
+        flags |= FLAG_DONT_SPLIT
+    head = BLOSC_HEADER_BYTES + 4 * k
+    span_at = head + np.cumsum(span_len) - span_len  # where each span lands in the buffer
+    shift = np.zeros(k, dtype=np.int64)  # span_at - span_lo of each block's span
+    shift[opens] = np.diff(span_at - span_lo, prepend=0)
+    bstarts = (lo + np.cumsum(shift)).astype("<i4")
+    cbytes = head + int(span_len.sum())
+    header = BLOSC_HEADER.pack(version, versionlz, flags, typesize, nbytes, blocksize, cbytes)
+    try:
+        raw = blosc.decompress(b"".join((header, bstarts.tobytes(), *parts)))
+    except RuntimeError as exc:
+        raise CorruptPayloadError(f"{where}: cannot decode Blosc blocks ({exc})") from exc
+    if len(raw) != nbytes:
+        raise CorruptPayloadError(f"{where}: Blosc blocks decode to {len(raw)} bytes")
+    return np.frombuffer(raw, dtype=np.uint8)
 
 
 def _checked_runs(
