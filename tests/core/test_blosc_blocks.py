@@ -26,6 +26,7 @@ from zarr_vectors.core.payload.blosc_blocks import (
     _runs_of,
     blosc_table,
     decode_blocks,
+    decode_ranges,
     table_length,
 )
 from zarr_vectors.core.payload.lz4_blocks import _C_BLOSC, _encode_lz4_blocks, encode_lz4_blocks
@@ -46,8 +47,10 @@ def _check_partial(enc: bytes, raw: bytes, skip: int, pairs: list[tuple[int, int
     starts, stops = _ranges(len(body), pairs)
     out = np.zeros(len(body), dtype=np.uint8)
     decode_blocks(table, out, starts, stops, skip, "x", lambda o, n: enc[o : o + n])
-    for a, b in zip(starts.tolist(), stops.tolist(), strict=True):
+    got, pos = decode_ranges(table, starts, stops, skip, "x", lambda o, n: enc[o : o + n])
+    for a, b, p in zip(starts.tolist(), stops.tolist(), pos.tolist(), strict=True):
         np.testing.assert_array_equal(out[a:b], body[a:b])
+        np.testing.assert_array_equal(got[p : p + b - a], body[a:b])
 
 
 _DATA = st.one_of(
@@ -438,8 +441,8 @@ def test_lz4_block_payloads_read_in_part_with_and_without_checksum(
     assert [bytes(b) for b in arr.read(np.array([2]))] == [rows]
     out = np.zeros(len(rows), dtype=np.uint8)
     starts, stops = np.array([40_000], dtype=np.int64), np.array([40_400], dtype=np.int64)
-    arr.decode_rows_local(2, out, starts, stops)
-    assert out[40_000:40_400].tobytes() == rows[40_000:40_400]
+    buf, pos = arr.decode_rows_local(2, out, starts, stops)
+    assert buf[pos[0] : pos[0] + 400].tobytes() == rows[40_000:40_400]
     fetched = arr.fetch(np.array([2]))
     assert fetched is not None
     again = np.zeros(len(rows), dtype=np.uint8)

@@ -6,7 +6,10 @@ tractography keys in the root attributes; reads behave exactly like polyline rea
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import numpy.typing as npt
@@ -16,7 +19,8 @@ from hypothesis import strategies as st
 from zarr.storage import MemoryStore
 
 import zarr_vectors as zv
-from zarr_vectors.errors import InvalidInputError
+from zarr_vectors.core.payload import local as zv_local
+from zarr_vectors.errors import CorruptPayloadError, InvalidInputError
 from zarr_vectors.testing.stores import StoreFactory
 
 AnyArray = npt.NDArray[Any]
@@ -273,3 +277,111 @@ def test_write_streamlines_validates_like_polylines() -> None:
     with pytest.raises(InvalidInputError, match="duplicate id"):
         zv.write_streamlines(MemoryStore(), [np.zeros((1, 3))] * 2, chunk_shape=(1, 1, 1),
                              object_ids=[9, 9])  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# box reads of local stores on an open Reader: Blosc blocks decoded in part, checksums of
+# unchanged files verified once per Reader
+
+
+@SETTINGS
+@given(
+    seed=st.integers(0, 2**16),
+    lengths=st.lists(st.integers(1, 60), min_size=20, max_size=60),
+    frame=st.sampled_from((64, 256, 4096)),
+    boxes=st.lists(
+        st.tuples(st.integers(-8, 8), st.integers(-8, 8), st.integers(1, 4)), min_size=3, max_size=3
+    ),
+)
+def test_open_reader_box_reads_of_local_stores_equal_brute_force(
+    path_oracle: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    seed: int,
+    lengths: list[int],
+    frame: int,
+    boxes: list[tuple[int, int, int]],
+) -> None:
+    tracts, extra = _bundle(seed, 3, lengths, user_ids=False)
+    store = str(tmp_path_factory.mktemp("box") / "s.zv")
+    _write(store, tracts, extra, chunk_shape=(1.0, 1.0, 1.0), frame_bytes=frame)
+    with mock.patch.object(zv_local, "SETTLE_NS", -1), zv.open(store) as reader:
+        for _ in range(2):  # the second pass reads files already verified
+            for box in boxes:
+                lo = [box[0] / 4, box[1] / 4, box[1] / 4]
+                hi = [lo[0] + box[2] / 2, lo[1] + box[2] / 2, lo[2] + box[2] / 2]
+                sel = path_oracle.touching(tracts, lo, hi)
+                path_oracle.assert_selection(
+                    reader.read(bbox=(lo, hi)), tracts, sel, **_expect(extra)
+                )
+
+
+def _verifications(read: Any) -> int:
+    """Run ``read``; return how many payload chunk files it read whole to verify."""
+    calls = []
+    real = zv_local.strip_crc32c
+
+    def counting(data: Any, where: str) -> Any:
+        calls.append(where)
+        return real(data, where)
+
+    with mock.patch.object(zv_local, "strip_crc32c", counting):
+        read()
+    return len(calls)
+
+
+def _small_box_store(tmp_path: Any) -> tuple[str, list[AnyArray], tuple[list[float], list[float]]]:
+    tracts, extra = _bundle(7, 3, [40] * 60, user_ids=False)
+    store = str(tmp_path / "s.zv")
+    _write(store, tracts, extra, chunk_shape=(2.0, 2.0, 2.0), frame_bytes=256)
+    return store, tracts, ([-0.5, -0.5, -0.5], [0.0, 0.0, 0.0])
+
+
+def _vertex_files(store: str) -> list[str]:
+    root = os.path.join(store, "0", "vertices", "c")
+    return [os.path.join(d, f) for d, _, files in os.walk(root) for f in files]
+
+
+def test_unchanged_files_are_verified_once_per_open_reader(path_oracle: Any, tmp_path: Any) -> None:
+    store, tracts, box = _small_box_store(tmp_path)
+    sel = path_oracle.touching(tracts, *box)
+    with mock.patch.object(zv_local, "SETTLE_NS", -1), zv.open(store) as reader:
+        first = _verifications(lambda: reader.read(bbox=box))
+        assert first > 0
+        assert _verifications(lambda: reader.read(bbox=box)) == 0
+        got = reader.read(bbox=box)
+    assert got.object_ids.tolist() == sel
+    with zv.open(store) as again:  # a new Reader verifies again
+        assert _verifications(lambda: again.read(bbox=box)) == first
+
+
+def test_files_changed_just_before_a_read_are_verified_again(tmp_path: Any) -> None:
+    store, _, box = _small_box_store(tmp_path)
+    with zv.open(store) as reader:  # the files are seconds old at most: not remembered
+        first = _verifications(lambda: reader.read(bbox=box))
+        assert first > 0
+        assert _verifications(lambda: reader.read(bbox=box)) == first
+
+
+@pytest.mark.parametrize("how", ["in_place", "replaced_same_size_and_mtime"])
+def test_flipped_bit_after_verification_is_an_error(tmp_path: Any, how: str) -> None:
+    store, _, box = _small_box_store(tmp_path)
+    with mock.patch.object(zv_local, "SETTLE_NS", -1), zv.open(store) as reader:
+        reader.read(bbox=box)
+        assert _verifications(lambda: reader.read(bbox=box)) == 0
+        time.sleep(0.02)  # past the file system's timestamp granularity
+        for path in _vertex_files(store):
+            with open(path, "rb") as f:
+                data = bytearray(f.read())
+            data[len(data) // 2] ^= 0x10
+            if how == "in_place":
+                with open(path, "r+b") as f:
+                    f.seek(len(data) // 2)
+                    f.write(data[len(data) // 2 : len(data) // 2 + 1])
+            else:
+                st_old = os.stat(path)
+                with open(path + ".new", "wb") as f:
+                    f.write(data)
+                os.utime(path + ".new", ns=(st_old.st_atime_ns, st_old.st_mtime_ns))
+                os.replace(path + ".new", path)
+        with pytest.raises(CorruptPayloadError, match="checksum"):
+            reader.read(bbox=box)

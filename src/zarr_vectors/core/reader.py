@@ -594,21 +594,23 @@ class LevelReader:
         local_starts = starts - offsets[chunk]
         byte_starts = local_starts * row_bytes
         byte_stops = byte_starts + n * row_bytes
-        row = np.dtype((np.void, row_bytes))
-        out = np.empty(int(first[-1]), dtype=row)
+        out = np.empty(int(first[-1]), dtype=np.dtype((np.void, row_bytes)))
         busy = [i for i in range(len(flats)) if cut[i + 1] > cut[i]]
         scratch = np.empty(int(counts[busy].max()) * row_bytes if busy else 0, dtype=np.uint8)
         flat_list, count_list, first_list = flats.tolist(), counts.tolist(), first.tolist()
-        src = concat_ranges(local_starts, n)  # rows within their chunk, range by range
+        # byte offset of each wanted row from its range's start, range by range
+        step = (np.arange(int(first[-1]), dtype=np.int64) - np.repeat(first[:-1], n)) * row_bytes
         for i in busy:
             a, b = cut[i], cut[i + 1]
             view = scratch[: count_list[i] * row_bytes]
             lo, hi = byte_starts[a:b], byte_stops[a:b]
             if stored is None:
-                arr.decode_rows_local(flat_list[i], view, lo, hi)
+                buf, pos = arr.decode_rows_local(flat_list[i], view, lo, hi)
             else:
                 arr.decode_rows(flat_list[i], stored[i], view, lo, hi)
-            out[first_list[a] : first_list[b]] = view.view(row)[src[first_list[a] : first_list[b]]]
+                buf, pos = view, lo
+            fa, fb = first_list[a], first_list[b]
+            out[fa:fb] = _rows_from(buf, row_bytes)[np.repeat(pos, n[a:b]) + step[fa:fb]]
         values = out.view(dtype).reshape(-1, width)
         return values, starts, first[:-1]
 
@@ -967,3 +969,13 @@ class LevelReader:
                 f"fragments cover {int(total[offsets[i + 1]] - total[offsets[i]])} rows, "
                 f"vertex_counts says {have[i]}"
             )
+
+
+def _rows_from(buf: npt.NDArray[np.uint8], row_bytes: int) -> npt.NDArray[np.void]:
+    """Every ``row_bytes``-byte row starting at any byte of ``buf`` (a view: stride 1 byte).
+
+    Indexing it with byte offsets gathers rows that need not be aligned to ``row_bytes``,
+    such as rows in decoded Blosc blocks cut out of a chunk.
+    """
+    n = max(len(buf) - row_bytes + 1, 0)
+    return np.ndarray((n,), np.dtype((np.void, row_bytes)), buffer=buf, strides=(1,))

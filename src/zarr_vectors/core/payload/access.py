@@ -50,6 +50,9 @@ class ElementAccess:
     """The underlying Zarr array (shape = chunk grid shape)."""
     _paths: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
     """File path of each chunk read in place (local arrays)."""
+    _verified: dict[int, tuple[int, ...]] = field(default_factory=dict, compare=False, repr=False)
+    """Local chunk files whose whole checksum this array verified, with the file's identity,
+    size and times then (:mod:`zarr_vectors.core.payload.local`)."""
 
     @cached_property
     def name(self) -> str:

@@ -20,11 +20,13 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
 from numcodecs import blosc
 
+from zarr_vectors.core.ragged import concat_ranges
 from zarr_vectors.errors import CorruptPayloadError
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "BloscTable",
     "blosc_table",
     "decode_blocks",
+    "decode_ranges",
     "parse_header",
     "table_length",
 ]
@@ -72,6 +75,11 @@ class BloscTable:
     uncompressed ("memcpyed") buffer, one pseudo-block per ``blocksize`` decoded bytes."""
     memcpyed: bool
     """Whether the bytes follow the header uncompressed."""
+
+    @cached_property
+    def offsets_array(self) -> npt.NDArray[np.int64]:
+        """:attr:`offsets` as an int64 array."""
+        return np.asarray(self.offsets, dtype=np.int64)
 
     @property
     def n_blocks(self) -> int:
@@ -129,9 +137,10 @@ def blosc_table(data: bytes | memoryview, where: str, size: int | None = None) -
     return BloscTable(header, nbytes, blocksize, cbytes, (*bstarts.tolist(), cbytes), False)
 
 
-_MERGE_GAP = 4
-"""Runs of needed blocks at most this many blocks apart are decoded as one run: decoding a
-few unneeded 4 KiB blocks (cheap with LZ4) costs less than one more Python round trip."""
+_MERGE_GAP = 0
+"""Runs of needed blocks at most this many blocks apart are decoded as one run.  Every run of
+a buffer is decoded by the same call (:func:`_decode_runs`), so a gap saves no Python round
+trip: blocks between runs are not decoded."""
 
 
 _FEW_RANGES = 32
@@ -178,25 +187,36 @@ def _runs_of(
     return runs
 
 
-def _run_buffer(table: BloscTable, first: int, last: int, body: bytes) -> bytes:
-    """Build a standalone Blosc buffer holding blocks ``first..last`` (their stored bytes ``body``)."""
-    if first == 0 and last == table.n_blocks - 1:
-        return body  # every block: the stored buffer itself
-    bs = table.blocksize
-    nbytes = min((last + 1) * bs, table.nbytes) - first * bs
-    k = last - first + 1
+def _runs_buffer(table: BloscTable, runs: list[tuple[int, int]], body: bytes) -> tuple[bytes, int]:
+    """Build one standalone Blosc buffer holding the blocks of ``runs`` (stored bytes ``body``).
+
+    Blosc locates each block through the ``bstarts`` table, and every block but the last
+    holds ``blocksize`` decoded bytes: blocks taken from anywhere in the stored buffer, in
+    ascending order, form a valid buffer of their own (the original last, short block can
+    only come last).  Returns the buffer and its decoded length.
+    """
+    bs, total = table.blocksize, table.nbytes
+    first = np.fromiter((a for a, _ in runs), np.int64, len(runs))
+    last = np.fromiter((b for _, b in runs), np.int64, len(runs))
+    blocks = concat_ranges(first, last - first + 1)
+    k = len(blocks)
+    nbytes = k * bs - (bs * table.n_blocks - total if int(blocks[-1]) == table.n_blocks - 1 else 0)
     version, versionlz, flags, typesize, _, _, _ = BLOSC_HEADER.unpack(table.header)
     blocksize = bs
     if nbytes < bs:  # only the short last block: keep it one unsplit stream, as stored
         blocksize = nbytes
         flags |= FLAG_DONT_SPLIT
     head = BLOSC_HEADER_BYTES + 4 * k
-    shift = head - table.offsets[first]
-    starts = struct.pack(f"<{k}i", *[x + shift for x in table.offsets[first : last + 1]])
+    offsets = np.asarray(table.offsets, dtype=np.int64)
+    sizes = offsets[blocks + 1] - offsets[blocks]
+    bstarts = np.empty(k, dtype="<i4")
+    bstarts[0] = head
+    np.cumsum(sizes[:-1], out=bstarts[1:])
+    bstarts[1:] += head
     header = BLOSC_HEADER.pack(
         version, versionlz, flags, typesize, nbytes, blocksize, head + len(body)
     )
-    return header + starts + body
+    return b"".join((header, bstarts.tobytes(), body)), nbytes
 
 
 def decode_blocks(
@@ -218,38 +238,217 @@ def decode_blocks(
     are left as they are.  Blocks in ``done`` are already in ``out`` and are skipped;
     decoded blocks are added to it.
     """
+    runs = _checked_runs(table, starts, stops, skip, where)
+    if done is not None:
+        runs = _not_done(runs, done)
+    if not runs:
+        return
+    raw = _decode_runs(table, runs, read, where)
+    _scatter_runs(table, runs, raw, out, skip, where)
+    if done is not None:  # only once decoded: a failed decode leaves them to be decoded again
+        for a, b in runs:
+            done.update(range(a, b + 1))
+
+
+def decode_ranges(
+    table: BloscTable,
+    starts: npt.NDArray[np.int64],
+    stops: npt.NDArray[np.int64],
+    skip: int,
+    where: str,
+    read: Callable[[int, int], bytes | memoryview],
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """Decode only the blocks holding the decoded byte ranges ``[starts, stops)``.
+
+    Like :func:`decode_blocks`, without placing the blocks in a buffer of the whole decoded
+    length: returns the needed blocks decoded and concatenated in ascending order, and where
+    each range starts in them (range ``i`` is ``raw[pos[i] : pos[i] + stops[i] - starts[i]]``:
+    the blocks of one range are consecutive, so it is contiguous there too).  The ranges must
+    be sorted by start.
+
+    The stored bytes are fetched in spans of blocks at most :data:`_READ_GAP` bytes apart (one
+    ``read`` each, gaps included) and decoded by one call of the Blosc decoder, whose block
+    table points at the needed blocks inside the spans: a box read wants thousands of short
+    runs of blocks, and a ``read`` or a decoder call per run costs more than the decoding.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    stops = np.asarray(stops, dtype=np.int64)
+    at = starts + skip
+    blocks = _needed_blocks(at, stops + skip, table.blocksize)
+    if blocks is None:
+        return np.zeros(0, dtype=np.uint8), np.zeros(len(starts), dtype=np.int64)
+    if int(blocks[-1]) >= table.n_blocks:
+        raise CorruptPayloadError(f"{where}: rows beyond the Blosc buffer")
+    offsets = table.offsets_array
+    lo, hi = offsets[blocks], offsets[blocks + 1]
+    # spans of stored bytes: a new one where the gap to the previous block is too wide
+    wide = np.empty(len(blocks), dtype=bool)
+    wide[0] = True
+    np.greater(lo[1:] - hi[:-1], _READ_GAP, out=wide[1:])
+    opens = np.flatnonzero(wide)
+    closes = np.empty_like(opens)
+    closes[:-1] = opens[1:] - 1
+    closes[-1] = len(blocks) - 1
+    span_lo = lo[opens]
+    span_len = hi[closes] - span_lo
+    parts: list[bytes | memoryview] = []
+    for a, n in zip(span_lo.tolist(), span_len.tolist(), strict=True):
+        part = read(a, n)
+        if len(part) != n:
+            raise CorruptPayloadError(f"{where}: Blosc buffer truncated")
+        parts.append(part)
+    raw = _decode_spans(table, blocks, lo, opens, span_lo, span_len, parts, where)
+    block = at // table.blocksize
+    return raw, np.searchsorted(blocks, block) * table.blocksize + (at - block * table.blocksize)
+
+
+_READ_GAP = 8192
+"""Needed blocks of a Blosc buffer at most this many stored bytes apart are fetched with one
+read (the bytes between them included): copying a few KiB more costs less than one more
+read call."""
+
+
+def _needed_blocks(
+    at: npt.NDArray[np.int64], end: npt.NDArray[np.int64], blocksize: int
+) -> npt.NDArray[np.int64] | None:
+    """Ascending distinct blocks holding the decoded byte ranges ``[at, end)``, or None."""
+    keep = end > at
+    if not keep.all():
+        at, end = at[keep], end[keep]
+    if not len(at):
+        return None
+    first = at // blocksize
+    last = (end - 1) // blocksize
+    if int((last - first).max()) <= 1:  # short ranges (the common case): two blocks at most
+        return np.unique(np.concatenate((first, last)))
+    return np.unique(concat_ranges(first, last - first + 1))
+
+
+def _decode_spans(
+    table: BloscTable,
+    blocks: npt.NDArray[np.int64],
+    lo: npt.NDArray[np.int64],
+    opens: npt.NDArray[np.int64],
+    span_lo: npt.NDArray[np.int64],
+    span_len: npt.NDArray[np.int64],
+    parts: Sequence[bytes | memoryview],
+    where: str,
+) -> npt.NDArray[np.uint8]:
+    """Decode ``blocks`` (ascending), whose stored bytes start at ``lo`` inside ``parts``.
+
+    ``parts[j]`` holds the stored bytes from ``span_lo[j]`` (``span_len[j]`` of them); the
+    blocks of span ``j`` start at index ``opens[j]``.  The Blosc buffer built is the header,
+    a block table pointing into the spans, and the spans: the bytes between blocks are never
+    read by the decoder.
+    """
+    bs, total = table.blocksize, table.nbytes
+    k = len(blocks)
+    last_short = int(blocks[-1]) == table.n_blocks - 1 and total % bs
+    nbytes = k * bs - (bs - total % bs if last_short else 0)
+    if table.memcpyed:  # pseudo-blocks: the stored bytes are the decoded ones
+        body = np.frombuffer(b"".join(parts), dtype=np.uint8)
+        base = np.repeat(np.cumsum(span_len) - span_len - span_lo, np.diff(opens, append=k))
+        sizes = np.diff(table.offsets_array)[blocks]
+        return body[concat_ranges(lo + base, sizes)]
+    version, versionlz, flags, typesize, _, _, _ = BLOSC_HEADER.unpack(table.header)
+    blocksize = bs
+    if nbytes < bs:  # only the short last block: keep it one unsplit stream, as stored
+        blocksize = nbytes
+        flags |= FLAG_DONT_SPLIT
+    head = BLOSC_HEADER_BYTES + 4 * k
+    span_at = head + np.cumsum(span_len) - span_len  # where each span lands in the buffer
+    shift = np.zeros(k, dtype=np.int64)  # span_at - span_lo of each block's span
+    shift[opens] = np.diff(span_at - span_lo, prepend=0)
+    bstarts = (lo + np.cumsum(shift)).astype("<i4")
+    cbytes = head + int(span_len.sum())
+    header = BLOSC_HEADER.pack(version, versionlz, flags, typesize, nbytes, blocksize, cbytes)
+    try:
+        raw = blosc.decompress(b"".join((header, bstarts.tobytes(), *parts)))
+    except RuntimeError as exc:
+        raise CorruptPayloadError(f"{where}: cannot decode Blosc blocks ({exc})") from exc
+    if len(raw) != nbytes:
+        raise CorruptPayloadError(f"{where}: Blosc blocks decode to {len(raw)} bytes")
+    return np.frombuffer(raw, dtype=np.uint8)
+
+
+def _checked_runs(
+    table: BloscTable,
+    starts: npt.NDArray[np.int64],
+    stops: npt.NDArray[np.int64],
+    skip: int,
+    where: str,
+) -> list[tuple[int, int]]:
+    """:func:`_runs` of the ranges, raising when they reach beyond the buffer."""
     runs = _runs(np.asarray(starts, np.int64), np.asarray(stops, np.int64), skip, table.blocksize)
     if runs and runs[-1][1] >= table.n_blocks:
         raise CorruptPayloadError(f"{where}: rows beyond the Blosc buffer")
-    if done is not None:
-        runs = _not_done(runs, done)
-    bs = table.blocksize
+    return runs
+
+
+def _decode_runs(
+    table: BloscTable,
+    runs: list[tuple[int, int]],
+    read: Callable[[int, int], bytes | memoryview],
+    where: str,
+) -> npt.NDArray[np.uint8]:
+    """Decode the blocks of ``runs`` (ascending) with one call of the Blosc decoder.
+
+    A call per run would cost more in Python than the decoding itself (a box read wants a
+    thousand runs of a few blocks); :func:`_runs_buffer` makes one buffer of them all.
+    """
+    bodies = _run_bodies(table, runs, read, where)
+    if table.memcpyed:
+        return np.frombuffer(b"".join(bodies), dtype=np.uint8)
+    buffer, nbytes = _runs_buffer(table, runs, b"".join(bodies))
+    try:
+        raw = blosc.decompress(buffer)
+    except RuntimeError as exc:
+        raise CorruptPayloadError(f"{where}: cannot decode Blosc blocks ({exc})") from exc
+    if len(raw) != nbytes:
+        raise CorruptPayloadError(f"{where}: Blosc blocks decode to {len(raw)} bytes")
+    return np.frombuffer(raw, dtype=np.uint8)
+
+
+def _run_bodies(
+    table: BloscTable,
+    runs: list[tuple[int, int]],
+    read: Callable[[int, int], bytes | memoryview],
+    where: str,
+) -> list[bytes | memoryview]:
+    """Return the stored bytes of each run (fetched together when they lie close)."""
     offsets = table.offsets
     span = _one_read(table, runs, read, where)
+    bodies: list[bytes | memoryview] = []
     for a, b in runs:
-        whole = not table.memcpyed and a == 0 and b == table.n_blocks - 1
-        lo, hi = (0, table.cbytes) if whole else (offsets[a], offsets[b + 1])
-        if span is not None and lo >= span[0] and hi <= span[0] + len(span[1]):
-            body = span[1][lo - span[0] : hi - span[0]]
+        lo, hi = offsets[a], offsets[b + 1]
+        if span is not None:
+            body: bytes | memoryview = memoryview(span[1])[lo - span[0] : hi - span[0]]
         else:
-            body = bytes(read(lo, hi - lo))
+            body = read(lo, hi - lo)
         if len(body) != hi - lo:
             raise CorruptPayloadError(f"{where}: Blosc buffer truncated")
-        if table.memcpyed:
-            raw: bytes = body
-        else:
-            try:
-                raw = blosc.decompress(_run_buffer(table, a, b, body))
-            except RuntimeError as exc:
-                raise CorruptPayloadError(f"{where}: cannot decode Blosc blocks ({exc})") from exc
-        begin = a * bs
-        end = begin + len(raw)
-        if end != min((b + 1) * bs, table.nbytes):
-            raise CorruptPayloadError(f"{where}: Blosc blocks decode to {len(raw)} bytes")
+        bodies.append(body)
+    return bodies
+
+
+def _scatter_runs(
+    table: BloscTable,
+    runs: list[tuple[int, int]],
+    raw: npt.NDArray[np.uint8],
+    out: npt.NDArray[np.uint8],
+    skip: int,
+    where: str,
+) -> None:
+    """Copy the decoded blocks of ``runs`` (``raw``, runs concatenated) to their place in ``out``."""
+    bs, nbytes = table.blocksize, table.nbytes
+    pos = 0
+    for a, b in runs:
+        begin, end = a * bs, min((b + 1) * bs, nbytes)
         head = max(skip - begin, 0)  # the first block starts with the element header
-        out[begin + head - skip : end - skip] = np.frombuffer(raw, dtype=np.uint8, offset=head)
-        if done is not None:  # only once decoded: a failed run stays to be decoded again
-            done.update(range(a, b + 1))
+        out[begin + head - skip : end - skip] = raw[pos + head : pos + end - begin]
+        pos += end - begin
+    if pos != len(raw):
+        raise CorruptPayloadError(f"{where}: Blosc blocks decode to {len(raw)} bytes")
 
 
 _SPAN_SLACK = 65536

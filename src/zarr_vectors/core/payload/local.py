@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -16,7 +17,7 @@ from zarr_vectors.core.payload.blosc_blocks import (
     BLOSC_HEADER_BYTES,
     BloscTable,
     blosc_table,
-    decode_blocks,
+    decode_ranges,
     table_length,
 )
 from zarr_vectors.core.payload.caches import SEEK_TABLES
@@ -32,8 +33,19 @@ from zarr_vectors.core.scratch import Lease, empty_bytes
 from zarr_vectors.errors import CorruptPayloadError
 
 __all__ = [
+    "SETTLE_NS",
     "LocalReads",
 ]
+
+SETTLE_NS = 2_000_000_000
+"""A chunk file whose modification or change time is less than this many nanoseconds old
+when its checksum is verified is verified again on its next read (see
+:meth:`LocalReads._verify_whole`)."""
+
+
+def _identity(stat: os.stat_result) -> tuple[int, ...]:
+    """Return what changes whenever a file is rewritten: device, inode, size, times."""
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
 @dataclass(frozen=True)
@@ -91,11 +103,15 @@ class LocalReads(ElementAccess):
         out: npt.NDArray[np.uint8],
         starts: npt.NDArray[np.int64],
         stops: npt.NDArray[np.int64],
-    ) -> None:
-        """Like ``PayloadArray.decode_rows``, reading the local file directly.
+    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """Decode the byte ranges ``[starts, stops)`` (sorted by start) of a local element.
 
-        For a seekable payload only its seek table and the frames the ranges need are read;
-        for an uncompressed one its header and the span of the ranges, straight into ``out``.
+        Returns ``(buf, pos)``: range ``i`` is ``buf[pos[i] : pos[i] + stops[i] - starts[i]]``.
+        ``buf`` is ``out`` (the element's decoded length, without header; then ``pos`` is
+        ``starts``) or, for Blosc blocks, just the blocks holding the ranges
+        (:func:`~zarr_vectors.core.payload.blosc_blocks.decode_ranges`).  For a seekable
+        payload only its seek table and the frames the ranges need are read; for an
+        uncompressed one its header and the span of the ranges, straight into ``out``.
         """
         assert self.local_root is not None
         assert self._fast is not None
@@ -109,37 +125,67 @@ class LocalReads(ElementAccess):
         except FileNotFoundError:
             if len(out):
                 raise CorruptPayloadError(f"{where}: missing, expected {len(out)} bytes") from None
-            return
+            return out, starts
         try:
             stat = os.fstat(fd)
             size = stat.st_size
-            if codec.crc32c:  # the checksum covers the whole chunk: read it all, verify
-                stored = strip_crc32c(pread_all(fd, size, where), where)
-                codec.decode_rows(stored, where, out, starts, stops)
-                return
+            if codec.crc32c:
+                if self._verified.get(flat) != _identity(stat):
+                    return self._verify_whole(flat, fd, stat, where, out, starts, stops)
+                size -= CHECKSUM_BYTES  # verified and unchanged since: read only what is needed
             if self._raw and size == HEADER.size + len(out):
                 check_element_header(os.pread(fd, HEADER.size, 0), where, len(out))
                 if len(starts):
                     lo, hi = int(starts.min()), int(stops.max())
                     if os.preadv(fd, [out[lo:hi].data], HEADER.size + lo) != hi - lo:
                         raise CorruptPayloadError(f"{where}: file changed size while read")
-                return
+                return out, starts
             table = self._cached_table(path, fd, (size, stat.st_mtime_ns), where)
             if table is None:
-                codec.decode_rows(os.pread(fd, size, 0), where, out, starts, stops)
-                return
-            decoded = table.nbytes if isinstance(table, BloscTable) else table.decoded[-1]
-            if decoded != HEADER.size + len(out):
-                raise CorruptPayloadError(
-                    f"{where}: decodes to {decoded - HEADER.size} bytes, expected {len(out)}"
-                )
+                codec.decode_rows(pread_all(fd, size, where), where, out, starts, stops)
+                return out, starts
+            _check_decoded(table, len(out), where)
             read = lambda offset, n: os.pread(fd, n, offset)
             if isinstance(table, BloscTable):
-                decode_blocks(table, out, starts, stops, HEADER.size, where, read)
-            else:
-                decode_frames(b"", table, out, starts, stops, HEADER.size, where, read=read)
+                return decode_ranges(table, starts, stops, HEADER.size, where, read)
+            decode_frames(b"", table, out, starts, stops, HEADER.size, where, read=read)
+            return out, starts
         finally:
             os.close(fd)
+
+    def _verify_whole(
+        self,
+        flat: int,
+        fd: int,
+        stat: os.stat_result,
+        where: str,
+        out: npt.NDArray[np.uint8],
+        starts: npt.NDArray[np.int64],
+        stops: npt.NDArray[np.int64],
+    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """:meth:`decode_rows_local` of a chunk file read whole and its checksum verified.
+
+        The checksum covers the whole chunk, so the first read of a file by this array
+        fetches and verifies all of it.  The file is then remembered by its identity, size
+        and times (:func:`_identity`): any rewrite, in place or by replacement, changes them,
+        and later reads of the unchanged file fetch only the blocks they need.  A file changed
+        less than :data:`SETTLE_NS` before it was read is not remembered, since a write within
+        the file system's timestamp granularity could leave its times as they were.
+        """
+        assert self._fast is not None
+        codec = self._fast[0]
+        stored = strip_crc32c(pread_all(fd, stat.st_size, where), where)
+        if time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > SETTLE_NS:
+            self._verified[flat] = _identity(stat)
+        comp = codec.compressor
+        if comp is not None and comp.codec_id == "blosc" and len(stored) >= BLOSC_HEADER_BYTES:
+            table = blosc_table(stored, where)
+            _check_decoded(table, len(out), where)
+            return decode_ranges(
+                table, starts, stops, HEADER.size, where, lambda o, n: stored[o : o + n]
+            )
+        codec.decode_rows(stored, where, out, starts, stops)
+        return out, starts
 
     def _cached_table(
         self, path: str, fd: int, stamp: tuple[int, int], where: str
@@ -170,3 +216,12 @@ class LocalReads(ElementAccess):
             return frame_table(tail, where, size)
         except TailTooShort as short:
             return frame_table(os.pread(fd, short.needed, size - short.needed), where, size)
+
+
+def _check_decoded(table: FrameTable | BloscTable, rows_bytes: int, where: str) -> None:
+    """Raise unless a seek table decodes to the header and ``rows_bytes`` of rows."""
+    decoded = table.nbytes if isinstance(table, BloscTable) else table.decoded[-1]
+    if decoded != HEADER.size + rows_bytes:
+        raise CorruptPayloadError(
+            f"{where}: decodes to {decoded - HEADER.size} bytes, expected {rows_bytes}"
+        )
