@@ -236,6 +236,7 @@ class LevelReader:
         self.level_meta: LevelMetadata = LevelMetadata.from_dict(attrs)
         self._declares_vertices = attrs.get("vertex_count") is not None
         self.segments = listed_segments(attrs, self.group.path)
+        self._merge_memo: dict[str, object] = {}
         """Append segments merged into this level's per-chunk arrays (core/segments.py)."""
         grid = self.meta.chunk_grid
         if grid is None:
@@ -265,6 +266,7 @@ class LevelReader:
         self._stored_cache = None
         self._dense_cache = {}
         self.segments = ()
+        self._merge_memo = {}
         self.__dict__["vertex_counts"] = np.asarray(vertex_counts, dtype=np.int64).ravel()
         return self
 
@@ -476,7 +478,11 @@ class LevelReader:
             return block.values, block.offsets
 
         by_bin = not self.has(L.OBJECT_OFFSETS)  # point clouds without objects
-        values, offsets = merge_rows(path, self.segments, read, self.vertex_counts[flats], by_bin)
+        key = flats.tobytes()
+        if self._merge_memo.get("key") != key:
+            self._merge_memo = {"key": key}  # the arrays of one query share the merge plan
+        counts = self.vertex_counts[flats]
+        values, offsets = merge_rows(path, self.segments, read, counts, by_bin, self._merge_memo)
         return RowBlock(values, offsets)
 
     def chunk_rows(self, path: str, flats: IntArray) -> Iterator[tuple[int, npt.NDArray[Any]]]:

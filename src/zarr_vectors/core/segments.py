@@ -19,6 +19,7 @@ level.  See docs/spec.md, "Append segments".
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -102,26 +103,77 @@ def _concat_by_chunk(blocks: list[Rows]) -> Rows:
     return out, out_off
 
 
-def _bin_order(frags: list[Rows]) -> tuple[IntArray, IntArray, IntArray]:
-    """Return the merged order of bin-ordered parts.
+@dataclass(frozen=True)
+class BinMerge:
+    """Where the segment rows of bin-ordered chunks go among the base rows."""
 
-    Returns the gather index into the chunk-concatenated rows, the bin of each merged row and
-    the merged CSR offsets.
+    at: IntArray
+    """Base row before which each (sorted) segment row is inserted."""
+    order: IntArray
+    """Order of the part-major segment rows that sorts them by (chunk, bin), stably."""
+    bins: IntArray
+    """Bin of every merged row."""
+    offsets: IntArray
+    """Merged CSR offsets over the chunks."""
+    base_rows: IntArray
+    """Merged row of every base row."""
+    segment_rows: IntArray
+    """Merged row of every sorted segment row."""
+
+    def apply(self, base: npt.NDArray[Any], segments: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """Merge rows of the base and (part-major) segment rows of one array."""
+        out = np.empty((len(base) + len(segments), *base.shape[1:]), dtype=base.dtype)
+        width = int(np.prod(base.shape[1:], dtype=np.int64))
+        if not len(out) or not width:
+            return out
+        row = np.dtype((np.void, base.dtype.itemsize * width))
+
+        def items(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            return np.ascontiguousarray(a).reshape(len(a), width).view(row)[:, 0]
+
+        # rows as opaque items: one scatter per part, whatever the row width
+        flat = out.reshape(len(out), width).view(row)[:, 0]
+        flat[self.base_rows] = items(base)
+        flat[self.segment_rows] = items(segments[self.order])
+        return out
+
+
+def _row_keys(frags: Rows) -> tuple[IntArray, IntArray]:
+    """(chunk position, bin) of every row of a part, from its fragments."""
+    values, off = frags
+    table = values.reshape(-1, 4).astype(np.int64, copy=False)
+    owner = np.repeat(np.arange(len(off) - 1, dtype=np.int64), np.diff(off))
+    return np.repeat(owner, table[:, 3]), np.repeat(table[:, 0], table[:, 3])
+
+
+def bin_merge(frags: list[Rows]) -> BinMerge:
+    """Plan the stable merge by (chunk, bin) of the base (``frags[0]``) and segment rows.
+
+    Each part's rows are sorted by (chunk, bin) already, so the segment rows (few) are sorted
+    stably among themselves and inserted after the base rows of equal key.
     """
-    bins: list[Rows] = []
-    for values, off in frags:
-        table = values.reshape(-1, 4).astype(np.int64, copy=False)
-        per_row = np.repeat(table[:, 0], table[:, 3])
-        owner = np.repeat(np.arange(len(off) - 1, dtype=np.int64), np.diff(off))
-        counts = np.bincount(owner, weights=table[:, 3], minlength=len(off) - 1)
-        bins.append((per_row, offsets_from_counts(counts.astype(np.int64))))
-    joined, out_off = _concat_by_chunk(bins)
-    n_chunks = len(out_off) - 1
-    chunk = np.repeat(np.arange(n_chunks, dtype=np.int64), np.diff(out_off))
-    span = int(joined.max()) + 1 if len(joined) else 1
-    # each (chunk, part) piece is sorted already: a stable sort merges the runs
-    order = np.argsort(chunk * span + joined, kind="stable")
-    return order.astype(np.int64, copy=False), joined[order], out_off
+    keys = [_row_keys(f) for f in frags]
+    span = max((int(b.max()) + 1 for _, b in keys if len(b)), default=1)
+    base = keys[0][0] * span + keys[0][1]
+    seg_chunk = np.concatenate([c for c, _ in keys[1:]])
+    seg_bin = np.concatenate([b for _, b in keys[1:]])
+    order = np.argsort(seg_chunk * span + seg_bin, kind="stable").astype(np.int64)
+    at = np.searchsorted(base, (seg_chunk * span + seg_bin)[order], side="right")
+    n_chunks = len(frags[0][1]) - 1
+    counts = np.bincount(keys[0][0], minlength=n_chunks) + np.bincount(
+        seg_chunk, minlength=n_chunks
+    )
+    at = at.astype(np.int64)
+    seg_rows = at + np.arange(len(at), dtype=np.int64)
+    n = len(base)
+    # segment rows inserted at or before each base row shift it
+    base_rows = np.arange(n, dtype=np.int64) + np.cumsum(np.bincount(at, minlength=n + 1))[:n]
+    bins = np.empty(n + len(at), dtype=np.int64)
+    bins[base_rows] = keys[0][1]
+    bins[seg_rows] = seg_bin[order]
+    return BinMerge(
+        at, order, bins, offsets_from_counts(counts.astype(np.int64)), base_rows, seg_rows
+    )
 
 
 def _fragments_of(bins: IntArray, offsets: IntArray) -> Rows:
@@ -148,12 +200,14 @@ def merge_rows(
     read: Callable[[str], Rows | None],
     total: IntArray | None,
     by_bin: bool,
+    memo: dict[str, object] | None = None,
 ) -> Rows:
     """Return the merged rows of ``path`` over some chunks.
 
     ``read(p)`` returns the rows of level array ``p`` over those chunks (None when the part
     lacks the array); ``total`` is their ``vertex_counts`` (None: not checked here);
-    ``by_bin`` selects the point-cloud merge.
+    ``by_bin`` selects the point-cloud merge; ``memo`` keeps its plan for other arrays over
+    the same chunks.
 
     Raises
     ------
@@ -184,8 +238,12 @@ def merge_rows(
         (np.zeros((0, 4), np.int64), np.zeros(n_chunks + 1, np.int64)) if f is None else f
         for f in frag_blocks
     ]
-    order, bins, offsets = _bin_order(frags)
+    plan = memo.get("bins") if memo is not None else None
+    if not isinstance(plan, BinMerge):
+        plan = bin_merge(frags)
+        if memo is not None:
+            memo["bins"] = plan
     if path == L.VERTEX_FRAGMENTS:
-        return _fragments_of(bins, offsets)
-    joined, _ = _concat_by_chunk(parts)
-    return joined[order], offsets
+        return _fragments_of(plan.bins, plan.offsets)
+    segs = np.concatenate([v for v, _ in parts[1:]])
+    return plan.apply(parts[0][0], segs), plan.offsets
