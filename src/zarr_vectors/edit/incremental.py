@@ -1,17 +1,19 @@
-"""Appending by rewriting only the chunks the new data lands in (copy-on-write, one commit).
+"""Appending as an append segment of level 0 (copy-on-write, one commit).
 
 For a local directory store without sharding (Zarr v2 or v3, any geometry type),
-:func:`zarr_vectors.edit.splice.plan_append` computes the final payloads of the
-chunks the new data lands in and the level's dense arrays.  Then:
+:func:`zarr_vectors.edit.splice.plan_append` computes the new rows of the chunks the new data
+lands in (an append segment, :mod:`zarr_vectors.core.segments`, docs/spec.md §13.2) and the
+merged level's dense arrays; no stored chunk is decoded.  Then:
 
 1. the store is copied next to itself as a tree of hard links (metadata documents are copied,
    so rewriting them leaves the old store's alone); no payload byte is copied;
 2. when the chunk grid grows (on either side, also into negative chunk coordinates) the chunk
    files of the copy are renamed to their indices in the new grid and the payload arrays'
    shapes are rewritten;
-3. the touched chunk files are unlinked in the copy and written anew, the dense arrays
+3. the new rows are written as segment ``0/segments/<n>`` of the copy, the dense arrays
    (``vertex_counts``, object index, object attributes, groups, statistics, value sets) are
-   removed from the copy and written whole, and the level and root metadata are rewritten;
+   removed from the copy and written whole, and the level metadata (listing the segment) and
+   root metadata are rewritten;
 4. coarse levels, if any, are rebuilt in the copy from its new level 0 with the stored pyramid
    plan (ratios, sparsities, aggregations): every edit refreshes them (docs/spec.md §13.1);
 5. the copy is swapped with the store at one commit point

@@ -7,7 +7,10 @@ followed by the new data's own payload for that chunk, with its row numbers (fra
 chunk-local links, cross-chunk endpoint rows, manifest starts) shifted by the chunk's stored
 row count and its object ids by the stored object count.  A point cloud without objects orders
 a chunk's rows by bin instead: its touched chunks are planned again from their stored rows and
-the new ones.  Dense arrays (``vertex_counts``, the object index, object attributes, groups,
+the new ones.  With ``segment=True`` (what appends use) only the new rows are planned, as an
+append segment holds them (:mod:`zarr_vectors.core.segments`): the same shifted row numbers for
+object types, the new points ordered by bin alone for point clouds without objects, and the
+statistics of the touched chunks merged from the stored ones and the new rows.  Dense arrays (``vertex_counts``, the object index, object attributes, groups,
 statistics and value sets) are small and computed whole: the stored values with the new ones
 merged in, exactly as a fresh write computes them.
 
