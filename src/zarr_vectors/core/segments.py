@@ -45,6 +45,9 @@ IntArray = npt.NDArray[np.int64]
 Rows = tuple[npt.NDArray[Any], IntArray]
 """(rows, CSR offsets over the requested chunks)."""
 
+_ROWS_PER_RUN = 256
+"""Bin runs at least this long on average are copied slice by slice, shorter ones gathered."""
+
 _SLICE_COPY_LIMIT = 4096
 """Up to this many (chunk, part) pieces the merge copies slices; above, one gather per part."""
 
@@ -105,93 +108,90 @@ def _concat_by_chunk(blocks: list[Rows]) -> Rows:
 
 @dataclass(frozen=True)
 class BinMerge:
-    """Where the segment rows of bin-ordered chunks go among the base rows."""
+    """The merge of bin-ordered parts as runs: each a fragment of one part, in merged order."""
 
-    at: IntArray
-    """Base row before which each (sorted) segment row is inserted."""
-    order: IntArray
-    """Order of the part-major segment rows that sorts them by (chunk, bin), stably."""
-    bins: IntArray
-    """Bin of every merged row."""
+    part: list[int]
+    """Part (0: base) of each run."""
+    src: list[int]
+    """First row of each run in its part's rows (all the requested chunks, in order)."""
+    dst: list[int]
+    """First merged row of each run."""
+    length: list[int]
+    """Rows of each run."""
+    fragments: Rows
+    """Merged ``vertex_fragments`` and their CSR offsets over the chunks."""
     offsets: IntArray
-    """Merged CSR offsets over the chunks."""
-    base_rows: IntArray
-    """Merged row of every base row."""
-    segment_rows: IntArray
-    """Merged row of every sorted segment row."""
+    """Merged CSR offsets of the rows over the chunks."""
 
-    def apply(self, base: npt.NDArray[Any], segments: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        """Merge rows of the base and (part-major) segment rows of one array."""
-        out = np.empty((len(base) + len(segments), *base.shape[1:]), dtype=base.dtype)
-        width = int(np.prod(base.shape[1:], dtype=np.int64))
-        if not len(out) or not width:
-            return out
-        row = np.dtype((np.void, base.dtype.itemsize * width))
-
-        def items(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
-            return np.ascontiguousarray(a).reshape(len(a), width).view(row)[:, 0]
-
-        # rows as opaque items: one scatter per part, whatever the row width
-        flat = out.reshape(len(out), width).view(row)[:, 0]
-        flat[self.base_rows] = items(base)
-        flat[self.segment_rows] = items(segments[self.order])
+    def apply(self, parts: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:
+        """Merge the rows of one array given per part (part-major, chunk order)."""
+        first = parts[0]
+        total = int(self.offsets[-1])
+        if len(self.length) * _ROWS_PER_RUN > total:  # short runs: one gather beats the loop
+            starts = offsets_from_counts(np.array([len(v) for v in parts], dtype=np.int64))
+            src = starts[np.asarray(self.part, dtype=np.int64)] + np.asarray(self.src, np.int64)
+            lengths = np.asarray(self.length, dtype=np.int64)
+            shift = np.repeat(src - np.asarray(self.dst, dtype=np.int64), lengths)
+            index = shift + np.arange(total, dtype=np.int64)
+            return np.take(np.concatenate(parts), index, axis=0)
+        out = np.empty((total, *first.shape[1:]), dtype=first.dtype)
+        # one slice copy per run: long runs copy at memory speed
+        for p, s, d, n in zip(self.part, self.src, self.dst, self.length, strict=True):
+            out[d : d + n] = parts[p][s : s + n]
         return out
 
 
-def _row_keys(frags: Rows) -> tuple[IntArray, IntArray]:
-    """(chunk position, bin) of every row of a part, from its fragments."""
+def _runs(frags: Rows, part: int) -> list[IntArray]:
+    """(chunk, bin, part, source row, length) of each fragment of one part."""
     values, off = frags
     table = values.reshape(-1, 4).astype(np.int64, copy=False)
-    owner = np.repeat(np.arange(len(off) - 1, dtype=np.int64), np.diff(off))
-    return np.repeat(owner, table[:, 3]), np.repeat(table[:, 0], table[:, 3])
+    n_chunks = len(off) - 1
+    owner = np.repeat(np.arange(n_chunks, dtype=np.int64), np.diff(off))
+    rows = np.bincount(owner, weights=table[:, 3], minlength=n_chunks).astype(np.int64)
+    src = offsets_from_counts(rows)[:-1][owner] + table[:, 2]
+    return [owner, table[:, 0], np.full(len(table), part, dtype=np.int64), src, table[:, 3]]
 
 
 def bin_merge(frags: list[Rows]) -> BinMerge:
     """Plan the stable merge by (chunk, bin) of the base (``frags[0]``) and segment rows.
 
-    Each part's rows are sorted by (chunk, bin) already, so the segment rows (few) are sorted
-    stably among themselves and inserted after the base rows of equal key.
+    Every part's rows are ordered by bin within each chunk, so the merged rows are the parts'
+    fragments sorted by (chunk, bin, part): runs of rows copied whole.
     """
-    keys = [_row_keys(f) for f in frags]
-    span = max((int(b.max()) + 1 for _, b in keys if len(b)), default=1)
-    base = keys[0][0] * span + keys[0][1]
-    seg_chunk = np.concatenate([c for c, _ in keys[1:]])
-    seg_bin = np.concatenate([b for _, b in keys[1:]])
-    order = np.argsort(seg_chunk * span + seg_bin, kind="stable").astype(np.int64)
-    at = np.searchsorted(base, (seg_chunk * span + seg_bin)[order], side="right")
+    cols = [
+        np.concatenate(c) for c in zip(*(_runs(f, p) for p, f in enumerate(frags)), strict=True)
+    ]
+    chunk, bins, part, src, length = cols
+    order = np.lexsort((part, bins, chunk))
+    chunk, bins, part, src, length = (c[order] for c in cols)
+    keep = length > 0
+    chunk, bins, part, src, length = chunk[keep], bins[keep], part[keep], src[keep], length[keep]
+    dst = offsets_from_counts(length)
     n_chunks = len(frags[0][1]) - 1
-    counts = np.bincount(keys[0][0], minlength=n_chunks) + np.bincount(
-        seg_chunk, minlength=n_chunks
-    )
-    at = at.astype(np.int64)
-    seg_rows = at + np.arange(len(at), dtype=np.int64)
-    n = len(base)
-    # segment rows inserted at or before each base row shift it
-    base_rows = np.arange(n, dtype=np.int64) + np.cumsum(np.bincount(at, minlength=n + 1))[:n]
-    bins = np.empty(n + len(at), dtype=np.int64)
-    bins[base_rows] = keys[0][1]
-    bins[seg_rows] = seg_bin[order]
-    return BinMerge(
-        at, order, bins, offsets_from_counts(counts.astype(np.int64)), base_rows, seg_rows
-    )
-
-
-def _fragments_of(bins: IntArray, offsets: IntArray) -> Rows:
-    """``vertex_fragments`` rows (``[bin, -1, start, count]``) of bin-sorted merged rows."""
-    n = len(bins)
-    local = np.arange(n, dtype=np.int64) - np.repeat(offsets[:-1], np.diff(offsets))
-    new_run = np.ones(n, dtype=bool)
-    if n:
-        new_run[1:] = (bins[1:] != bins[:-1]) | (local[1:] == 0)
-    starts = np.flatnonzero(new_run)
-    counts = np.diff(np.append(starts, n))
+    counts = np.bincount(chunk, weights=length, minlength=n_chunks).astype(np.int64)
+    offsets = offsets_from_counts(counts)
+    new = np.ones(len(chunk), dtype=bool)
+    new[1:] = (chunk[1:] != chunk[:-1]) | (bins[1:] != bins[:-1])
+    heads = np.flatnonzero(new)
+    sizes = np.add.reduceat(length, heads) if len(heads) else heads
     table = np.stack(
-        [bins[starts], np.full(len(starts), -1), local[starts], counts], axis=1
+        [
+            bins[heads],
+            np.full(len(heads), -1),
+            dst[:-1][heads] - offsets[chunk[heads]],
+            sizes,
+        ],
+        axis=1,
     ).astype(np.int64)
-    per_chunk = np.bincount(
-        np.searchsorted(offsets, starts, side="right") - 1, minlength=len(offsets) - 1
+    per_chunk = np.bincount(chunk[heads], minlength=n_chunks).astype(np.int64)
+    return BinMerge(
+        part.tolist(),
+        src.tolist(),
+        dst[:-1].tolist(),
+        length.tolist(),
+        (table, offsets_from_counts(per_chunk)),
+        offsets,
     )
-    return table, offsets_from_counts(per_chunk.astype(np.int64))
 
 
 def merge_rows(
@@ -244,6 +244,5 @@ def merge_rows(
         if memo is not None:
             memo["bins"] = plan
     if path == L.VERTEX_FRAGMENTS:
-        return _fragments_of(plan.bins, plan.offsets)
-    segs = np.concatenate([v for v, _ in parts[1:]])
-    return plan.apply(parts[0][0], segs), plan.offsets
+        return plan.fragments
+    return plan.apply([v for v, _ in parts]), plan.offsets
