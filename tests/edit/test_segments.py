@@ -110,3 +110,20 @@ def test_ten_point_appends_keep_bin_order_and_statistics(tmp_path: Path) -> None
         np.testing.assert_array_equal(a_arr[...], f_arr[...])
         assert dict(a_arr.attrs) == dict(f_arr.attrs)
     assert zv.validate(str(store), level=5).ok
+
+
+@pytest.mark.parametrize("name", ["point_cloud", "streamline", "mesh"])
+def test_segments_move_when_a_later_append_grows_the_grid(name: str, tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.name == name)
+    rng = np.random.default_rng(5)
+    parts = [case.make(rng, 5, 0.0), case.make(rng, 5, 3.0), case.make(rng, 5, -25.0)]
+    store, fresh = tmp_path / "a.zarr", tmp_path / "f.zarr"
+    case.write(str(store), chunk_shape=case.chunk, **parts[0])
+    case.append(str(store), **parts[1])
+    grid = zv.open_store(str(store)).attrs["chunk_grid"]
+    case.append(str(store), **parts[2])  # into negative chunks: segment 1's files are renamed
+    assert zv.open_store(str(store)).attrs["chunk_grid"] != grid
+    assert zv.open_store(str(store))["0"].attrs["segments"] == [1, 2]
+    case.write(str(fresh), chunk_shape=case.chunk, **reduce(case.concat, parts))
+    assert reads(case, str(store)) == reads(case, str(fresh))
+    assert zv.validate(str(store), level=5).ok
