@@ -10,6 +10,8 @@ Default store configurations only (the first configuration of ``bench_points`` a
 * (b) append ``--new-streamlines`` streamlines to a ``--streamlines`` store (both from
   :func:`benchmarks.datasets.make_streamlines`, ~100 vertices each) vs writing them fresh;
   ``spread`` and ``tile`` (moved 200 mm along x) as in (a).
+* (d) read speed of a ``--points`` store (1 % box and whole) fresh, after 1 and after 10
+  spread appends of 1 % each (append segments), and after ``compact``: median CPU seconds.
 * (c) compact a ``--points`` store with object ids (100 points per object) after deleting 10 %
   of its objects vs a fresh write of the remaining points.
 
@@ -221,6 +223,38 @@ def bench_compact(work: Path, n: int, repeat: int) -> Row:
     )
 
 
+def _read_times(store: str, box: Any, repeat: int) -> tuple[float, float]:
+    """Median CPU seconds of a 1 % box read and of a whole read of ``store``."""
+    boxed = [_timed(lambda: zv.read_points(store, bbox=box))[1] for _ in range(repeat)]
+    whole = [_timed(lambda: zv.read_points(store))[1] for _ in range(repeat)]
+    return statistics.median(boxed), statistics.median(whole)
+
+
+def bench_reads(work: Path, n: int, repeat: int) -> list[str]:
+    """(d) box and whole reads after 0, 1 and 10 appends, and after compact (Markdown rows)."""
+    base = ds.make_points(n, seed=0)
+    store = str(work / "reads" / "store.zarr")
+    kw: dict[str, Any] = {"chunk_shape": POINT_CHUNK, "bin_shape": POINT_BIN}
+    zv.write_points(store, base.positions, attributes={"a": base.attr_a, "b": base.attr_b}, **kw)
+    box = ds.bbox_fraction(base.positions, 0.01)
+    out = []
+    done = 0
+    for label, upto in (("fresh write", 0), ("after 1 append", 1), ("after 10 appends", 10)):
+        for seed in range(done, upto):
+            extra = ds.make_points(max(n // 100, 1), seed=10 + seed)
+            attrs = {"a": extra.attr_a, "b": extra.attr_b}
+            zv.append_points(store, extra.positions, attributes=attrs)
+        done = upto
+        boxed, whole = _read_times(store, box, repeat)
+        out.append(f"| (d) read, {label} | {boxed:.3f} | {whole:.3f} |")
+        print(out[-1], flush=True)
+    zv.compact(store)
+    boxed, whole = _read_times(store, box, repeat)
+    out.append(f"| (d) read, after compact | {boxed:.3f} | {whole:.3f} |")
+    print(out[-1], flush=True)
+    return out
+
+
 def render(rows: Sequence[Row], args: argparse.Namespace) -> str:
     """Markdown table of the results."""
     head = (
@@ -249,14 +283,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--streamlines", type=int, default=100_000)
     p.add_argument("--new-streamlines", type=int, default=1_000)
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--only", choices=("a", "b", "c"), action="append")
+    p.add_argument("--only", choices=("a", "b", "c", "d"), action="append")
     p.add_argument("--workdir", type=Path, default=Path("bench_edit_work"))
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
-    only = set(args.only or "abc")
+    only = set(args.only or "abcd")
     work = args.workdir
     shutil.rmtree(work, ignore_errors=True)
     rows: list[Row] = []
+    reads: list[str] = []
     try:
         if "b" in only:
             rows += bench_streamlines(work, args.streamlines, args.new_streamlines, args.repeat)
@@ -264,9 +299,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += bench_points(work, args.points, args.repeat)
         if "c" in only:
             rows.append(bench_compact(work, args.points, args.repeat))
+        if "d" in only:
+            reads = bench_reads(work, args.points, args.repeat)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(render(rows, args))
+    if reads:
+        print("\n| read of the points store | 1 % box CPU s | whole CPU s |\n|---|---|---|")
+        print("\n".join(reads))
     if args.json is not None:
         doc = [{**asdict(r), "wall_ratio": r.wall_ratio, "cpu_ratio": r.cpu_ratio} for r in rows]
         args.json.write_text(json.dumps(doc, indent=2))

@@ -43,6 +43,12 @@ from zarr_vectors.core.payload.rows import PayloadArray
 from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts, unique_sorted
 from zarr_vectors.core.recycle import take_result
 from zarr_vectors.core.scratch import SCRATCH, Lease
+from zarr_vectors.core.segments import (
+    is_segment_path,
+    listed_segments,
+    merge_rows,
+    segment_path,
+)
 from zarr_vectors.core.store import open_level, read_root_metadata
 from zarr_vectors.core.zarr_adapter import quiet_vlen
 from zarr_vectors.errors import (
@@ -229,6 +235,9 @@ class LevelReader:
         attrs = self.group.attrs.asdict()
         self.level_meta: LevelMetadata = LevelMetadata.from_dict(attrs)
         self._declares_vertices = attrs.get("vertex_count") is not None
+        self.segments = listed_segments(attrs, self.group.path)
+        self._merge_memo: dict[str, object] = {}
+        """Append segments merged into this level's per-chunk arrays (core/segments.py)."""
         grid = self.meta.chunk_grid
         if grid is None:
             raise StoreNotFoundError("root metadata has no chunk_grid; cannot locate chunks")
@@ -256,6 +265,8 @@ class LevelReader:
         self._cache = None
         self._stored_cache = None
         self._dense_cache = {}
+        self.segments = ()
+        self._merge_memo = {}
         self.__dict__["vertex_counts"] = np.asarray(vertex_counts, dtype=np.int64).ravel()
         return self
 
@@ -301,8 +312,18 @@ class LevelReader:
             ) from exc
 
     def has(self, path: str) -> bool:
-        """Whether a node exists at ``path`` in the level group."""
+        """Whether a node exists at ``path`` in the level group (or in one of its segments)."""
+        return path in self._nodes or self._in_segment(path) is not None
+
+    def has_own(self, path: str) -> bool:
+        """Whether the level group itself (not a segment) holds a node at ``path``."""
         return path in self._nodes
+
+    def _in_segment(self, path: str) -> str | None:
+        """Path of ``path`` in the first segment holding it (None: none does)."""
+        if not self.segments or is_segment_path(path):
+            return None
+        return next((p for s in self.segments if (p := segment_path(s, path)) in self._nodes), None)
 
     def node(self, path: str) -> zarr.Array[Any]:
         """Return the array at ``path``, raising ``StoreNotFoundError`` if absent."""
@@ -314,17 +335,22 @@ class LevelReader:
 
     def names(self, prefix: str) -> list[str]:
         """Names of the arrays under ``prefix`` (``attributes``, ``object_attributes``, ...)."""
-        head = prefix + "/"
+        heads = [prefix + "/"]
+        if not is_segment_path(prefix):
+            heads += [segment_path(s, prefix) + "/" for s in self.segments]
         return sorted(
-            k[len(head) :]
-            for k, v in self._nodes.items()
-            if k.startswith(head) and "/" not in k[len(head) :] and isinstance(v, zarr.Array)
+            {
+                k[len(head) :]
+                for head in heads
+                for k, v in self._nodes.items()
+                if k.startswith(head) and "/" not in k[len(head) :] and isinstance(v, zarr.Array)
+            }
         )
 
     def payload(self, path: str) -> PayloadArray:
         """Return (and cache) the payload array at ``path``."""
         if path not in self._arrays:
-            node = self.node(path)
+            node = self.node(path if path in self._nodes else self._in_segment(path) or path)
             if tuple(node.shape) != tuple(self.layout.grid.shape):
                 raise CorruptPayloadError(
                     f"{node.name}: shape {list(node.shape)} differs from the chunk grid "
@@ -416,8 +442,15 @@ class LevelReader:
 
         With a ``lease`` the rows may be in its buffers (valid while it lasts; not cached):
         for callers that only read them into results of their own.  To decode only some
-        rows of vertex-aligned arrays, use :meth:`rows_at`.
+        rows of vertex-aligned arrays, use :meth:`rows_at`.  A level with append segments
+        returns the merged rows of its base and segments.
         """
+        if self.segments and not is_segment_path(path):
+            return self._merged_rows(path, flats)
+        return self._own_rows(path, flats, lease)
+
+    def _own_rows(self, path: str, flats: IntArray, lease: Lease | None) -> RowBlock:
+        """Return the rows of the array ``path`` itself (no segment merge)."""
         arr = self.payload(path)
         dtype, width = self._dtype_width(arr)
         encoding = arr.attrs.get("encoding", Encoding.RAW.value)
@@ -437,6 +470,21 @@ class LevelReader:
             arr.name, path, flats, dtype, width, data, [len(p) for p in payloads]
         )
 
+    def _merged_rows(self, path: str, flats: IntArray) -> RowBlock:
+        def read(part: str) -> tuple[npt.NDArray[Any], IntArray] | None:
+            if part not in self._nodes:
+                return None
+            block = self._own_rows(part, flats, None)
+            return block.values, block.offsets
+
+        by_bin = not self.has(L.OBJECT_OFFSETS)  # point clouds without objects
+        key = flats.tobytes()
+        if self._merge_memo.get("key") != key:
+            self._merge_memo = {"key": key}  # the arrays of one query share the merge plan
+        counts = self.vertex_counts[flats]
+        values, offsets = merge_rows(path, self.segments, read, counts, by_bin, self._merge_memo)
+        return RowBlock(values, offsets)
+
     def chunk_rows(self, path: str, flats: IntArray) -> Iterator[tuple[int, npt.NDArray[Any]]]:
         """Yield ``(i, rows of chunk flats[i])`` for the chunks holding rows, in order.
 
@@ -448,7 +496,7 @@ class LevelReader:
         dtype, width = self._dtype_width(arr)
         raw = arr.attrs.get("encoding", Encoding.RAW.value) == Encoding.RAW.value
         with SCRATCH.lease() as lease:
-            fresh = raw and not self._any_cached(path, flats)
+            fresh = raw and not self._any_cached(path, flats) and not self.segments
             chunks = arr.iter_decoded(flats, lease) if fresh else None
             if chunks is None:
                 block = self.rows(path, flats)
@@ -477,7 +525,9 @@ class LevelReader:
         if self._any_cached(path, flats):
             return None
         expected = None
-        if _vertex_aligned(path):  # their row counts are known: so are their sizes
+        if (
+            _vertex_aligned(path) and not self.segments
+        ):  # their row counts are known: so are their sizes
             expected = (self.vertex_counts[flats] * (dtype.itemsize * width)).tolist()
         joined = arr.read_concat(flats, lease, expected)
         if joined is None:
@@ -508,7 +558,7 @@ class LevelReader:
             i = int(bad[0])
             raise self._not_whole_rows(name, flats[i], int(counts[i]), width, dtype)
         counts //= row_bytes
-        if _vertex_aligned(path):
+        if _vertex_aligned(path) and not self.segments:  # segments: checked merged
             self._check_row_counts(name, flats, counts)
         values = data.view(dtype).reshape(-1, width)
         return RowBlock(values, offsets_from_counts(counts))
@@ -574,8 +624,8 @@ class LevelReader:
         apply (then the caller decodes whole chunks).
         """
         cache = self._cache
-        if cache is not None and all((path, f) in cache for f in flats.tolist()):
-            return None  # decoded whole by an earlier phase of this query
+        if self.segments or (cache is not None and all((path, f) in cache for f in flats.tolist())):
+            return None  # merged from segments, or decoded whole by an earlier phase
         counts = self.vertex_counts[flats]
         if 2 * int(want.counts.sum()) > int(counts.sum()):
             return None  # most rows wanted: whole chunks decode faster than frame by frame

@@ -1,17 +1,19 @@
-"""Appending by rewriting only the chunks the new data lands in (copy-on-write, one commit).
+"""Appending as an append segment of level 0 (copy-on-write, one commit).
 
 For a local directory store without sharding (Zarr v2 or v3, any geometry type),
-:func:`zarr_vectors.edit.splice.plan_append` computes the final payloads of the
-chunks the new data lands in and the level's dense arrays.  Then:
+:func:`zarr_vectors.edit.splice.plan_append` computes the new rows of the chunks the new data
+lands in (an append segment, :mod:`zarr_vectors.core.segments`, docs/spec.md §13.2) and the
+merged level's dense arrays; no stored chunk is decoded.  Then:
 
 1. the store is copied next to itself as a tree of hard links (metadata documents are copied,
    so rewriting them leaves the old store's alone); no payload byte is copied;
 2. when the chunk grid grows (on either side, also into negative chunk coordinates) the chunk
    files of the copy are renamed to their indices in the new grid and the payload arrays'
    shapes are rewritten;
-3. the touched chunk files are unlinked in the copy and written anew, the dense arrays
+3. the new rows are written as segment ``0/segments/<n>`` of the copy, the dense arrays
    (``vertex_counts``, object index, object attributes, groups, statistics, value sets) are
-   removed from the copy and written whole, and the level and root metadata are rewritten;
+   removed from the copy and written whole, and the level metadata (listing the segment) and
+   root metadata are rewritten;
 4. coarse levels, if any, are rebuilt in the copy from its new level 0 with the stored pyramid
    plan (ratios, sparsities, aggregations): every edit refreshes them (docs/spec.md §13.1);
 5. the copy is swapped with the store at one commit point
@@ -40,6 +42,7 @@ import zarr
 
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.reader import LevelReader
+from zarr_vectors.core.segments import SEGMENTS, segment_path
 from zarr_vectors.core.writer import LevelWriter, StoreOptions, WriteSummary, write_dense_arrays
 from zarr_vectors.edit.commit import STAGING_TAG, EditTarget, TargetKind, commit_directory
 from zarr_vectors.edit.splice import AppendPlan, as_rows, payload_kind, plan_append
@@ -69,11 +72,15 @@ def record(path: AppendPath) -> None:
     del LAST_PATH[:-16]
 
 
-def _payload_paths(reader: LevelReader) -> list[str]:
+def _payload_paths(reader: LevelReader, *, segments: bool = False) -> list[str]:
+    """Per-chunk array paths of the level's base (and, with ``segments``, its segments')."""
     fixed = [L.VERTICES, L.VERTEX_FRAGMENTS, L.LINKS, L.CROSS_CHUNK_LINKS]
-    out = [p for p in fixed if reader.has(p)]
-    for prefix in (L.ATTRIBUTES, L.LINK_ATTRIBUTES, L.CROSS_CHUNK_LINK_ATTRIBUTES):
-        out += [f"{prefix}/{n}" for n in reader.names(prefix)]
+    out: list[str] = []
+    for part in ["", *(segment_path(s, "") for s in reader.segments if segments)]:
+        names = list(fixed)
+        for prefix in (L.ATTRIBUTES, L.LINK_ATTRIBUTES, L.CROSS_CHUNK_LINK_ATTRIBUTES):
+            names += [f"{prefix}/{n}" for n in reader.names(prefix)]
+        out += [part + p for p in names if reader.has_own(part + p)]
     return out
 
 
@@ -112,7 +119,7 @@ def _regrid(level0: Path, reader: LevelReader, plan: AppendPlan) -> None:
     stored = reader.chunks()
     before = np.stack(np.unravel_index(stored, old.shape), axis=1).astype(np.int64)
     after = before + shift
-    for path in _payload_paths(reader):
+    for path in _payload_paths(reader, segments=True):
         node = reader.node(path)
         folder = level0 / path
         aside = folder / f".zv-regrid-{uuid.uuid4().hex[:8]}"
@@ -142,7 +149,7 @@ def _set_shape(folder: Path, shape: list[int]) -> None:
 def _clear(level0: Path, reader: LevelReader, plan: AppendPlan) -> None:
     """Unlink the copy's touched chunk files and dense arrays (they are written anew)."""
     coords = np.stack(np.unravel_index(plan.touched, plan.layout.grid.shape), axis=1).tolist()
-    for path in plan.payloads:
+    for path in [] if plan.segment else plan.payloads:
         if not reader.has(path):
             continue
         node = reader.node(path)
@@ -175,10 +182,38 @@ def _redeclare(w: LevelWriter, staged: Path, path: str, reader: LevelReader) -> 
     aside.rmdir()
 
 
+def _write_segment(
+    group: zarr.Group, reader: LevelReader, plan: AppendPlan, opts: StoreOptions
+) -> int:
+    """Write the plan's payloads as a new append segment of ``group``; return its number."""
+    number = max(reader.segments, default=0) + 1
+    seg = group.create_group(segment_path(number, "").rstrip("/"), overwrite=True)
+    seg.attrs.put({"zv_segment": number, "vertex_count": plan.payload_rows()})
+    grid = plan.layout.grid.shape
+    w = LevelWriter(seg, grid, opts.compressor, None, frame_bytes=opts.frame_size())
+    try:
+        for path, blk in plan.payloads.items():
+            rows = np.ascontiguousarray(as_rows(blk.values))
+            kind = payload_kind(path)
+            attrs = dict(reader.payload(path).attrs) if reader.has(path) else dict(blk.extra)
+            w.declare(path, kind, rows.dtype.str, rows.shape[1], attrs)
+            keep = np.diff(blk.offsets) > 0
+            offsets = np.append(blk.offsets[:-1][keep], blk.offsets[-1]).astype(np.int64)
+            w.payload_chunks(path, kind, rows, plan.touched[keep], offsets)
+    except BaseException:
+        w.abort()
+        raise
+    w.finish()
+    return number
+
+
 def _write(staged: Path, reader: LevelReader, plan: AppendPlan, opts: StoreOptions) -> None:
     root = zarr.open_group(str(staged), mode="r+")
     group = root[L.level_path(0)]
     assert isinstance(group, zarr.Group)
+    level = plan.level.to_dict()
+    if plan.segment:
+        level[SEGMENTS] = [*reader.segments, _write_segment(group, reader, plan, opts)]
     w = LevelWriter(
         group,
         plan.layout.grid.shape,
@@ -188,7 +223,7 @@ def _write(staged: Path, reader: LevelReader, plan: AppendPlan, opts: StoreOptio
         frame_bytes=opts.frame_size(),
     )
     try:
-        for path, blk in plan.payloads.items():
+        for path, blk in {} if plan.segment else plan.payloads.items():
             rows = np.ascontiguousarray(as_rows(blk.values))
             kind = payload_kind(path)
             if not reader.has(path):
@@ -212,7 +247,7 @@ def _write(staged: Path, reader: LevelReader, plan: AppendPlan, opts: StoreOptio
         w.abort()
         raise
     w.finish()
-    group.attrs.put(plan.level.to_dict())
+    group.attrs.put(level)
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     meta = replace(
         reader.meta,
@@ -240,7 +275,7 @@ def append_chunks(
     """
     if target.kind is not TargetKind.DIRECTORY or opts.shards is not None:
         return None
-    plan = plan_append(reader, new, ids_given=ids_given)
+    plan = plan_append(reader, new, ids_given=ids_given, segment=True)
     if plan is None:
         return None
     final = target.location

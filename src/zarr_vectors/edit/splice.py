@@ -7,7 +7,10 @@ followed by the new data's own payload for that chunk, with its row numbers (fra
 chunk-local links, cross-chunk endpoint rows, manifest starts) shifted by the chunk's stored
 row count and its object ids by the stored object count.  A point cloud without objects orders
 a chunk's rows by bin instead: its touched chunks are planned again from their stored rows and
-the new ones.  Dense arrays (``vertex_counts``, the object index, object attributes, groups,
+the new ones.  With ``segment=True`` (what appends use) only the new rows are planned, as an
+append segment holds them (:mod:`zarr_vectors.core.segments`): the same shifted row numbers for
+object types, the new points ordered by bin alone for point clouds without objects, and the
+statistics of the touched chunks merged from the stored ones and the new rows.  Dense arrays (``vertex_counts``, the object index, object attributes, groups,
 statistics and value sets) are small and computed whole: the stored values with the new ones
 merged in, exactly as a fresh write computes them.
 
@@ -61,7 +64,8 @@ class AppendPlan:
     touched: IntArray
     """Flat indices (new grid) of the chunks whose payloads are rewritten, ascending."""
     payloads: dict[str, Block]
-    """Final rows of the touched chunks, per payload array path."""
+    """Final rows of the touched chunks, per payload array path (``segment``: only the new
+    rows, as an append segment holds them, see :mod:`zarr_vectors.core.segments`)."""
     vertex_counts: IntArray
     manifest: IntArray | None
     object_offsets: IntArray | None
@@ -70,6 +74,12 @@ class AppendPlan:
     statistics: list[StatArray]
     box: BoundingBox
     level: LevelMetadata
+    segment: bool = False
+    """The payloads are an append segment's rows, not whole chunks."""
+
+    def payload_rows(self) -> int:
+        """Vertex rows the payloads hold."""
+        return int(self.payloads[L.VERTICES].offsets[-1])
 
 
 def payload_kind(path: str) -> ArrayKind:
@@ -223,8 +233,13 @@ def _repeat_offsets(offsets: IntArray) -> IntArray:
     return np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
 
 
-def plan_append(reader: LevelReader, new: GeometryParts, *, ids_given: bool) -> AppendPlan | None:
-    """Plan appending ``new`` to the stored level 0; None when only a rebuild is exact."""
+def plan_append(
+    reader: LevelReader, new: GeometryParts, *, ids_given: bool, segment: bool = False
+) -> AppendPlan | None:
+    """Plan appending ``new`` to the stored level 0; None when only a rebuild is exact.
+
+    ``segment``: plan the new rows as an append segment instead of whole chunks.
+    """
     meta = reader.meta
     stored_attrs = _stored_columns(reader, L.ATTRIBUTES)
     if L.INPUT_INDEX in stored_attrs or meta.bounding_box is None or not len(new.positions):
@@ -249,7 +264,9 @@ def plan_append(reader: LevelReader, new: GeometryParts, *, ids_given: bool) -> 
     counts = np.zeros(layout.n_chunks, dtype=np.int64)
     counts[_old_to_new(old_layout, layout, stored_flats)] = reader.vertex_counts[stored_flats]
     if has_objects:
-        return _plan_objects(reader, new, ids_given, layout, counts, box)
+        return _plan_objects(reader, new, ids_given, layout, counts, box, segment)
+    if segment:
+        return _plan_points_segment(reader, new, layout, counts, box)
     return _plan_points(reader, new, layout, counts, box)
 
 
@@ -309,6 +326,53 @@ def _plan_points(
     )
 
 
+def _plan_points_segment(
+    reader: LevelReader,
+    new: GeometryParts,
+    layout: ChunkLayout,
+    counts: IntArray,
+    box: BoundingBox,
+) -> AppendPlan | None:
+    """Points without objects as a segment: the new rows of each chunk ordered by bin."""
+    parts = replace(new, ordered=False)
+    plan = plan_level(parts, layout)
+    touched = plan.chunks
+    fr = _frame(reader, layout, touched, counts)
+    payloads = _vertex_payloads(parts, plan, touched)
+    for path in list(payloads):
+        if reader.has(path):
+            blk = payloads[path]
+            dtype = reader.payload(path).attrs["dtype"]
+            payloads[path] = Block(
+                as_rows(blk.values).astype(dtype, copy=False), blk.offsets, blk.extra
+            )
+    payloads[L.VERTEX_FRAGMENTS] = Block(as_table(plan.fragments), plan.fragment_offsets, {})
+    total = counts.copy()
+    total[touched] += np.diff(plan.chunk_offsets)
+    stats = _statistics(reader, fr, payloads, dict(parts.vertex_attributes), total, combine=True)
+    if stats is None:
+        return None
+    level = replace(
+        reader.level_meta,
+        vertex_count=int(total.sum()),
+        chunk_count=int(np.count_nonzero(total)),
+    )
+    return AppendPlan(
+        layout,
+        touched,
+        payloads,
+        total.reshape(layout.grid.shape),
+        None,
+        None,
+        {},
+        None,
+        stats,
+        box,
+        level,
+        segment=True,
+    )
+
+
 def _vertex_payloads(parts: GeometryParts, plan: LevelPlan, touched: IntArray) -> dict[str, Block]:
     """Vertices and vertex attributes of a plan's chunks (which must be ``touched``)."""
     if not np.array_equal(plan.chunks, touched):
@@ -329,6 +393,7 @@ def _plan_objects(
     layout: ChunkLayout,
     counts: IntArray,
     box: BoundingBox,
+    segment: bool,
 ) -> AppendPlan | None:
     """Object types: each touched chunk is its stored payload then the new data's."""
     n_old = reader.n_objects
@@ -353,12 +418,13 @@ def _plan_objects(
         offsets = blk.offsets
         if reader.has(path):
             values = values.astype(reader.payload(path).attrs["dtype"], copy=False)
+        if reader.has(path) and not segment:
             old, old_off = fr.old_block(path)
             values, offsets = _interleave(old, old_off, values, offsets)
         payloads[path] = Block(values, offsets, blk.extra)
     total = counts.copy()
     total[touched] += np.diff(plan.chunk_offsets)
-    stats = _statistics(reader, fr, payloads, dict(new.vertex_attributes), total)
+    stats = _statistics(reader, fr, payloads, dict(new.vertex_attributes), total, combine=segment)
     if stats is None:
         return None
     manifest, offsets = _object_index(reader, plan, fr)
@@ -381,6 +447,7 @@ def _plan_objects(
         stats,
         box,
         level,
+        segment=segment,
     )
 
 
@@ -446,8 +513,14 @@ def _statistics(
     payloads: dict[str, Block],
     columns: dict[str, Column],
     total: IntArray,
+    *,
+    combine: bool = False,
 ) -> list[StatArray] | None:
-    """Statistics and value sets of the new level (None: the stored ones are unusable)."""
+    """Statistics and value sets of the new level (None: the stored ones are unusable).
+
+    ``combine``: the payloads hold only the new rows of the touched chunks, whose stored
+    statistics are merged in.
+    """
     crc = counts_crc32(total)
     n_grid = fr.layout.n_chunks
     stored = reader.chunks()
@@ -464,13 +537,18 @@ def _statistics(
         starts = block.offsets[:-1]
         stat = np.zeros((n_grid, 2), dtype=old.dtype)
         stat[at] = old[stored]
-        stat[fr.touched, 0] = np.fmin.reduceat(vals, starts)
-        stat[fr.touched, 1] = np.fmax.reduceat(vals, starts)
+        lo, hi = np.fmin.reduceat(vals, starts), np.fmax.reduceat(vals, starts)
+        if combine:
+            had = fr.old_counts > 0
+            lo = np.where(had, np.fmin(stat[fr.touched, 0], lo), lo)
+            hi = np.where(had, np.fmax(stat[fr.touched, 1], hi), hi)
+        stat[fr.touched, 0] = lo
+        stat[fr.touched, 1] = hi
         out.append(
             StatArray(f"{L.STATISTICS}/{name}", ArrayKind.STATISTICS, stat, {"counts_crc32": crc})
         )
         if vals.dtype.kind in "biu":
-            vs = _value_set(reader, name, fr, vals, starts, at)
+            vs = _value_set(reader, name, fr, vals, starts, at, combine)
             if vs is not None:
                 values, present = vs
                 extra = {"counts_crc32": crc, "values": [v.item() for v in values]}
@@ -486,6 +564,7 @@ def _value_set(
     vals: npt.NDArray[Any],
     starts: IntArray,
     at: IntArray,
+    combine: bool,
 ) -> tuple[npt.NDArray[Any], npt.NDArray[np.uint64]] | None:
     """Return the value set after the append, or None (more than MAX_VALUES distinct values).
 
@@ -507,5 +586,6 @@ def _value_set(
         moved |= on << np.uint64(j)
     present[at] = moved
     codes = np.searchsorted(values, vals).astype(np.uint64)
-    present[fr.touched] = np.bitwise_or.reduceat(np.left_shift(np.uint64(1), codes), starts)
+    bits_new = np.bitwise_or.reduceat(np.left_shift(np.uint64(1), codes), starts)
+    present[fr.touched] = (present[fr.touched] | bits_new) if combine else bits_new
     return values, present

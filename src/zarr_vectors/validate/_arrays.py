@@ -27,6 +27,7 @@ import zarr
 from zarr.dtype import VariableLengthBytes
 from zarr.errors import BaseZarrError
 
+from zarr_vectors.core.segments import SEGMENTS
 from zarr_vectors.core.zarr_adapter import quiet_vlen
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import ArrayKind, Encoding
@@ -34,6 +35,7 @@ from zarr_vectors.spec.layout import ARRAY_SPECS, ArraySpec
 from zarr_vectors.spec.typespec import type_spec
 from zarr_vectors.validate._context import ArrayInfo, ValidationContext
 from zarr_vectors.validate._scan import join
+from zarr_vectors.validate._segments import segment_node
 
 __all__ = [
     "check_array_attr_values",
@@ -88,6 +90,9 @@ def check_level_nodes(ctx: ValidationContext) -> None:
             rel = node.path.removeprefix(level + "/")
             kind = node.kind(fmt)
             spec = match_spec(rel)
+            if rel == SEGMENTS or rel.startswith(SEGMENTS + "/"):
+                _segment_node(ctx, level, rel, node, str(kind))
+                continue
             if spec is None:
                 if not (kind == "group" and rel in _CONTAINERS):
                     ctx.warning(
@@ -120,6 +125,21 @@ def check_level_nodes(ctx: ValidationContext) -> None:
                     f"required array {spec.path!r} is missing from level {level} "
                     f"({str(gtype)!r} stores need it at every level)",
                 )
+
+
+def _segment_node(ctx: ValidationContext, level: str, rel: str, node: Any, kind: str) -> None:
+    """Register an array of an append segment, or report a node segments do not define."""
+    fmt = ctx.zarr_format
+    inner = match_spec(rel.split("/", 2)[2]) if rel.count("/") >= 2 else None
+    got = segment_node(ctx, level, rel, kind, inner)
+    if isinstance(got, ArraySpec) and kind == "array":
+        ctx.arrays[node.path] = ArrayInfo(node.path, got, node.attrs(fmt) or {})
+    elif got is False and rel.count("/") >= 2:
+        ctx.warning(
+            "L1.level.unknown_node",
+            node.path,
+            f"{kind} {rel!r} is not part of an append segment's layout; readers ignore it",
+        )
 
 
 def check_array_properties(ctx: ValidationContext) -> None:

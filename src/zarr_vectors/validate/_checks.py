@@ -32,6 +32,7 @@ from zarr_vectors.validate._metadata import (
 )
 from zarr_vectors.validate._objectindex import check_object_index
 from zarr_vectors.validate._pyramid import check_pyramid
+from zarr_vectors.validate._segments import check_segments
 from zarr_vectors.validate._statistics import check_statistics
 from zarr_vectors.validate._structure import (
     check_documents,
@@ -62,6 +63,7 @@ CHECKS: Mapping[int, tuple[Check, ...]] = MappingProxyType(
             check_root_keys,
             check_level_groups,
             check_level_nodes,
+            check_segments,
             check_array_properties,
             check_leftovers,
         ),

@@ -27,6 +27,7 @@ from zarr_vectors.core.codec_policy import check_codecs
 from zarr_vectors.core.draco import decode_vertices
 from zarr_vectors.core.payload.rows import PayloadArray
 from zarr_vectors.core.ragged import offsets_from_counts, unique_sorted
+from zarr_vectors.core.segments import is_segment_path, merge_rows, segment_path
 from zarr_vectors.core.zarr_adapter import ArrayV3Metadata, sync
 from zarr_vectors.errors import (
     CorruptPayloadError,
@@ -38,6 +39,7 @@ from zarr_vectors.spec.conventions import ArrayKind, Encoding, Severity
 from zarr_vectors.spec.metadata import ChunkGrid
 from zarr_vectors.validate._context import ArrayInfo, ValidationContext, integers, numbers
 from zarr_vectors.validate._scan import join
+from zarr_vectors.validate._segments import level_segments
 
 __all__ = [
     "BATCH_CHUNKS",
@@ -243,6 +245,12 @@ class LevelView:
     later checks may size arrays by it (a corrupt count could ask for terabytes)."""
     notes: set[str] = field(default_factory=set)
     """Once-per-level notes already emitted (e.g. Draco unavailable)."""
+    segments: tuple[int, ...] = ()
+    """Append segments the level lists (their arrays are in ``parts``)."""
+    parts: dict[str, PayloadInfo] = field(default_factory=dict)
+    """Per-chunk arrays of the segments, by path inside the level."""
+    segment_only: set[str] = field(default_factory=set)
+    """Arrays only segments hold (``payloads`` lists them with a segment's array)."""
 
     @property
     def grid(self) -> ChunkGrid:
@@ -297,7 +305,46 @@ class LevelView:
         Undecodable elements (``L3.payload.decode``) and lengths that are not whole rows
         (``L3.payload.rows``) are reported when ``report`` is true and give ``ok = False``.
         """
-        info = self.payloads.get(rel)
+        if self.segments and not is_segment_path(rel):
+            return self._merged(ctx, rel, flats, report)
+        return self._read_own(ctx, self.payloads.get(rel) or self.parts.get(rel), flats, report)
+
+    def _merged(
+        self, ctx: ValidationContext, rel: str, flats: IntArray, report: bool
+    ) -> Rows | None:
+        """Rows of ``rel`` merged with its segments' (core/segments.py); None if unreadable."""
+        names = [segment_path(s, rel) for s in self.segments]
+        if rel not in self.payloads and not any(n in self.parts for n in names):
+            return None
+        ok = np.ones(len(flats), dtype=bool)
+
+        def read(part: str) -> tuple[npt.NDArray[Any], IntArray] | None:
+            if part in self.segment_only:
+                return None
+            got = self._read_own(
+                ctx, self.payloads.get(part) or self.parts.get(part), flats, report
+            )
+            if got is None:
+                return None
+            ok[:] &= got.ok
+            return got.values, got.offsets
+
+        by_bin = self.gtype == "point_cloud" and L.OBJECT_OFFSETS not in self.dense
+        try:
+            values, offsets = merge_rows(rel, self.segments, read, None, by_bin)
+        except (CorruptPayloadError, ValueError, IndexError) as exc:
+            if report:
+                ctx.error(
+                    "L3.segments.merge",
+                    self.node(rel),
+                    f"the rows of the base and the append segments do not merge ({exc})",
+                )
+            return None
+        return Rows(values, offsets, ok)
+
+    def _read_own(
+        self, ctx: ValidationContext, info: PayloadInfo | None, flats: IntArray, report: bool
+    ) -> Rows | None:
         if info is None or not info.usable:
             return None
         raw = self._fetch(ctx, info, flats, report)
@@ -442,9 +489,16 @@ def _build(ctx: ValidationContext, level: str) -> LevelView | None:
         assert info.array is not None
         if info.spec.per_chunk:
             if info.array.shape == grid.shape:
-                view.payloads[rel] = _payload_info(ctx, info, rel, info.array)
+                where = view.parts if is_segment_path(rel) else view.payloads
+                where[rel] = _payload_info(ctx, info, rel, info.array)
         else:
             view.dense[rel] = info.array
+    view.segments = level_segments(ctx, level)
+    for rel in sorted(view.parts):
+        name = rel.split("/", 2)[2]
+        if name not in view.payloads:
+            view.payloads[name] = view.parts[rel]
+            view.segment_only.add(name)
     counts = view.read_dense(ctx, L.VERTEX_COUNTS)
     if counts is not None and counts.shape == grid.shape and counts.dtype.kind in "iu":
         view.counts = counts.astype(np.int64).ravel()
