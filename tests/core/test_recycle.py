@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 from typing import Any
 
@@ -113,6 +114,8 @@ def test_threads_get_distinct_blocks() -> None:
 
 def test_reads_do_not_hand_out_memory_still_in_use(tmp_path: Any) -> None:
     """A result kept by the caller is never overwritten by a later read."""
+    gc.collect()  # results of earlier tests in this process go back to the pool first
+    recycle.RESULTS.clear()  # so the reuse checked below cannot pick their idle blocks
     rng = np.random.default_rng(0)
     n = 1 << 17  # 1.5 MiB of float32 positions, 1 MiB of parents: pooled
     pos = np.cumsum(rng.normal(0, 1, (n, 3)), axis=0).astype(np.float32)
