@@ -697,10 +697,16 @@ def _split_links(
     n_local = int(counts[:nc].sum())
     local_src, cross_src = order[:n_local], order[n_local:]
     local_rows = np.empty((n_local, links.shape[1]), dtype=np.int32)
+    records = links.view(np.dtype((np.void, links.itemsize * links.shape[1]))).reshape(-1)
+    buf = np.empty((min(n_local, _LINK_BLOCK), links.shape[1]), dtype=links.dtype)
+    buf_records = buf.view(records.dtype).reshape(-1)
     for a in range(0, n_local, _LINK_BLOCK):
-        ends = take_rows(links, local_src[a : a + _LINK_BLOCK])
+        src = local_src[a : a + _LINK_BLOCK]
+        # one reused buffer: a fresh block temporary per pass costs page faults.  The
+        # positions come from _group_order, so "clip" never clips and writes straight into out
+        np.take(records, src, out=buf_records[: len(src)], mode="clip")
         # ends are valid indices (checked by _link_groups); "wrap" maps -1 like indexing does
-        np.take(row, ends, out=local_rows[a : a + _LINK_BLOCK], mode="wrap")
+        np.take(row, buf[: len(src)], out=local_rows[a : a + _LINK_BLOCK], mode="wrap")
     ends = take_rows(links, cross_src)
     if links.shape[1] == 2:  # edges: sorted inside each chunk (see _edges_by_rows)
         most = int(np.diff(rows.chunk_offsets).max(initial=1))
@@ -779,11 +785,10 @@ def _link_groups(links: IntArray, pos: npt.NDArray[Any], nc: int) -> npt.NDArray
         A link end that is not a vertex.
     """
     group = np.empty(len(links), dtype=smallest_uint(2 * nc))
-    buf = np.empty((min(len(links), _LINK_BLOCK), links.shape[1]), dtype=pos.dtype)
     for a in range(0, len(links), _LINK_BLOCK):
-        block = links[a : a + _LINK_BLOCK]
-        ends = buf[: len(block)]
-        np.take(pos, block, out=ends)  # (B, k) chunk positions; raises like indexing
+        # (B, k) chunk positions; indexing validates the ends without the staging copy
+        # np.take(..., out=) makes in "raise" mode
+        ends = pos[links[a : a + _LINK_BLOCK]]
         owner = ends[:, 0]
         key = group[a : a + _LINK_BLOCK]
         key[:] = owner

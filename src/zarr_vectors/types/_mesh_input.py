@@ -307,10 +307,10 @@ def _dense_ids(ids: npt.NDArray[Any]) -> tuple[IntArray, npt.NDArray[Any], bool,
         return (*dense_object_ids(ids), False)
     if not bool(np.all(ids[1:] >= ids[:-1])):
         return (*dense_object_ids(ids), False)
-    change = change_mask(ids)
-    distinct = ids[change]
-    dense = np.cumsum(change, dtype=np.int64)
-    dense -= 1
+    starts = np.flatnonzero(change_mask(ids))
+    distinct = ids[starts]
+    # one dense id per run of equal ids (a cumsum of the change mask would cast it first)
+    dense = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(starts, append=len(ids)))
     identity = bool(distinct[0] == 0 and distinct[-1] == distinct.size - 1)
     return dense, distinct, identity, True
 
