@@ -19,6 +19,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 import zarr_vectors as zv
+from _s3_server import atomic_conditional_writes
 from reliability._race import payload, race_worker
 from zarr_vectors.validate import validate
 
@@ -113,6 +114,7 @@ def _free_port() -> int:
 @pytest.mark.s3
 @pytest.mark.slow
 def test_two_s3_writers_on_one_new_path() -> None:
+    atomic_conditional_writes()
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
