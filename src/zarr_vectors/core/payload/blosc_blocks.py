@@ -320,8 +320,17 @@ def _needed_blocks(
     first = at // blocksize
     last = (end - 1) // blocksize
     if int((last - first).max()) <= 1:  # short ranges (the common case): two blocks at most
-        return np.unique(np.concatenate((first, last)))
-    return np.unique(concat_ranges(first, last - first + 1))
+        both = np.empty(2 * len(first), dtype=np.int64)
+        both[0::2], both[1::2] = first, last
+    else:
+        both = concat_ranges(first, last - first + 1)
+    step = both[1:] - both[:-1]
+    if int(step.min(initial=0)) < 0:  # overlapping ranges: not ascending, sort it out
+        return np.unique(both)
+    keep = np.empty(len(both), dtype=bool)  # ascending already: drop repeats without sorting
+    keep[0] = True
+    np.greater(step, 0, out=keep[1:])
+    return both[keep]
 
 
 def _decode_spans(
@@ -358,7 +367,9 @@ def _decode_spans(
     head = BLOSC_HEADER_BYTES + 4 * k
     span_at = head + np.cumsum(span_len) - span_len  # where each span lands in the buffer
     shift = np.zeros(k, dtype=np.int64)  # span_at - span_lo of each block's span
-    shift[opens] = np.diff(span_at - span_lo, prepend=0)
+    move = span_at - span_lo
+    shift[opens[0]] = move[0]
+    shift[opens[1:]] = move[1:] - move[:-1]
     bstarts = (lo + np.cumsum(shift)).astype("<i4")
     cbytes = head + int(span_len.sum())
     header = BLOSC_HEADER.pack(version, versionlz, flags, typesize, nbytes, blocksize, cbytes)
