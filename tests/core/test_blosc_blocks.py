@@ -545,4 +545,10 @@ def test_needed_blocks_are_the_distinct_blocks_of_the_ranges(
     pairs = zip(at.tolist(), end.tolist(), strict=True)
     want = sorted({b // blocksize for a, e in pairs for b in range(a, e)})
     got = _needed_blocks(at, end, blocksize)
-    assert (got is None and not want) or (got is not None and got.tolist() == want)
+    if got is None:
+        assert not want
+        return
+    blocks, rank = got
+    assert blocks.tolist() == want
+    if rank is not None:  # each range's first block, located in the needed blocks
+        assert blocks[rank].tolist() == (at // blocksize).tolist()

@@ -274,9 +274,10 @@ def decode_ranges(
     starts = np.asarray(starts, dtype=np.int64)
     stops = np.asarray(stops, dtype=np.int64)
     at = starts + skip
-    blocks = _needed_blocks(at, stops + skip, table.blocksize)
-    if blocks is None:
+    needed = _needed_blocks(at, stops + skip, table.blocksize)
+    if needed is None:
         return np.zeros(0, dtype=np.uint8), np.zeros(len(starts), dtype=np.int64)
+    blocks, rank = needed
     if int(blocks[-1]) >= table.n_blocks:
         raise CorruptPayloadError(f"{where}: rows beyond the Blosc buffer")
     offsets = table.offsets_array
@@ -299,7 +300,9 @@ def decode_ranges(
         parts.append(part)
     raw = _decode_spans(table, blocks, lo, opens, span_lo, span_len, parts, where)
     block = at // table.blocksize
-    return raw, np.searchsorted(blocks, block) * table.blocksize + (at - block * table.blocksize)
+    if rank is None:
+        rank = np.searchsorted(blocks, block)
+    return raw, rank * table.blocksize + (at - block * table.blocksize)
 
 
 _READ_GAP = 8192
@@ -310,27 +313,34 @@ read call."""
 
 def _needed_blocks(
     at: npt.NDArray[np.int64], end: npt.NDArray[np.int64], blocksize: int
-) -> npt.NDArray[np.int64] | None:
-    """Ascending distinct blocks holding the decoded byte ranges ``[at, end)``, or None."""
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None] | None:
+    """Ascending distinct blocks holding the decoded byte ranges ``[at, end)``, or None.
+
+    Also returns, when it comes for free (no empty range, none longer than two blocks, no
+    overlap), the index in those blocks of each range's first block (else None).
+    """
     keep = end > at
-    if not keep.all():
+    whole = bool(keep.all())
+    if not whole:
         at, end = at[keep], end[keep]
     if not len(at):
         return None
     first = at // blocksize
     last = (end - 1) // blocksize
-    if int((last - first).max()) <= 1:  # short ranges (the common case): two blocks at most
+    short = int((last - first).max()) <= 1  # the common case: two blocks at most
+    if short:
         both = np.empty(2 * len(first), dtype=np.int64)
         both[0::2], both[1::2] = first, last
     else:
         both = concat_ranges(first, last - first + 1)
     step = both[1:] - both[:-1]
     if int(step.min(initial=0)) < 0:  # overlapping ranges: not ascending, sort it out
-        return np.unique(both)
+        return np.unique(both), None
     keep = np.empty(len(both), dtype=bool)  # ascending already: drop repeats without sorting
     keep[0] = True
     np.greater(step, 0, out=keep[1:])
-    return both[keep]
+    rank = np.cumsum(keep)[0::2] - 1 if short and whole else None
+    return both[keep], rank
 
 
 def _decode_spans(
