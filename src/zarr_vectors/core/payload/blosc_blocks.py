@@ -257,6 +257,7 @@ def decode_ranges(
     skip: int,
     where: str,
     read: Callable[[int, int], bytes | memoryview],
+    read_into: Callable[[int, npt.NDArray[np.uint8]], int] | None = None,
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
     """Decode only the blocks holding the decoded byte ranges ``[starts, stops)``.
 
@@ -292,13 +293,23 @@ def decode_ranges(
     closes[-1] = len(blocks) - 1
     span_lo = lo[opens]
     span_len = hi[closes] - span_lo
-    parts: list[bytes | memoryview] = []
-    for a, n in zip(span_lo.tolist(), span_len.tolist(), strict=True):
-        part = read(a, n)
-        if len(part) != n:
-            raise CorruptPayloadError(f"{where}: Blosc buffer truncated")
-        parts.append(part)
-    raw = _decode_spans(table, blocks, lo, opens, span_lo, span_len, parts, where)
+    if read_into is not None and not table.memcpyed:
+        # the spans land straight after room for the header and block table: no join copy
+        head = BLOSC_HEADER_BYTES + 4 * len(blocks)
+        into = np.empty(head + int(span_len.sum()), dtype=np.uint8)
+        for a, n in zip(span_lo.tolist(), span_len.tolist(), strict=True):
+            if read_into(a, into[head : head + n]) != n:
+                raise CorruptPayloadError(f"{where}: Blosc buffer truncated")
+            head += n
+        raw = _decode_spans(table, blocks, lo, opens, span_lo, span_len, (), where, into)
+    else:
+        parts: list[bytes | memoryview] = []
+        for a, n in zip(span_lo.tolist(), span_len.tolist(), strict=True):
+            part = read(a, n)
+            if len(part) != n:
+                raise CorruptPayloadError(f"{where}: Blosc buffer truncated")
+            parts.append(part)
+        raw = _decode_spans(table, blocks, lo, opens, span_lo, span_len, parts, where)
     block = at // table.blocksize
     if rank is None:
         rank = np.searchsorted(blocks, block)
@@ -352,13 +363,15 @@ def _decode_spans(
     span_len: npt.NDArray[np.int64],
     parts: Sequence[bytes | memoryview],
     where: str,
+    into: npt.NDArray[np.uint8] | None = None,
 ) -> npt.NDArray[np.uint8]:
     """Decode ``blocks`` (ascending), whose stored bytes start at ``lo`` inside ``parts``.
 
     ``parts[j]`` holds the stored bytes from ``span_lo[j]`` (``span_len[j]`` of them); the
     blocks of span ``j`` start at index ``opens[j]``.  The Blosc buffer built is the header,
     a block table pointing into the spans, and the spans: the bytes between blocks are never
-    read by the decoder.
+    read by the decoder.  With ``into`` (not for memcpyed buffers) the spans are already in
+    it after room for the header and block table, which are written there.
     """
     bs, total = table.blocksize, table.nbytes
     k = len(blocks)
@@ -383,8 +396,14 @@ def _decode_spans(
     bstarts = (lo + np.cumsum(shift)).astype("<i4")
     cbytes = head + int(span_len.sum())
     header = BLOSC_HEADER.pack(version, versionlz, flags, typesize, nbytes, blocksize, cbytes)
+    if into is None:
+        src: bytes | npt.NDArray[np.uint8] = b"".join((header, bstarts.tobytes(), *parts))
+    else:
+        into[:BLOSC_HEADER_BYTES] = np.frombuffer(header, dtype=np.uint8)
+        into[BLOSC_HEADER_BYTES:head] = bstarts.view(np.uint8)
+        src = into
     try:
-        raw = blosc.decompress(b"".join((header, bstarts.tobytes(), *parts)))
+        raw = blosc.decompress(src)
     except RuntimeError as exc:
         raise CorruptPayloadError(f"{where}: cannot decode Blosc blocks ({exc})") from exc
     if len(raw) != nbytes:
