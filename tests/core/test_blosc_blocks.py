@@ -22,6 +22,7 @@ from zarr_vectors.core.payload import codec as zv_codec
 from zarr_vectors.core.payload import compression as zv_compression
 from zarr_vectors.core.payload import create as zv_create
 from zarr_vectors.core.payload.blosc_blocks import (
+    _needed_blocks,
     _runs,
     _runs_of,
     blosc_table,
@@ -527,3 +528,27 @@ def test_block_runs_of_many_ranges_match_the_plain_loop(
     assert _runs(starts, stops, skip, blocksize) == expected
     with mock.patch("zarr_vectors.core.payload.blosc_blocks._FEW_RANGES", -1):
         assert _runs(starts, stops, skip, blocksize) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ranges=st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 300)), min_size=0, max_size=30),
+    blocksize=st.sampled_from([1, 7, 64, 1000]),
+)
+def test_needed_blocks_are_the_distinct_blocks_of_the_ranges(
+    ranges: list[tuple[int, int]], blocksize: int
+) -> None:
+    """Sorted, overlapping, empty and block-spanning ranges: exactly the blocks they touch."""
+    ranges = sorted(ranges)
+    at = np.array([a for a, _ in ranges], dtype=np.int64)
+    end = at + np.array([n for _, n in ranges], dtype=np.int64)
+    pairs = zip(at.tolist(), end.tolist(), strict=True)
+    want = sorted({b // blocksize for a, e in pairs for b in range(a, e)})
+    got = _needed_blocks(at, end, blocksize)
+    if got is None:
+        assert not want
+        return
+    blocks, rank = got
+    assert blocks.tolist() == want
+    if rank is not None:  # each range's first block, located in the needed blocks
+        assert blocks[rank].tolist() == (at // blocksize).tolist()

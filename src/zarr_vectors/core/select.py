@@ -59,10 +59,14 @@ def user_ids(reader: LevelReader) -> npt.NDArray[Any] | None:
 def in_box(pos: npt.NDArray[np.floating], box: BoundingBox) -> npt.NDArray[np.bool_]:
     """Return which rows satisfy ``min <= p < max`` on every axis."""
     keep = np.ones(len(pos), dtype=bool)
+    test = np.empty(len(pos), dtype=bool)  # one scratch mask for every comparison
     for d in range(pos.shape[1]):
         col = pos[:, d]
         # float64 scalars: a Python float would be rounded to float32 for float32 positions
-        keep &= (col >= np.float64(box.min[d])) & (col < np.float64(box.max[d]))
+        np.greater_equal(col, np.float64(box.min[d]), out=test)
+        keep &= test
+        np.less(col, np.float64(box.max[d]), out=test)
+        keep &= test
     return keep
 
 

@@ -257,6 +257,7 @@ def decode_ranges(
     skip: int,
     where: str,
     read: Callable[[int, int], bytes | memoryview],
+    read_into: Callable[[int, npt.NDArray[np.uint8]], int] | None = None,
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
     """Decode only the blocks holding the decoded byte ranges ``[starts, stops)``.
 
@@ -274,9 +275,10 @@ def decode_ranges(
     starts = np.asarray(starts, dtype=np.int64)
     stops = np.asarray(stops, dtype=np.int64)
     at = starts + skip
-    blocks = _needed_blocks(at, stops + skip, table.blocksize)
-    if blocks is None:
+    needed = _needed_blocks(at, stops + skip, table.blocksize)
+    if needed is None:
         return np.zeros(0, dtype=np.uint8), np.zeros(len(starts), dtype=np.int64)
+    blocks, rank = needed
     if int(blocks[-1]) >= table.n_blocks:
         raise CorruptPayloadError(f"{where}: rows beyond the Blosc buffer")
     offsets = table.offsets_array
@@ -291,15 +293,27 @@ def decode_ranges(
     closes[-1] = len(blocks) - 1
     span_lo = lo[opens]
     span_len = hi[closes] - span_lo
-    parts: list[bytes | memoryview] = []
-    for a, n in zip(span_lo.tolist(), span_len.tolist(), strict=True):
-        part = read(a, n)
-        if len(part) != n:
-            raise CorruptPayloadError(f"{where}: Blosc buffer truncated")
-        parts.append(part)
-    raw = _decode_spans(table, blocks, lo, opens, span_lo, span_len, parts, where)
+    if read_into is not None and not table.memcpyed:
+        # the spans land straight after room for the header and block table: no join copy
+        head = BLOSC_HEADER_BYTES + 4 * len(blocks)
+        into = np.empty(head + int(span_len.sum()), dtype=np.uint8)
+        for a, n in zip(span_lo.tolist(), span_len.tolist(), strict=True):
+            if read_into(a, into[head : head + n]) != n:
+                raise CorruptPayloadError(f"{where}: Blosc buffer truncated")
+            head += n
+        raw = _decode_spans(table, blocks, lo, opens, span_lo, span_len, (), where, into)
+    else:
+        parts: list[bytes | memoryview] = []
+        for a, n in zip(span_lo.tolist(), span_len.tolist(), strict=True):
+            part = read(a, n)
+            if len(part) != n:
+                raise CorruptPayloadError(f"{where}: Blosc buffer truncated")
+            parts.append(part)
+        raw = _decode_spans(table, blocks, lo, opens, span_lo, span_len, parts, where)
     block = at // table.blocksize
-    return raw, np.searchsorted(blocks, block) * table.blocksize + (at - block * table.blocksize)
+    if rank is None:
+        rank = np.searchsorted(blocks, block)
+    return raw, rank * table.blocksize + (at - block * table.blocksize)
 
 
 _READ_GAP = 8192
@@ -310,18 +324,34 @@ read call."""
 
 def _needed_blocks(
     at: npt.NDArray[np.int64], end: npt.NDArray[np.int64], blocksize: int
-) -> npt.NDArray[np.int64] | None:
-    """Ascending distinct blocks holding the decoded byte ranges ``[at, end)``, or None."""
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None] | None:
+    """Ascending distinct blocks holding the decoded byte ranges ``[at, end)``, or None.
+
+    Also returns, when it comes for free (no empty range, none longer than two blocks, no
+    overlap), the index in those blocks of each range's first block (else None).
+    """
     keep = end > at
-    if not keep.all():
+    whole = bool(keep.all())
+    if not whole:
         at, end = at[keep], end[keep]
     if not len(at):
         return None
     first = at // blocksize
     last = (end - 1) // blocksize
-    if int((last - first).max()) <= 1:  # short ranges (the common case): two blocks at most
-        return np.unique(np.concatenate((first, last)))
-    return np.unique(concat_ranges(first, last - first + 1))
+    short = int((last - first).max()) <= 1  # the common case: two blocks at most
+    if short:
+        both = np.empty(2 * len(first), dtype=np.int64)
+        both[0::2], both[1::2] = first, last
+    else:
+        both = concat_ranges(first, last - first + 1)
+    step = both[1:] - both[:-1]
+    if int(step.min(initial=0)) < 0:  # overlapping ranges: not ascending, sort it out
+        return np.unique(both), None
+    keep = np.empty(len(both), dtype=bool)  # ascending already: drop repeats without sorting
+    keep[0] = True
+    np.greater(step, 0, out=keep[1:])
+    rank = np.cumsum(keep)[0::2] - 1 if short and whole else None
+    return both[keep], rank
 
 
 def _decode_spans(
@@ -333,13 +363,15 @@ def _decode_spans(
     span_len: npt.NDArray[np.int64],
     parts: Sequence[bytes | memoryview],
     where: str,
+    into: npt.NDArray[np.uint8] | None = None,
 ) -> npt.NDArray[np.uint8]:
     """Decode ``blocks`` (ascending), whose stored bytes start at ``lo`` inside ``parts``.
 
     ``parts[j]`` holds the stored bytes from ``span_lo[j]`` (``span_len[j]`` of them); the
     blocks of span ``j`` start at index ``opens[j]``.  The Blosc buffer built is the header,
     a block table pointing into the spans, and the spans: the bytes between blocks are never
-    read by the decoder.
+    read by the decoder.  With ``into`` (not for memcpyed buffers) the spans are already in
+    it after room for the header and block table, which are written there.
     """
     bs, total = table.blocksize, table.nbytes
     k = len(blocks)
@@ -358,12 +390,20 @@ def _decode_spans(
     head = BLOSC_HEADER_BYTES + 4 * k
     span_at = head + np.cumsum(span_len) - span_len  # where each span lands in the buffer
     shift = np.zeros(k, dtype=np.int64)  # span_at - span_lo of each block's span
-    shift[opens] = np.diff(span_at - span_lo, prepend=0)
+    move = span_at - span_lo
+    shift[opens[0]] = move[0]
+    shift[opens[1:]] = move[1:] - move[:-1]
     bstarts = (lo + np.cumsum(shift)).astype("<i4")
     cbytes = head + int(span_len.sum())
     header = BLOSC_HEADER.pack(version, versionlz, flags, typesize, nbytes, blocksize, cbytes)
+    if into is None:
+        src: bytes | npt.NDArray[np.uint8] = b"".join((header, bstarts.tobytes(), *parts))
+    else:
+        into[:BLOSC_HEADER_BYTES] = np.frombuffer(header, dtype=np.uint8)
+        into[BLOSC_HEADER_BYTES:head] = bstarts.view(np.uint8)
+        src = into
     try:
-        raw = blosc.decompress(b"".join((header, bstarts.tobytes(), *parts)))
+        raw = blosc.decompress(src)
     except RuntimeError as exc:
         raise CorruptPayloadError(f"{where}: cannot decode Blosc blocks ({exc})") from exc
     if len(raw) != nbytes:

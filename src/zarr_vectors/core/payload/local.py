@@ -147,7 +147,8 @@ class LocalReads(ElementAccess):
             _check_decoded(table, len(out), where)
             read = lambda offset, n: os.pread(fd, n, offset)
             if isinstance(table, BloscTable):
-                return decode_ranges(table, starts, stops, HEADER.size, where, read)
+                into = lambda offset, view: os.preadv(fd, [view], offset)
+                return decode_ranges(table, starts, stops, HEADER.size, where, read, into)
             decode_frames(b"", table, out, starts, stops, HEADER.size, where, read=read)
             return out, starts
         finally:
