@@ -402,6 +402,13 @@ def _decode_spans(
         into[:BLOSC_HEADER_BYTES] = np.frombuffer(header, dtype=np.uint8)
         into[BLOSC_HEADER_BYTES:head] = bstarts.view(np.uint8)
         src = into
+    return _decompress(src, nbytes, where)
+
+
+def _decompress(
+    src: bytes | npt.NDArray[np.uint8], nbytes: int, where: str
+) -> npt.NDArray[np.uint8]:
+    """Decode the Blosc buffer ``src`` that must hold ``nbytes`` bytes, as uint8."""
     try:
         raw = blosc.decompress(src)
     except RuntimeError as exc:
@@ -440,13 +447,7 @@ def _decode_runs(
     if table.memcpyed:
         return np.frombuffer(b"".join(bodies), dtype=np.uint8)
     buffer, nbytes = _runs_buffer(table, runs, b"".join(bodies))
-    try:
-        raw = blosc.decompress(buffer)
-    except RuntimeError as exc:
-        raise CorruptPayloadError(f"{where}: cannot decode Blosc blocks ({exc})") from exc
-    if len(raw) != nbytes:
-        raise CorruptPayloadError(f"{where}: Blosc blocks decode to {len(raw)} bytes")
-    return np.frombuffer(raw, dtype=np.uint8)
+    return _decompress(buffer, nbytes, where)
 
 
 def _run_bodies(
