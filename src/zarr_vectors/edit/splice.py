@@ -306,24 +306,7 @@ def _plan_points(
     stats = _statistics(reader, fr, payloads, dict(merged.vertex_attributes), total)
     if stats is None:
         return None
-    level = replace(
-        reader.level_meta,
-        vertex_count=int(total.sum()),
-        chunk_count=int(np.count_nonzero(total)),
-    )
-    return AppendPlan(
-        layout,
-        touched,
-        payloads,
-        total.reshape(layout.grid.shape),
-        None,
-        None,
-        {},
-        None,
-        stats,
-        box,
-        level,
-    )
+    return _points_plan(reader, layout, touched, payloads, total, stats, box, segment=False)
 
 
 def _plan_points_segment(
@@ -352,6 +335,21 @@ def _plan_points_segment(
     stats = _statistics(reader, fr, payloads, dict(parts.vertex_attributes), total, combine=True)
     if stats is None:
         return None
+    return _points_plan(reader, layout, touched, payloads, total, stats, box, segment=True)
+
+
+def _points_plan(
+    reader: LevelReader,
+    layout: ChunkLayout,
+    touched: IntArray,
+    payloads: dict[str, Block],
+    total: IntArray,
+    stats: list[StatArray],
+    box: BoundingBox,
+    *,
+    segment: bool,
+) -> AppendPlan:
+    """Return the plan of an append of points without objects, given each chunk's new vertex count."""
     level = replace(
         reader.level_meta,
         vertex_count=int(total.sum()),
@@ -369,7 +367,7 @@ def _plan_points_segment(
         stats,
         box,
         level,
-        segment=True,
+        segment=segment,
     )
 
 
