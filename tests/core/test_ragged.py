@@ -53,6 +53,22 @@ def test_concat_ranges_edges(starts: list[int], counts: list[int], expected: lis
     assert concat_ranges(starts, counts).tolist() == expected
 
 
+@pytest.mark.parametrize("into", [False, True])
+def test_concat_ranges_spanning_blocks(into: bool) -> None:
+    # ranges long and short, zero-length ones too, crossing the blocks the expansion works in
+    rng = np.random.default_rng(7)
+    counts = np.concatenate([rng.integers(0, 300, 900), [70_000, 0, 1], rng.integers(0, 3, 500)])
+    starts = rng.integers(-(10**6), 10**9, len(counts))
+    expected = np.concatenate([np.arange(s, s + n) for s, n in zip(starts, counts, strict=True)])
+    assert len(expected) > 3 * (1 << 16)
+    out = np.full(len(expected), -5, dtype=np.int64) if into else None
+    got = concat_ranges(starts, counts, out)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, expected)
+    if out is not None:
+        assert got is out
+
+
 @settings(max_examples=150)
 @given(
     st.lists(st.tuples(st.integers(0, 50), st.integers(0, 5)), max_size=10),

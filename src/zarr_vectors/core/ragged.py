@@ -42,6 +42,10 @@ def offsets_from_counts(counts: npt.ArrayLike) -> IntArray:
     return out
 
 
+_EXPAND_BLOCK = 1 << 16
+"""Values :func:`concat_ranges` adds an ``arange`` to at a time (the block stays in cache)."""
+
+
 def concat_ranges(
     starts: npt.ArrayLike, counts: npt.ArrayLike, out: IntArray | None = None
 ) -> IntArray:
@@ -58,21 +62,17 @@ def concat_ranges(
     """
     s = np.asarray(starts, dtype=np.int64)
     n = np.asarray(counts, dtype=np.int64)
-    total = int(n.sum()) if n.size else 0
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    if not n.all():
-        keep = n > 0
-        s, n = s[keep], n[keep]
+    first = offsets_from_counts(n)
+    total = int(first[-1])
+    # value at position p of range k is p + (s[k] - first[k]): one repeat of the shifts, then
+    # the positions added a cache-sized block at a time (a running sum is a slower pass)
+    shifts = np.repeat(s - first[:-1], n)
     if out is None:
-        out = np.ones(total, dtype=np.int64)
-    else:
-        out.fill(1)
-    out[0] = s[0]
-    ends = np.cumsum(n[:-1])
-    # at each range start, jump from the previous range's last value to the new start
-    out[ends] = s[1:] - (s[:-1] + n[:-1] - 1)
-    return np.cumsum(out, out=out)
+        out = shifts
+    for a in range(0, total, _EXPAND_BLOCK):
+        b = min(total, a + _EXPAND_BLOCK)
+        np.add(shifts[a:b], np.arange(a, b, dtype=np.int64), out=out[a:b])
+    return out
 
 
 class RangeOrder:
