@@ -6,6 +6,8 @@ preset (objects crossing chunks, payloads of many Blosc blocks) are read array b
 * zarr-python 3 in this process: the reference bytes;
 * zarr-python 2.18 with numcodecs 0.15 (the v2 reader most installations have) in a venv of
   its own, in a subprocess: every array of every v2 store, payloads included;
+* zarr-python and numcodecs at the lowest versions pyproject.toml allows, likewise: every
+  array of every store, v2 and v3;
 * tensorstore (``zarr`` and ``zarr3`` drivers): every dense array; it does not read
   variable-length bytes (v3 ``variable_length_bytes``, v2 ``|O``), which is asserted;
 * zarrs (zarr-python's codec pipeline, strict mode): every dense array of v3 and v2 stores;
@@ -23,6 +25,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import tomllib
 import warnings
 from collections.abc import Callable, Iterator
 from itertools import pairwise
@@ -31,15 +34,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+import tensorstore
 import zarr
+import zarrs  # noqa: F401  (the codec pipeline named below)
 from zarr.core.dtype import VariableLengthBytes
 
 import zarr_vectors as zv
 from zarr_vectors.testing.examples import random_walk_paths, random_walk_trees
 
-tensorstore = pytest.importorskip("tensorstore")
-pytest.importorskip("zarrs")
-
+# tensorstore and zarrs are in the test extra: imported, not skipped, so that CI cannot pass
+# without them.
 pytestmark = pytest.mark.slow
 
 PRESETS = ["default", "lz4", "zstd", "none"]
@@ -177,9 +181,15 @@ def test_stores_have_objects_across_chunks_and_many_block_payloads(
     path = stores[("streamlines", 3, "default")]
     counts = np.asarray(zarr.open_array(path / "0" / "vertex_counts", mode="r")[...])
     assert counts.max() * 12 > 4 * 4096  # several 4 KiB Blosc blocks in one element
-    assert (path / "0" / "vertex_fragments").exists() or (path / "0" / "links").exists()
     got = zv.read_streamlines(path)
     assert len(got.offsets) - 1 == 200
+    for kind in ("lines", "polylines", "streamlines", "skeleton", "graph", "mesh"):
+        for fmt in FORMATS:
+            level = stores[(kind, fmt, "default")] / "0"
+            offsets = np.asarray(zarr.open_array(level / "object_index" / "offsets")[...])
+            # objects whose vertices lie in several chunks, joined by cross-chunk records
+            assert (np.diff(offsets) > 1).any(), (kind, fmt)
+            assert (level / "cross_chunk_links").exists(), (kind, fmt)
 
 
 # --------------------------------------------------------------------------------------------
@@ -246,6 +256,113 @@ def test_zarr_python_2_reads_every_v2_array(
         assert got[str(path)] == want, path.name
         payloads += sum(d.startswith("vlen:") for d in want.values())
     assert payloads > 50  # payload arrays were really read
+
+
+# --------------------------------------------------------------------------------------------
+# the lowest zarr-python and numcodecs the package allows
+
+# Run by that zarr-python: print {store: {array path: digest}} for every array of the stores.
+LOWEST_SCRIPT = r"""
+import hashlib, json, sys, warnings
+import numpy as np
+import zarr
+
+def digest(a):
+    h = hashlib.sha256()
+    v = a[...]
+    if v.dtype == object:
+        for b in np.asarray(v, dtype=object).reshape(-1):
+            b = bytes(b)
+            h.update(len(b).to_bytes(8, "little")); h.update(b)
+        return "vlen:" + h.hexdigest()
+    v = np.ascontiguousarray(v)
+    h.update(str(v.dtype.newbyteorder("<").str).encode()); h.update(str(v.shape).encode())
+    h.update(v.astype(v.dtype.newbyteorder("<")).tobytes())
+    return "dense:" + h.hexdigest()
+
+warnings.simplefilter("ignore")
+out = {}
+for path in sys.argv[1:]:
+    members = zarr.open_group(path, mode="r").members(max_depth=None)
+    out[path] = {name: digest(node) for name, node in members if isinstance(node, zarr.Array)}
+print(json.dumps(out))
+"""
+
+
+def _lower_bounds() -> list[str]:
+    """``name==lowest`` for zarr and numcodecs, from pyproject.toml's dependencies."""
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    pins = []
+    for dep in pyproject["project"]["dependencies"]:
+        name, _, rest = dep.partition(">=")
+        if name.strip() in ("zarr", "numcodecs"):
+            low = rest.split(",")[0].split("#")[0].strip().strip('"')
+            pins.append(f"{name.strip()}=={low}.0" if low.count(".") == 1 else f"{name}=={low}")
+    assert len(pins) == 2, pins
+    return pins
+
+
+@pytest.fixture(scope="session")
+def lowest_python() -> tuple[Path, list[str]]:
+    """A Python with the lowest zarr-python and numcodecs pyproject.toml allows (cached venv).
+
+    ``ZV_LOWEST_VENV`` names the directory (default: under the temp directory); an existing
+    venv there with exactly those versions is reused.
+    """
+    pins = _lower_bounds()
+    venv = Path(
+        os.environ.get("ZV_LOWEST_VENV")
+        or Path(tempfile.gettempdir()) / "zarr-vectors-interop" / "lowest-venv"
+    )
+    python = _venv_python(venv)
+    want = " ".join(pin.split("==")[1] for pin in pins)
+    check = [
+        str(python),
+        "-c",
+        "import zarr, numcodecs; print(zarr.__version__, numcodecs.__version__)",
+    ]
+    if python.exists():
+        done = subprocess.run(check, check=False, capture_output=True, text=True)
+        if done.returncode == 0 and done.stdout.strip() == want:
+            return python, pins
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", *pins], check=True, capture_output=True
+    )
+    return python, pins
+
+
+def test_lowest_allowed_zarr_and_numcodecs_read_every_array(
+    stores: dict[tuple[str, int, str], Path], lowest_python: tuple[Path, list[str]]
+) -> None:
+    python, pins = lowest_python
+    paths = list(stores.values())
+    done = subprocess.run(
+        [str(python), "-c", LOWEST_SCRIPT, *map(str, paths)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout)
+    versions = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import zarr, numcodecs; print(zarr.__version__, numcodecs.__version__)",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert versions == [pin.split("==")[1] for pin in pins]
+    payloads = 0
+    for path in paths:
+        want = _reference(path)
+        assert got[str(path)] == want, path.name
+        payloads += sum(d.startswith("vlen:") for d in want.values())
+    assert payloads > 100  # payload arrays of v2 and v3 stores were really read
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,8 +14,15 @@ import pytest
 import zarr
 
 import zarr_vectors as zv
+from zarr_vectors.core.store import open_store, read_root_metadata
 from zarr_vectors.errors import MetadataValidationError
-from zarr_vectors.spec.metadata import CONVENTION_UUID, SPEC_URL, RootMetadata
+from zarr_vectors.spec.metadata import (
+    CONVENTION_UUID,
+    SPEC_URL,
+    ZVF_CONVENTION,
+    ChunkGrid,
+    RootMetadata,
+)
 from zarr_vectors.testing import assert_geometry_equal
 
 SEED_EXAMPLE = Path(__file__).with_name("seed_root_example.json")
@@ -35,11 +42,16 @@ def _streamlines() -> list[np.ndarray]:
     return out
 
 
-def test_seed_example_root_reads_and_validates(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fmt", [3, 2])
+def test_seed_example_root_reads_and_validates(tmp_path: Path, fmt: int) -> None:
     path = tmp_path / "seed.zarrvectors"
     lines = _streamlines()
     zv.write_streamlines(
-        path, lines, chunk_shape=(200.0, 200.0, 200.0), bin_shape=(50.0, 50.0, 50.0)
+        path,
+        lines,
+        chunk_shape=(200.0, 200.0, 200.0),
+        bin_shape=(50.0, 50.0, 50.0),
+        zarr_format=fmt,
     )
     zv.build_pyramid(path, [(2, 2, 2)], object_sparsity=0.5)
     written = zv.read_streamlines(path)
@@ -51,6 +63,9 @@ def test_seed_example_root_reads_and_validates(tmp_path: Path) -> None:
 
     assert_geometry_equal(zv.read_streamlines(path), written)
     assert_geometry_equal(zv.read_streamlines(path, level=1), coarse)
+    # origin 0 and the shape of level 0's arrays (the data span [0, EXTENT] in 200-unit chunks)
+    grid = read_root_metadata(open_store(path, mode="r")).chunk_grid
+    assert grid == ChunkGrid(origin=(0, 0, 0), shape=tuple(int(e) // 200 + 1 for e in EXTENT))
     report = zv.validate(path, level=5)
     assert report.ok, report
     assert [f.check for f in report.warnings] == ["L2.root.chunk_grid"]
@@ -84,3 +99,11 @@ def test_conventions_that_are_not_a_list_are_refused(bad: object) -> None:
     doc["zarr_conventions"] = bad
     with pytest.raises(MetadataValidationError, match="zarr_conventions"):
         RootMetadata.from_dict(doc)
+
+
+def test_spec_page_shows_the_declaration_the_writer_writes() -> None:
+    """docs/spec.md §4 prints exactly ZVF_CONVENTION (spec and code agree)."""
+    text = (Path(__file__).parents[2] / "docs" / "spec.md").read_text()
+    start = text.index('{"uuid": "' + CONVENTION_UUID)
+    block, _ = json.JSONDecoder().raw_decode(text[start:])
+    assert block == ZVF_CONVENTION

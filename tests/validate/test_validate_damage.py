@@ -375,6 +375,7 @@ CASES = [
         "multiscale type",
         lambda k: k.edit_attrs("", lambda a: a["multiscales"][0].update(type="image")),
         "L2.multiscales.type",
+        severity=W,  # readers do not need it (and read the store)
     ),
     Case(
         "multiscale version",
@@ -417,6 +418,7 @@ CASES = [
             ),
         ),
         "L2.multiscales.transform",
+        severity=W,  # readers never apply the transforms (and read the store)
     ),
     Case("level group not listed", _unlisted, "L2.multiscales.unlisted_level", path="/1"),
     # ---- L2 level groups -------------------------------------------------------------------

@@ -29,6 +29,7 @@ __all__ = [
     "CONVENTION_UUID",
     "FORMAT_VERSION",
     "SPEC_URL",
+    "CONVENTIONS_KEY",
     "ZVF_CONVENTION",
     "MULTISCALE_TYPE",
     "MULTISCALE_VERSION",
@@ -52,8 +53,10 @@ FORMAT_VERSION = "1.0"
 """The ZVF version this library writes."""
 CONVENTION_UUID = "022a2c1f-903f-4aec-b3bd-8dfefa29b68b"
 """Permanent identifier of ZVF in the ``zarr_conventions`` list (zarr-conventions spec)."""
-SPEC_URL = "https://github.com/AllenInstitute/zarr-vectors-py/blob/main/docs/spec.md"
-"""Where the ZVF specification is published (the convention's ``spec_url``)."""
+SPEC_URL = "https://github.com/AllenInstitute/zarr-vectors-py/blob/main/docs/spec/index.md"
+"""The published specification of the format (the convention's ``spec_url``): the upstream
+project's spec, whose *Root metadata* page is the seed this library implements; this library's
+own additions (``chunk_grid``, payload layout, checksums) are in its ``docs/spec.md``."""
 ZVF_CONVENTION: dict[str, str] = {
     "uuid": CONVENTION_UUID,
     "spec_url": SPEC_URL,
@@ -204,6 +207,16 @@ def _parse_fraction(value: object, field_name: str) -> float:
     if not (0.0 <= f <= 1.0):
         raise _fail(field_name, f"must be in [0, 1], got {f}")
     return f
+
+
+def _check_bin_shape(ds: DatasetMetadata, base: tuple[float, ...]) -> None:
+    """Refuse a level whose ``bin_shape`` is not ``base_bin_shape × bin_ratio`` (FORMAT.md §2)."""
+    want = [b * r for b, r in zip(base, ds.bin_ratio, strict=True)]
+    if not all(math.isclose(x, y, rel_tol=1e-9) for x, y in zip(ds.bin_shape, want, strict=True)):
+        raise _fail(
+            f"multiscales level {ds.level} bin_shape",
+            f"{list(ds.bin_shape)} is not base_bin_shape × bin_ratio = {want}",
+        )
 
 
 def _parse_object(doc: object, field_name: str) -> Mapping[str, JSON]:
@@ -435,7 +448,7 @@ class DatasetMetadata:
         where = "multiscales.datasets"
         doc = _parse_object(doc, where)
         level = _parse_int(_require(doc, "level", where), f"{where}.level", minimum=0, strict=True)
-        path = doc.get("path", str(level))
+        path = _require(doc, "path", where)  # seed rule 5: every entry names its group
         if path != str(level):
             raise _fail(f"{where}.path", f"{path!r} does not match level {level}")
         if "object_sparsity" not in doc:
@@ -604,8 +617,13 @@ class RootMetadata:
                 "multiscales.axes",
                 f"expected {d} axes (spatial_dims), got {len(self.multiscales.axes)}",
             )
+        if self.multiscales.datasets[0].level != 0 or any(
+            r != 1 for r in self.multiscales.datasets[0].bin_ratio
+        ):
+            raise _fail("multiscales.datasets", "level 0 with bin_ratio [1, ...] must be listed")
         for ds in self.multiscales.datasets:
             check_divides(chunk, ds.bin_shape, f"multiscales level {ds.level} bin_shape")
+            _check_bin_shape(ds, bins)
         allowed = type_spec(self.geometry_type).root_keys
         self._parse_free_json()
         stray = sorted(set(self.type_metadata) - set(allowed))
@@ -618,10 +636,6 @@ class RootMetadata:
         shadow = sorted(set(self.extra) & (set(_ROOT_KEYS) | set(allowed)))
         if shadow:
             raise _fail("extra", f"keys {shadow} are ZVF keys, not extra keys")
-        if self.multiscales.datasets[0].level != 0 or any(
-            r != 1 for r in self.multiscales.datasets[0].bin_ratio
-        ):
-            raise _fail("multiscales.datasets", "level 0 with bin_ratio [1, ...] must be listed")
         for box, name in ((self.bounding_box, "bounding_box"),):
             if box is not None and box.ndim != d:
                 raise _fail(name, f"expected {d} dimensions, got {box.ndim}")
@@ -749,6 +763,8 @@ class RootMetadata:
         ms = _require(doc, "multiscales", where)
         if not isinstance(ms, list) or len(ms) == 0 or not isinstance(ms[0], Mapping):
             raise _fail("multiscales", "must be a non-empty list of objects")
+        if len(ms) > 1:  # which block a reader should follow would be a guess
+            raise _fail("multiscales", f"must hold exactly one object, got {len(ms)}")
         type_keys = type_spec(gtype).root_keys
         known = set(_ROOT_KEYS) | set(type_keys)
         bbox, grid = doc.get("bounding_box"), doc.get("chunk_grid")

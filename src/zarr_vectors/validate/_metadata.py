@@ -24,13 +24,15 @@ from collections.abc import Mapping
 
 from zarr_vectors.errors import ZarrVectorsError
 from zarr_vectors.spec.metadata import (
+    CONVENTIONS_KEY,
     FORMAT_VERSION,
     MULTISCALE_TYPE,
     MULTISCALE_VERSION,
     BoundingBox,
     ChunkGrid,
+    parse_type_keys,
 )
-from zarr_vectors.spec.typespec import registered_type_names
+from zarr_vectors.spec.typespec import registered_type_names, type_spec
 from zarr_vectors.validate._context import SEED_TOLERANCE, ValidationContext, divides, integers
 from zarr_vectors.validate._scan import JSON, join
 
@@ -174,6 +176,14 @@ def check_root_extras(ctx: ValidationContext) -> None:
             "",
             f"'draco_compressed' must be true or false, got {attrs['draco_compressed']!r}",
         )
+    _check_type_keys(ctx, attrs)
+    conventions = attrs.get(CONVENTIONS_KEY, [])
+    if not isinstance(conventions, list):
+        ctx.error(
+            "L2.root.optional_key",
+            "",
+            f"{CONVENTIONS_KEY!r} must be a list of convention objects, got {conventions!r}",
+        )
     if "axis_units" in attrs and not _units_ok(attrs["axis_units"], ctx.spatial_dims):
         ctx.error(
             "L2.root.optional_key",
@@ -181,6 +191,18 @@ def check_root_extras(ctx: ValidationContext) -> None:
             "'axis_units' must be a string or a list of spatial_dims strings, got "
             f"{attrs['axis_units']!r}",
         )
+
+
+def _check_type_keys(ctx: ValidationContext, attrs: Mapping[str, JSON]) -> None:
+    """Type-specific keys of the store's type, checked by the reader's own parser."""
+    gtype = ctx.geometry_type
+    if gtype is None:
+        return
+    keys = type_spec(gtype).root_keys
+    try:
+        parse_type_keys({k: attrs[k] for k in keys if k in attrs})
+    except ZarrVectorsError as exc:
+        ctx.error("L2.root.optional_key", "", f"type-specific key: {exc}")
 
 
 def _units_ok(value: JSON, d: int | None) -> bool:
@@ -263,12 +285,21 @@ def check_multiscales_block(ctx: ValidationContext) -> None:
             f"multiscales[0].datasets must be a list, got {block.get('datasets')!r}",
         )
     if block.get("type") != MULTISCALE_TYPE:
-        ctx.error(
+        # a warning: readers do not need the key to read the store (and do not refuse it)
+        ctx.warning(
             "L2.multiscales.type",
             "",
-            f"multiscales[0].type must be {MULTISCALE_TYPE!r}, got {block.get('type')!r}",
+            f"multiscales[0].type should be {MULTISCALE_TYPE!r}, got {block.get('type')!r}",
         )
-    if block.get("version") != MULTISCALE_VERSION:
+    for key in ("name", "version"):
+        if key in block and not isinstance(block[key], str):
+            ctx.error(
+                "L2.multiscales.structure",
+                "",
+                f"multiscales[0].{key} must be a string, got {block[key]!r}",
+            )
+    version = block.get("version")
+    if (version is None or isinstance(version, str)) and version != MULTISCALE_VERSION:
         ctx.warning(
             "L2.multiscales.version",
             "",
@@ -292,6 +323,9 @@ def _check_axes(ctx: ValidationContext, axes: JSON) -> None:
         problem = _axis_problem(axis)
         if problem:
             ctx.error("L2.multiscales.axes", "", f"multiscales[0].axes[{i}]: {problem}")
+    names = [a.get("name") for a in axes if isinstance(a, Mapping)]
+    if len(set(map(str, names))) != len(names):
+        ctx.error("L2.multiscales.axes", "", f"axis names must be unique, got {names}")
 
 
 def _axis_problem(axis: JSON) -> str | None:

@@ -53,7 +53,9 @@ class _Level:
     sparsity: float | None
     present: BoolArray | None
     """Per object id, whether the level holds vertices of it (None: no usable object index)."""
-    has_index: bool
+    has_index: bool | None
+    """Whether the level has an object index (None: the level could not be read at all, e.g.
+    unusable root metadata, which L1/L2 report)."""
 
 
 def _level(ctx: ValidationContext, path: str) -> _Level:
@@ -75,7 +77,7 @@ def _level(ctx: ValidationContext, path: str) -> _Level:
         integers(attrs.get("bin_ratio")),
         sparsity,
         None if refs is None else refs.present(),
-        lv is not None and L.OBJECT_OFFSETS in lv.dense,
+        None if lv is None else L.OBJECT_OFFSETS in lv.dense,
     )
 
 
@@ -88,7 +90,7 @@ def check_pyramid(ctx: ValidationContext) -> None:
     for prev, cur in itertools.pairwise(levels):
         _compare(ctx, prev, cur, seed7)
         _check_sparsity(ctx, levels[0], cur)
-        _check_coarsening(ctx, cur, {lv.number for lv in levels}, levels[0].has_index)
+        _check_coarsening(ctx, cur, {lv.number for lv in levels}, bool(levels[0].has_index))
 
 
 def _compare(ctx: ValidationContext, prev: _Level, cur: _Level, seed7: bool) -> None:
@@ -159,8 +161,8 @@ def keep_count(sparsity: float, n_objects: int) -> int:
 
 def _check_sparsity(ctx: ValidationContext, zero: _Level, cur: _Level) -> None:
     s = cur.sparsity
-    if s is None:
-        return
+    if s is None or zero.has_index is None or cur.has_index is None:
+        return  # an unreadable level proves nothing about its objects (no knock-on error)
     if not zero.has_index and not cur.has_index:
         if s != 1.0:
             ctx.error(
