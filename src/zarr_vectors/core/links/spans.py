@@ -23,6 +23,8 @@ IntArray = npt.NDArray[np.int64]
 
 LINK_SPAN = 256
 """Consecutive links summarised by one :class:`LinkSpans` entry."""
+_REDUCE_SPANS = 64
+"""Spans reduced at once by :meth:`LinkSpans.extremes` (their links stay in cache)."""
 
 
 @dataclass(frozen=True)
@@ -47,12 +49,18 @@ class LinkSpans:
         if not links.size:
             return np.zeros(0, dtype=links.dtype), np.zeros(0, dtype=links.dtype)
         arr = links.reshape(len(links), -1)
-        full = len(arr) - len(arr) % size
-        rows = [arr[:full].reshape(-1, size * arr.shape[1])]
-        if full < len(arr):
-            rows.append(arr[full:].reshape(1, -1))
-        low = np.concatenate([r.min(axis=1) for r in rows if r.size])
-        high = np.concatenate([r.max(axis=1) for r in rows if r.size])
+        full = len(arr) // size
+        n_spans = full + (full * size < len(arr))
+        low = np.empty(n_spans, dtype=arr.dtype)
+        high = np.empty(n_spans, dtype=arr.dtype)
+        rows = arr[: full * size].reshape(full, size * arr.shape[1])
+        # a few spans at a time: the second reduction reads them from cache
+        for a in range(0, full, _REDUCE_SPANS):
+            b = min(a + _REDUCE_SPANS, full)
+            np.minimum.reduce(rows[a:b], axis=1, out=low[a:b])
+            np.maximum.reduce(rows[a:b], axis=1, out=high[a:b])
+        if full < n_spans:
+            low[-1], high[-1] = arr[full * size :].min(), arr[full * size :].max()
         return low, high
 
     @classmethod
