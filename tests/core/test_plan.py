@@ -254,3 +254,61 @@ def test_edges_sort_without_a_packed_key(monkeypatch: pytest.MonkeyPatch, seed: 
         positions=pos, vertex_object=obj, n_objects=int(obj.max()) + 1, links=links
     )
     assert_same_plan(plan_level(parts, layout), reference_plan(parts, layout))
+
+
+@pytest.mark.parametrize("run_links", [1, 10**9])
+@pytest.mark.parametrize("seed", range(3))
+def test_link_spans_inside_runs_equal_the_reference(
+    monkeypatch: pytest.MonkeyPatch, seed: int, run_links: int
+) -> None:
+    """Faces listed object by object, classified span by span with spans of 4 links.
+
+    Objects spread over one or several chunks, so some spans lie inside one run (keyed by
+    it) and the others are looked up: slice by slice (``run_links`` 1) or in one gather.
+    """
+    monkeypatch.setattr(plan_module, "_SPAN_RUN_LINKS", run_links)
+    monkeypatch.setattr(plan_module, "_LINK_BLOCK", 5)
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(3, 40, 12)
+    obj = np.repeat(np.arange(len(sizes)), sizes)
+    centre = rng.uniform(0, 16, (len(sizes), 3))
+    spread = np.where(np.arange(len(sizes)) % 3 == 0, 4.0, 0.3)[:, None]  # some cross chunks
+    pos = centre[obj] + rng.normal(0, 1, (len(obj), 3)) * spread[obj]
+    first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    faces = np.concatenate(
+        [
+            f + rng.integers(0, s, (int(rng.integers(1, 30)), 3))
+            for f, s in zip(first, sizes, strict=True)
+        ]
+    ).astype(np.int64)
+    layout = ChunkLayout((4.0,) * 3, (4.0,) * 3, grid_for_bounds(pos.min(0), pos.max(0), (4,) * 3))
+    kw: dict[str, Any] = {"vertex_object": obj, "n_objects": len(sizes), "links": faces}
+    spans = plan_module.LinkSpans.of(faces, 4)
+    parts = GeometryParts(positions=pos, link_spans=spans, **kw)
+    seen: list[Any] = []
+    span_owners = plan_module._span_owners
+    monkeypatch.setattr(
+        plan_module, "_span_owners", lambda *a: seen.append(span_owners(*a)) or seen[-1]
+    )
+    got = plan_level(parts, layout)
+    owner = seen[0][0]
+    assert (owner >= 0).any()  # spans inside one run
+    assert (owner < 0).any()  # and spans looked up
+    assert_same_plan(got, reference_plan(parts, layout))
+    plain = plan_level(GeometryParts(positions=pos, **kw), layout)  # no spans: looked up
+    assert_same_plan(got, reference_plan(GeometryParts(positions=pos, **kw), layout))
+    np.testing.assert_array_equal(got.links.local_rows, plain.links.local_rows)
+
+
+def test_link_spans_of_other_links_are_ignored() -> None:
+    """Spans describe one links array: beside another one (a replaced copy) they are unused."""
+    rng = np.random.default_rng(5)
+    pos = rng.uniform(0, 8, (60, 2))
+    obj = np.zeros(60, dtype=np.int64)
+    faces = rng.integers(0, 60, (40, 3))
+    stale = plan_module.LinkSpans.of(np.zeros((40, 3), dtype=np.int64), 4)  # claims vertex 0
+    layout = ChunkLayout((4.0, 4.0), (4.0, 4.0), grid_for_bounds(pos.min(0), pos.max(0), (4, 4)))
+    parts = GeometryParts(
+        positions=pos, vertex_object=obj, n_objects=1, links=faces, link_spans=stale
+    )
+    assert_same_plan(plan_level(parts, layout), reference_plan(parts, layout))

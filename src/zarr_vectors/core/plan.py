@@ -18,6 +18,7 @@ import numpy.typing as npt
 from zarr_vectors.core.chunking import ChunkLayout
 from zarr_vectors.core.columns import Column, GroupTable
 from zarr_vectors.core.gather import take_rows
+from zarr_vectors.core.links.spans import LinkSpans
 from zarr_vectors.core.ragged import (
     RangeOrder,
     RowOrder,
@@ -37,6 +38,7 @@ __all__ = [
     "FragmentTable",
     "GeometryParts",
     "LevelPlan",
+    "LinkSpans",
     "FragmentHook",
     "OrderHook",
     "as_table",
@@ -95,6 +97,10 @@ class GeometryParts:
     """(L, k) explicit links (edges k=2, faces k=3) as global vertex indices."""
     link_attributes: Mapping[str, Column] = field(default_factory=dict)
     """Per-link attributes, aligned with ``links``."""
+    link_spans: LinkSpans | None = None
+    """Spans of ``links`` when the caller has them (the mesh input checks compute them):
+    whole spans inside one run skip the per-link chunk lookup.  Used only when they describe
+    this very ``links`` array."""
     object_attributes: Mapping[str, Column] = field(default_factory=dict)
     """Per-object attributes (n_objects rows)."""
     groups: GroupTable | None = None
@@ -597,7 +603,10 @@ def _plan_links(parts: GeometryParts, layout: ChunkLayout, rows: _Rows) -> LinkP
     pieces: list[_CrossLinks] = []
     local = _LocalLinks.empty(0)
     if parts.links is not None and len(parts.links):
-        local, explicit = _split_links(parts.links, layout, rows)
+        spans = parts.link_spans
+        if spans is not None and spans.links is not parts.links:
+            spans = None
+        local, explicit = _split_links(parts.links, layout, rows, spans)
         pieces.append(explicit)
     elif parts.links is not None:
         local = _LocalLinks.empty(parts.links.shape[1] if parts.links.ndim == 2 else 2)
@@ -622,6 +631,8 @@ def _plan_links(parts: GeometryParts, layout: ChunkLayout, rows: _Rows) -> LinkP
 
 _LINK_BLOCK = 1 << 16
 """Links handled at once by :func:`_split_links` (its temporaries stay in cache)."""
+_SPAN_RUN_LINKS = 4096
+"""Mean links per run of spans looked up from which :func:`_link_groups` slices each run."""
 _EDGE_KEY_BITS = 62
 """Bits of a packed (chunk, row, row) edge sort key; wider keys sort with numpy's lexsort."""
 _FRAGMENT_BLOCK = 1 << 16
@@ -677,21 +688,21 @@ def _vertex_tables(rows: _Rows) -> tuple[npt.NDArray[Any], npt.NDArray[np.int32]
 
 
 def _split_links(
-    links: IntArray, layout: ChunkLayout, rows: _Rows
+    links: IntArray, layout: ChunkLayout, rows: _Rows, spans: LinkSpans | None = None
 ) -> tuple[_LocalLinks, _CrossLinks]:
     """Explicit (L, k) links as chunk-local and cross-chunk links, each in chunk order.
 
     A link is local when all its ends share a chunk; a cross link belongs to the chunk of its
     first end.  Triangles keep input order within a chunk; edges are sorted by their rows
-    (:func:`_edges_by_rows`).  Links are classified, then gathered,
-    block by block: no (L, k) temporary.
+    (:func:`_edges_by_rows`).  Links are classified (whole ``spans`` inside one run at once,
+    see :func:`_span_owners`), then gathered, block by block: no (L, k) temporary.
     """
     if len(rows.order) >= 2**31:
         raise InvalidInputError("links: more than 2**31 - 1 vertices in one level")
     links = np.ascontiguousarray(links)
     pos, row = _vertex_tables(rows)
     nc = len(rows.chunks)
-    group = _link_groups(links, pos, nc)
+    group = _link_groups(links, pos, nc, _span_owners(spans, rows))
     order, counts = _group_order(group, 2 * nc)  # local links by chunk, then cross by chunk
     del group
     n_local = int(counts[:nc].sum())
@@ -776,8 +787,28 @@ def _endpoint_rows(
     return out
 
 
-def _link_groups(links: IntArray, pos: npt.NDArray[Any], nc: int) -> npt.NDArray[Any]:
+def _span_owners(spans: LinkSpans | None, rows: _Rows) -> tuple[IntArray, int] | None:
+    """Chunk position of each span of links inside one run (else -1), and the span size.
+
+    None without spans, or when runs are not in input order (streamed batches).
+    """
+    runs = rows.runs
+    if spans is None or runs is None or runs.by_rank is not None or not len(spans.low):
+        return None
+    r_pos = _chunk_positions(rows.chunks, runs.chunk)
+    return spans.owners(runs.start, r_pos, len(rows.order)), spans.size
+
+
+def _link_groups(
+    links: IntArray,
+    pos: npt.NDArray[Any],
+    nc: int,
+    owners: tuple[IntArray, int] | None = None,
+) -> npt.NDArray[Any]:
     """Sort key of each link: its first end's chunk position, plus ``nc`` for a cross link.
+
+    ``owners`` (see :func:`_span_owners`) give whole spans their key without looking their
+    ends up.
 
     Raises
     ------
@@ -785,19 +816,42 @@ def _link_groups(links: IntArray, pos: npt.NDArray[Any], nc: int) -> npt.NDArray
         A link end that is not a vertex.
     """
     group = np.empty(len(links), dtype=smallest_uint(2 * nc))
-    for a in range(0, len(links), _LINK_BLOCK):
-        # (B, k) chunk positions; indexing validates the ends without the staging copy
-        # np.take(..., out=) makes in "raise" mode
-        ends = pos[links[a : a + _LINK_BLOCK]]
-        owner = ends[:, 0]
-        key = group[a : a + _LINK_BLOCK]
-        key[:] = owner
-        if ends.shape[1] > 1:
-            is_cross = ends[:, 1] != owner
-            for j in range(2, ends.shape[1]):
-                is_cross |= ends[:, j] != owner
-            key[np.flatnonzero(is_cross)] += nc
+    if owners is None:
+        for a in range(0, len(links), _LINK_BLOCK):
+            group[a : a + _LINK_BLOCK] = _end_groups(links[a : a + _LINK_BLOCK], pos, nc)
+        return group
+    owner, size = owners
+    full = len(links) // size
+    # every span keyed by its owner; the spans without one are looked up below
+    group[: full * size].reshape(full, size)[:] = owner[:full, None].astype(group.dtype)
+    group[full * size :] = owner[-1].astype(group.dtype)
+    # runs of consecutive spans without an owner (a mesh across chunks), as link ranges
+    mixed = np.diff((owner < 0).astype(np.int8), prepend=0, append=0)
+    starts = np.flatnonzero(mixed > 0) * size
+    stops = np.minimum(np.flatnonzero(mixed < 0) * size, len(links))
+    if len(starts) * _SPAN_RUN_LINKS > len(links):  # short runs: one gather of their links
+        idx = concat_ranges(starts, stops - starts)
+        group[idx] = _end_groups(take_rows(links, idx), pos, nc)
+        return group
+    for a0, b0 in zip(starts.tolist(), stops.tolist(), strict=True):
+        for a in range(a0, b0, _LINK_BLOCK):
+            b = min(a + _LINK_BLOCK, b0)
+            group[a:b] = _end_groups(links[a:b], pos, nc)
     return group
+
+
+def _end_groups(links: IntArray, pos: npt.NDArray[Any], nc: int) -> npt.NDArray[Any]:
+    """:func:`_link_groups` of a block of links, looked up end by end."""
+    # (B, k) chunk positions; indexing validates the ends without the staging copy
+    # np.take(..., out=) makes in "raise" mode
+    ends = pos[links]
+    key = ends[:, 0].astype(smallest_uint(2 * nc))
+    if ends.shape[1] > 1:
+        is_cross = ends[:, 1] != ends[:, 0]
+        for j in range(2, ends.shape[1]):
+            is_cross |= ends[:, j] != ends[:, 0]
+        key[np.flatnonzero(is_cross)] += nc
+    return key
 
 
 def _group_order(group: npt.NDArray[Any], n_groups: int) -> tuple[IntArray, IntArray]:

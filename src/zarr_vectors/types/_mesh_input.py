@@ -22,6 +22,7 @@ from zarr_vectors.core.deprecation import warn_renamed
 from zarr_vectors.core.draco import MAX_DIMS, DracoSettings, require_dracopy
 from zarr_vectors.core.links.faces import FaceRows
 from zarr_vectors.core.links.keys import sorted_unique
+from zarr_vectors.core.links.spans import LINK_SPAN, LinkSpans
 from zarr_vectors.core.options import StoreOptions
 from zarr_vectors.core.plan import GeometryParts
 from zarr_vectors.core.ragged import change_mask, concat_ranges, offsets_from_counts
@@ -137,6 +138,7 @@ def input_parts(data: Any, faces: Any, **kw: Any) -> GeometryParts:
                 "object_ids= (one per mesh)"
             )
         pos, flat, v_off, f_off = _split_list(data)
+        link_spans = None
         n = len(v_off) - 1
         objs = _Objects(
             np.repeat(np.arange(n, dtype=np.int64), np.diff(v_off)),
@@ -148,6 +150,7 @@ def input_parts(data: Any, faces: Any, **kw: Any) -> GeometryParts:
     else:
         pos = check_positions(data)
         flat, spans = _checked_faces(faces, len(pos), "faces")
+        link_spans = spans
         objs = _vertex_objects(_per_vertex_ids(kw), flat, len(pos), spans)
         attrs = normalize_columns(kw["attributes"], len(pos), "attribute")
         f_attrs = normalize_columns(kw["face_attributes"], len(flat), "face attribute")
@@ -164,6 +167,7 @@ def input_parts(data: Any, faces: Any, **kw: Any) -> GeometryParts:
         ordered=True,
         vertex_attributes=attrs,
         links=flat,
+        link_spans=link_spans,
         link_attributes=f_attrs,
         object_attributes=obj_attrs,
         groups=groups_table(kw["groups"], kw["group_attributes"], objs.idmap, objs.n),
@@ -208,34 +212,19 @@ def _check_faces(faces: Any, n_vertices: int, what: str) -> IntArray:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-_FACE_SPAN = 1024
-"""Consecutive faces summarised by their smallest and largest vertex (see :class:`_Spans`)."""
+def _checked_faces(faces: Any, n_vertices: int, what: str) -> tuple[IntArray, LinkSpans]:
+    """:func:`_check_faces`, also returning the faces' :class:`LinkSpans`.
 
-
-@dataclass(frozen=True)
-class _Spans:
-    """Smallest and largest vertex of each ``_FACE_SPAN`` consecutive faces (last: the rest)."""
-
-    low: IntArray
-    high: IntArray
-
-
-def _checked_faces(faces: Any, n_vertices: int, what: str) -> tuple[IntArray, _Spans]:
-    """:func:`_check_faces`, also returning the faces' :class:`_Spans`.
-
-    The spans cost the range check's two reductions (row-wise, over the same faces).
+    The spans cost the range check's two reductions (row-wise, over the same faces); the
+    planner uses them too.
     """
     arr = _face_array(faces, what)
-    full = len(arr) - len(arr) % _FACE_SPAN
-    rows = [arr[:full].reshape(-1, _FACE_SPAN * 3)]
-    if full < len(arr):
-        rows.append(arr[full:].reshape(1, -1))
-    low = np.concatenate([r.min(axis=1) for r in rows])
-    high = np.concatenate([r.max(axis=1) for r in rows])
+    low, high = LinkSpans.extremes(arr)
     if arr.size:
         _check_range(arr, low.min(), high.max(), n_vertices, what)
-    spans = _Spans(low.astype(np.int64, copy=False), high.astype(np.int64, copy=False))
-    return np.ascontiguousarray(arr, dtype=np.int64), spans
+    flat = np.ascontiguousarray(arr, dtype=np.int64)
+    spans = LinkSpans(flat, LINK_SPAN, low.astype(np.int64), high.astype(np.int64))
+    return flat, spans
 
 
 def is_mesh_like(obj: Any) -> bool:
@@ -277,7 +266,7 @@ class _Objects:
 
 
 def _vertex_objects(
-    vertex_object_ids: Any, faces: IntArray, n_vertices: int, spans: _Spans | None = None
+    vertex_object_ids: Any, faces: IntArray, n_vertices: int, spans: LinkSpans | None = None
 ) -> _Objects:
     """Objects from per-vertex user ids, or connected components when none are given.
 
@@ -320,7 +309,7 @@ _FACE_BLOCK = 1 << 16
 
 
 def _check_face_objects(
-    faces: IntArray, dense: IntArray, user: npt.NDArray[Any], spans: _Spans | None = None
+    faces: IntArray, dense: IntArray, user: npt.NDArray[Any], spans: LinkSpans | None = None
 ) -> None:
     """Raise for the first face joining vertices of different objects.
 
@@ -332,8 +321,8 @@ def _check_face_objects(
     if spans is not None:
         mixed = np.flatnonzero(dense[spans.low] != dense[spans.high])
         if len(mixed) * 4 <= len(spans.low):
-            first = mixed * _FACE_SPAN
-            rows = concat_ranges(first, np.minimum(len(faces) - first, _FACE_SPAN))
+            first = mixed * spans.size
+            rows = concat_ranges(first, np.minimum(len(faces) - first, spans.size))
     looked = faces if rows is None else np.take(faces, rows, axis=0)
     table = dense
     if rows is None and len(dense) < 2**31:
