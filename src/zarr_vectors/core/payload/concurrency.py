@@ -18,6 +18,7 @@ from zarr_vectors.core.shared import SharedSetting
 
 __all__ = [
     "byte_groups",
+    "CPUS",
     "decode_plan",
     "decode_threads",
     "DecodePlan",
@@ -27,6 +28,10 @@ __all__ = [
 ]
 
 PARALLEL_BYTES = 4 << 20  # below this, a thread pool costs more than it saves
+
+CPUS = os.cpu_count() or 1
+"""Cores seen at import: ``os.cpu_count`` reads a sysfs file on every call, which small reads
+would pay each time they size a decode plan."""
 
 
 def _serial_blosc() -> bool:
@@ -104,5 +109,5 @@ def parallel_map(func: Any, items: Sequence[Any], nbytes: int) -> list[Any]:
     """``[func(i) for i in items]``, on a few threads when ``nbytes`` make it worth it."""
     if nbytes < PARALLEL_BYTES or len(items) < 4:
         return [func(i) for i in items]
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+    with ThreadPoolExecutor(max_workers=min(4, CPUS)) as pool:
         return list(pool.map(func, items))

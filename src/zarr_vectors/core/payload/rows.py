@@ -19,7 +19,6 @@ which always answers.  Writes are :meth:`~zarr_vectors.core.payload.access.Eleme
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.payload.concurrency import (
+    CPUS,
     byte_groups,
     decode_plan,
     parallel_map,
@@ -111,7 +111,7 @@ class PayloadArray(LocalReads):
         starts = [0, *accumulate(sizes)]
         out = empty_bytes(HEADER.size + starts[-1], lease)
         plan = decode_plan()
-        parts = plan.parts if plan.pool is not None else min(plan.parts, os.cpu_count() or 1)
+        parts = plan.parts if plan.pool is not None else min(plan.parts, CPUS)
         # zstd decodes much slower than LZ4: only its big reads spread over threads
         groups = byte_groups(sizes, parts) if self._codec_id == "zstd" else [(0, len(flats))]
         decode = partial(self._decode_group, flats, raw, starts, out)

@@ -51,7 +51,11 @@ _MAX_IN_FLIGHT = 64
 
 def local_dir(store: Store) -> Path | None:
     """Root directory of a local directory store, else None."""
-    return Path(store.root) if isinstance(store, LocalStore) else None
+    if not isinstance(store, LocalStore):
+        return None
+    root = store.root
+    # the store's own Path object: a new one per read would build its string again
+    return root if isinstance(root, Path) else Path(root)
 
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
