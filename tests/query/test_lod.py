@@ -97,4 +97,4 @@ def test_budget_on_lines_reads_merged_segments_as_zero_length() -> None:
         np.testing.assert_array_equal(got.endpoints[i], coarse.positions[[a, b]])
         np.testing.assert_array_equal(got.attributes["v"][i], coarse.attributes["v"][[a, b]])
     assert [s.level for s in zv.iter_levels(store)] == [1, 0]
-    assert len(list(zv.iter_levels(store))[0].result) == 3
+    assert len(next(iter(zv.iter_levels(store))).result) == 3
