@@ -164,6 +164,8 @@ def _object_records(spec: _Spec, dense: IntArray) -> list[ObjectRecord]:
             level=spec.level, object_ids=_user(reader, dense), attributes=spec.attributes
         )
     pos, owner, attrs = vertex_owners(result)
+    if owner is None:  # to_dask_objects refuses stores without objects
+        return []
     links = _global_links(result)
     link_owner = None if links is None else owner[links[:, 0]]
     obj_cols = {k: c.decoded() for k, c in reader.object_attributes(dense).items() if k != "id"}
