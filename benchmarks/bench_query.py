@@ -16,6 +16,11 @@ min/max statistics prune as well as they can; for ``coherent`` this is also z or
 store's spatial order) in row groups of ``--row-group`` rows (default 100,000: about two
 groups hold the 1 % rows), zstd, read with ``pyarrow.dataset`` and a filter expression; a
 second copy with pyarrow's default row groups (1,048,576 rows) is timed on the 1 % filter.
+A third copy, ``unsorted``, holds the rows in the input order (the natural way a user writes
+the table; row groups of ``--row-group`` rows, statistics on, zstd): it shows what row-group
+statistics prune when the file is not sorted by the predicate column.  For each Parquet file
+the JSON also records how many row groups its statistics keep for the 1 % filter
+(``ParquetFileFragment.split_by_row_group``).
 
 Rows (CPU seconds, ``time.process_time``, includes pyarrow's threads; median of ``--repeat``
 runs, ours and the peer alternating):
@@ -96,8 +101,12 @@ def _data(n: int, coherent: bool) -> dict[str, npt.NDArray[Any]]:
     return {"pos": pos, "value": value, "codes": codes}
 
 
-def _write_parquet(data: dict[str, npt.NDArray[Any]], path: Path, row_group: int) -> None:
-    order = np.argsort(data["value"], kind="stable")
+def _write_parquet(
+    data: dict[str, npt.NDArray[Any]], path: Path, row_group: int, *, sort: bool = True
+) -> None:
+    """Write the rows sorted by ``value`` (``sort=True``) or in the input order."""
+    n = len(data["value"])
+    order = np.argsort(data["value"], kind="stable") if sort else np.arange(n)
     label = pa.DictionaryArray.from_arrays(pa.array(data["codes"][order]), pa.array(LABELS))
     table = pa.table(
         {
@@ -145,6 +154,8 @@ def _prepare(n: int, coherent: bool, root: Path, row_group: int) -> dict[str, An
     for path, rows in ((parquet, row_group), (_default_rg(parquet), DEFAULT_ROW_GROUP)):
         if not path.exists():
             _write_parquet(data, path, rows)
+    if not _unsorted(parquet).exists():
+        _write_parquet(data, _unsorted(parquet), row_group, sort=False)
     return out
 
 
@@ -156,12 +167,26 @@ def _default_rg(parquet: Path) -> Path:
     return parquet.with_name(parquet.stem.rsplit("_rg", 1)[0] + "_rgdefault.parquet")
 
 
+def _unsorted(parquet: Path) -> Path:
+    return parquet.with_name(parquet.stem + "_unsorted.parquet")
+
+
+def _row_groups_kept(dataset: ds.Dataset, expr: ds.Expression) -> tuple[int, int]:
+    """Row groups the file's min/max statistics keep for ``expr``, and the total."""
+    kept = total = 0
+    for fragment in dataset.get_fragments():
+        total += fragment.metadata.num_row_groups
+        kept += len(fragment.split_by_row_group(expr))
+    return kept, total
+
+
 def run(n: int, coherent: bool, root: Path, repeat: int, row_group: int) -> dict[str, Any]:
     """Measure every row for one attribute layout."""
     prep = _prepare(n, coherent, root, row_group)
     reader = zv.open(prep["store"])
     dataset = ds.dataset(prep["parquet"])
     default_rg = ds.dataset(_default_rg(prep["parquet"]))
+    unsorted = ds.dataset(_unsorted(prep["parquet"]))
     one = {"value": (0.5, 0.51)}
     mixed = {"value": (0.5, 0.55), "label": {"c00", "c01", "c02", "c03"}}
     f_one = (ds.field("value") >= 0.5) & (ds.field("value") < 0.51)
@@ -178,8 +203,12 @@ def run(n: int, coherent: bool, root: Path, repeat: int, row_group: int) -> dict
         "count_box_1pct": zv.count(reader, bbox=box),
         "parquet_1pct": dataset.to_table(filter=f_one).num_rows,
         "parquet_mixed_1pct": dataset.to_table(filter=f_mixed).num_rows,
+        "unsorted_1pct": unsorted.to_table(filter=f_one).num_rows,
+        "unsorted_mixed_1pct": unsorted.to_table(filter=f_mixed).num_rows,
     }
     assert got["where_1pct"] == want["where_1pct"] == got["parquet_1pct"], got
+    assert got["unsorted_1pct"] == want["where_1pct"], got
+    assert got["unsorted_mixed_1pct"] == want["where_mixed_1pct"], got
     assert got["where_mixed_1pct"] == want["where_mixed_1pct"] == got["parquet_mixed_1pct"]
     assert got["count_box_1pct"] == want["count_box_1pct"], (got, want)
     res = _paired(
@@ -192,6 +221,9 @@ def run(n: int, coherent: bool, root: Path, repeat: int, row_group: int) -> dict
             "parquet_mixed_1pct": lambda: dataset.to_table(filter=f_mixed),
             "parquet_full": lambda: dataset.to_table(),
             "parquet_default_rg_1pct": lambda: default_rg.to_table(filter=f_one),
+            "unsorted_full": lambda: unsorted.to_table(),
+            "unsorted_1pct": lambda: unsorted.to_table(filter=f_one),
+            "unsorted_mixed_1pct": lambda: unsorted.to_table(filter=f_mixed),
             "count_box_1pct": lambda: zv.count(reader, bbox=box),
             "max_vertices_1e5": lambda: reader.read(max_vertices=100_000),
         },
@@ -205,6 +237,11 @@ def run(n: int, coherent: bool, root: Path, repeat: int, row_group: int) -> dict
         "max_vertices_level": plan.level,
         "max_vertices_rows": len(budget),
         "chunks_read_1pct": zv.explain(reader, where=one).chunks_read,
+        "row_groups_kept_1pct": {
+            "sorted": _row_groups_kept(dataset, f_one),
+            "default_rg": _row_groups_kept(default_rg, f_one),
+            "unsorted": _row_groups_kept(unsorted, f_one),
+        },
         "write_s": prep.get("write_s"),
         "pyramid_build_s": prep.get("pyramid_build_s"),
     }
@@ -261,6 +298,10 @@ def _summary(label: str, res: dict[str, Any]) -> str:
         f"positions/where {t['positions_read'] / t['where_1pct']:.2f}, "
         f"where/parquet {t['where_1pct'] / t['parquet_1pct']:.2f}, "
         f"mixed where/parquet {t['where_mixed_1pct'] / t['parquet_mixed_1pct']:.2f}, "
+        f"unsorted parquet full/1% {t['unsorted_full'] / t['unsorted_1pct']:.2f}x, "
+        f"where/unsorted {t['where_1pct'] / t['unsorted_1pct']:.2f}, "
+        f"mixed where/unsorted {t['where_mixed_1pct'] / t['unsorted_mixed_1pct']:.2f}, "
+        f"row groups kept (1%) {res['row_groups_kept_1pct']}, "
         f"budget level {res['max_vertices_level']} ({res['max_vertices_rows']} rows), "
         f"chunks read (1%) {res['chunks_read_1pct']}, write {res['write_s']}, "
         f"pyramid build {res['pyramid_build_s']} s"

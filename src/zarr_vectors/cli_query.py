@@ -25,8 +25,10 @@ from rich.console import Console
 import zarr_vectors as zv
 from zarr_vectors.cli_viz import parse_bbox_option
 from zarr_vectors.errors import InvalidInputError, StoreNotFoundError, ZarrVectorsError
+from zarr_vectors.query.count import CountUnit, default_unit
 from zarr_vectors.query.predicates import parse_where_text
-from zarr_vectors.query.table import vertex_table
+from zarr_vectors.query.table import vertex_owners, vertex_table
+from zarr_vectors.spec.conventions import GeometryTypeName
 
 __all__ = ["query_command", "register", "write_table"]
 
@@ -87,6 +89,29 @@ def _fail(exc: Exception, store: str) -> typer.Exit:
     return typer.Exit(EXIT_INVALID)
 
 
+def _count(
+    reader: zv.Reader,
+    box: Any,
+    ball: Any,
+    cond: dict[str, Any],
+    level: int,
+    max_vertices: int | None,
+    limit: int | None,
+) -> int:
+    """Return what ``--count`` prints: the count of what the read with these options returns."""
+    n = zv.count(reader, bbox=box, sphere=ball, where=cond, level=level, max_vertices=max_vertices)
+    if limit is None or n <= limit:
+        return n
+    gtype = reader.geometry_type
+    if gtype == GeometryTypeName.POINT_CLOUD or default_unit(gtype) is CountUnit.OBJECTS:
+        return limit  # the count and the limit are both in items of the read
+    # graphs and meshes: limit counts objects, the count vertices; count the limited read
+    result = reader.read(
+        level=level, bbox=box, sphere=ball, where=cond, limit=limit, max_vertices=max_vertices
+    )
+    return len(vertex_owners(result)[0])
+
+
 def query_command(
     store: Annotated[str, typer.Argument(help=_STORE_HELP)],
     bbox: Annotated[str | None, typer.Option("--bbox", help="x0,y0,..,x1,y1,.. (2*D).")] = None,
@@ -102,7 +127,13 @@ def query_command(
         int | None, typer.Option("--max-vertices", min=0, help="Finest level within budget.")
     ] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=0, help="First N items.")] = None,
-    count: Annotated[bool, typer.Option("--count", help="Print the number matching.")] = False,
+    count: Annotated[
+        bool,
+        typer.Option(
+            "--count",
+            help="Print the number a read returns: objects (paths, skeletons) or vertices.",
+        ),
+    ] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Print the plan (JSON).")] = False,
     out: Annotated[Path | None, typer.Option("--out", "-o", help=".csv or .npz to write.")] = None,
 ) -> None:
@@ -117,7 +148,7 @@ def query_command(
             )
             typer.echo(json.dumps(asdict(plan), default=str, indent=2))
         if count:
-            typer.echo(str(zv.count(reader, bbox=box, sphere=ball, where=cond, level=level)))
+            typer.echo(str(_count(reader, box, ball, cond, level, max_vertices, limit)))
         if out is not None or not (count or explain):
             result = reader.read(
                 level=level,

@@ -89,3 +89,33 @@ def test_where_text_parsing() -> None:
     assert got["e"] == (None, np.nextafter(3.0, 4.0))
     with pytest.raises(zv.InvalidInputError, match="cannot parse"):
         parse_where_text(["a ~ 3"])
+
+
+def _printed_vertices(output: str) -> int:
+    return int(output.strip().split()[0])  # "<n> vertices selected"
+
+
+def test_count_is_what_the_read_returns_with_budget_and_limit(tmp_path: Path) -> None:
+    rng = np.random.default_rng(8)
+    pos = rng.random((2000, 2)) * 32
+    path = str(tmp_path / "p.zarrvectors")
+    zv.write_points(path, pos, chunk_shape=(8, 8), bin_shape=(1, 1))
+    zv.build_pyramid(path, [(8, 8)])  # level 1: one point per non-empty chunk (16)
+    for extra in (["--max-vertices", "100"], ["--limit", "7"], ["--limit", "5000"]):
+        counted = RUNNER.invoke(app, ["query", path, *extra, "--count"])
+        read = RUNNER.invoke(app, ["query", path, *extra])
+        assert counted.exit_code == 0, counted.output
+        assert read.exit_code == 0, read.output
+        assert int(counted.stdout) == _printed_vertices(read.stdout)
+    assert int(RUNNER.invoke(app, ["query", path, "--max-vertices", "100", "--count"]).stdout) == 16
+    assert zv.count(path, max_vertices=100) == 16 == zv.count(path, level=1)
+
+
+def test_count_with_limit_on_a_graph_counts_the_limited_vertices(tmp_path: Path) -> None:
+    # graphs: --limit counts objects (components), --count vertices
+    pos = np.array([[0.5, 0.5], [1.5, 0.5], [2.5, 0.5], [5.5, 5.5], [6.5, 5.5]])
+    path = str(tmp_path / "g.zarrvectors")
+    zv.write_graph(path, pos, [[0, 1], [1, 2], [3, 4]], chunk_shape=(4, 4))
+    counted = RUNNER.invoke(app, ["query", path, "--limit", "1", "--count"])
+    assert counted.exit_code == 0, counted.output
+    assert int(counted.stdout) == len(zv.read_graph(path, limit=1).positions) == 3

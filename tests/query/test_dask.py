@@ -135,3 +135,35 @@ def test_empty_and_errors(tmp_path: Path) -> None:
         zv.to_dask_objects(path)
     with pytest.raises(zv.InvalidInputError, match="no attribute"):
         zv.to_dask(path, where={"w": 1})
+
+
+def test_object_records_carry_their_links(tmp_path: Path) -> None:
+    # whole graphs, meshes and skeletons: each record's links renumbered into its positions
+    rng = np.random.default_rng(4)
+    pos = rng.random((60, 3)) * 40
+    edges = np.array([[i, i + 1] for i in range(59) if i % 6 != 5])  # 10 chains of 6
+    faces = np.array([[i, i + 1, i + 2] for i in range(58) if i % 6 < 4])
+    trees = [(pos[i : i + 6], np.array([-1, 0, 1, 1, 3, 4])) for i in range(0, 60, 6)]
+    cases = {
+        "g": (lambda p: zv.write_graph(p, pos, edges, chunk_shape=(10, 10, 10)), zv.read_graph),
+        "m": (lambda p: zv.write_meshes(p, pos, faces, chunk_shape=(10, 10, 10)), zv.read_meshes),
+        "s": (lambda p: zv.write_skeletons(p, trees, chunk_shape=(10, 10, 10)), zv.read_skeletons),
+    }
+    for name, (write, read) in cases.items():
+        path = str(tmp_path / f"{name}.zarrvectors")
+        write(path)
+        records = zv.to_dask_objects(path, objects_per_partition=3).compute(scheduler="sync")
+        assert len(records) == 10
+        for r in records:
+            one = read(path, object_ids=[r.object_id])
+            vertices = one.vertices if name == "m" else one.positions
+            np.testing.assert_array_equal(r.positions, vertices)
+            if name == "s":
+                child = np.flatnonzero(one.parents >= 0)
+                want = np.column_stack([child, one.parents[child]])
+            else:
+                want = one.faces if name == "m" else one.edges
+            assert r.links is not None
+            np.testing.assert_array_equal(r.links, want)
+    recs = zv.to_dask_objects(str(tmp_path / "s.zarrvectors")).compute(scheduler="sync")
+    assert recs[0].links.shape == (5, 2)  # a 6-node tree has 5 [child, parent] links

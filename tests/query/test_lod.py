@@ -76,3 +76,25 @@ def test_budget_on_object_types_and_errors() -> None:
     assert np.array_equal(coarse.positions, zv.read_polylines(store, level=1).positions)
     with pytest.raises(zv.InvalidInputError, match="max_vertices"):
         zv.read_polylines(store, max_vertices=-1)
+
+
+def test_budget_on_lines_reads_merged_segments_as_zero_length() -> None:
+    store = MemoryStore()
+    ends = np.array(
+        [[[0.5, 0.5], [0.75, 0.75]], [[0.5, 0.5], [6.5, 6.5]], [[1.5, 5.5], [1.5, 5.75]]]
+    )
+    zv.write_lines(
+        store, ends, chunk_shape=(8, 8), bin_shape=(1, 1), attributes={"v": ends[..., 0]}
+    )
+    zv.build_pyramid(store, [(4, 4)])
+    coarse = zv.read_polylines(store, level=1)
+    assert np.diff(coarse.offsets).tolist() == [1, 2, 1]  # two segments merged to one vertex
+    got = zv.read_lines(store, max_vertices=4)  # level 0 holds 6 vertices, level 1 four
+    assert got.object_ids.tolist() == [0, 1, 2]
+    starts = coarse.offsets[:-1]
+    for i, a in enumerate(starts):
+        b = coarse.offsets[i + 1] - 1  # a merged segment: start and end are its one vertex
+        np.testing.assert_array_equal(got.endpoints[i], coarse.positions[[a, b]])
+        np.testing.assert_array_equal(got.attributes["v"][i], coarse.attributes["v"][[a, b]])
+    assert [s.level for s in zv.iter_levels(store)] == [1, 0]
+    assert len(next(iter(zv.iter_levels(store))).result) == 3

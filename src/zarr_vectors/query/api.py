@@ -43,6 +43,7 @@ def count(
     sphere: SphereLike | None = None,
     where: WhereLike | None = None,
     level: int = 0,
+    max_vertices: int | None = None,
     unit: CountUnit | str | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> int:
@@ -52,8 +53,9 @@ def count(
     ----------
     store
         Store or open :class:`~zarr_vectors.Reader`.
-    bbox, sphere, where, level
-        As in the ``read_*`` functions.
+    bbox, sphere, where, level, max_vertices
+        As in the ``read_*`` functions (``max_vertices`` counts at the level a read with that
+        budget picks).
     unit
         ``"vertices"`` or ``"objects"``; default: what a read returns (vertices for point
         clouds, graphs and meshes, objects for lines, polylines, streamlines, skeletons).
@@ -74,7 +76,7 @@ def count(
     (3, 2)
     """
     r = _reader(store, storage_options)
-    reader = r.level(level)
+    reader = r.level(budget_level(r.root, level, bbox, sphere, max_vertices))
     box = None if bbox is None else parse_bbox(bbox, reader.layout.ndim)
     sel = selection(reader, where, sphere, None)
     chosen = default_unit(r.geometry_type) if unit is None else CountUnit(unit)

@@ -151,6 +151,10 @@ class ObjectRecord:
     """Per-vertex attributes aligned with ``positions``."""
     object_attributes: dict[str, Any] = field(default_factory=dict)
     """This object's attribute values."""
+    links: IntArray | None = None
+    """The object's stored links as indices into ``positions``: edges ``(E, 2)`` of a graph,
+    faces ``(F, 3)`` of a mesh, ``[child, parent]`` edges ``(E, 2)`` of a skeleton; None for
+    points, lines and paths (their connectivity is the vertex order)."""
 
 
 def _object_records(spec: _Spec, dense: IntArray) -> list[ObjectRecord]:
@@ -160,19 +164,41 @@ def _object_records(spec: _Spec, dense: IntArray) -> list[ObjectRecord]:
             level=spec.level, object_ids=_user(reader, dense), attributes=spec.attributes
         )
     pos, owner, attrs = vertex_owners(result)
+    if owner is None:  # to_dask_objects refuses stores without objects
+        return []
+    links = _global_links(result)
+    link_owner = None if links is None else owner[links[:, 0]]
     obj_cols = {k: c.decoded() for k, c in reader.object_attributes(dense).items() if k != "id"}
     out = []
     for i, uid in enumerate(_user(reader, dense)):
         rows = np.flatnonzero(owner == uid)
+        local = None
+        if links is not None and link_owner is not None:
+            # a whole object's links join its own vertices only; renumber them from 0
+            index = np.full(len(pos), -1, dtype=np.int64)
+            index[rows] = np.arange(len(rows))
+            local = index[links[link_owner == uid]]
         out.append(
             ObjectRecord(
                 uid.item() if isinstance(uid, np.generic) else uid,
                 pos[rows],
                 {k: v[rows] for k, v in attrs.items()},
                 {k: v[i] for k, v in obj_cols.items()},
+                local,
             )
         )
     return out
+
+
+def _global_links(result: Any) -> IntArray | None:
+    """Links of a read result as rows of indices into its vertices (None: implicit)."""
+    if hasattr(result, "parents"):  # skeletons: [child, parent] for every non-root node
+        child = np.flatnonzero(result.parents >= 0)
+        return np.column_stack([child, result.parents[child]]).astype(np.int64)
+    for name in ("edges", "faces"):
+        if hasattr(result, name):
+            return np.asarray(getattr(result, name), dtype=np.int64)
+    return None
 
 
 def _user(reader: LevelReader, dense: IntArray) -> npt.NDArray[Any]:

@@ -13,7 +13,7 @@ Both carry the array attribute ``counts_crc32``: CRC-32 of the level's ``vertex_
 little-endian int64 in C order when the statistics were computed.  A reader uses statistics
 only when it matches the current ``vertex_counts`` (a level changed in place by a tool that
 does not rewrite statistics is then read without pruning, never wrongly pruned).  Levels
-without statistics (older stores, streamed writes) are read without pruning.
+without statistics (stores written before they existed) are read without pruning.
 """
 
 from __future__ import annotations

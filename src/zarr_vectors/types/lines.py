@@ -152,16 +152,23 @@ class LineType(GeometryType[Lines]):
     def assemble(cls, reader: LevelReader, query: Query, rows: Gathered) -> Lines:
         """Build the :class:`Lines` of gathered whole segments."""
         pl = paths_result(reader, query, rows_as(rows, PathRows, cls.spec))
-        if not np.all(np.diff(pl.offsets) == 2):
+        sizes = np.diff(pl.offsets)
+        if not np.all((sizes == 2) | (sizes == 1)):
             raise InvalidInputError(
-                "a line store holds an object that is not two vertices "
-                "(is this a pyramid level? read it with read_polylines)"
+                "a line store holds an object that is not two vertices; read it with read_polylines"
             )
+        # a coarse level merges a short segment's two ends into one metavertex: that segment
+        # reads as zero-length (both ends the metavertex) so every level reads as lines
+        reps = np.ones(len(pl.positions), dtype=np.int64)
+        reps[pl.offsets[:-1][sizes == 1]] = 2
         m, d = len(pl), reader.layout.ndim
         return Lines(
-            pl.positions.reshape(m, 2, d),
+            np.repeat(pl.positions, reps, axis=0).reshape(m, 2, d),
             pl.object_ids,
-            {k: v.reshape(m, 2, *v.shape[1:]) for k, v in pl.attributes.items()},
+            {
+                k: np.repeat(v, reps, axis=0).reshape(m, 2, *v.shape[1:])
+                for k, v in pl.attributes.items()
+            },
             pl.object_attributes,
             pl.groups,
             pl.group_attributes,
@@ -214,7 +221,9 @@ def read_lines(
     Returns
     -------
     Lines
-        Endpoints, ids and attributes of the selected segments.
+        Endpoints, ids and attributes of the selected segments.  At a pyramid level a segment
+        whose two ends were merged into one metavertex is returned zero-length: both endpoints
+        (and their attributes) are that metavertex.
     """
     root = open_store(store, mode="r", storage_options=storage_options)
     reader = LevelReader(root, budget_level(root, level, bbox, sphere, max_vertices))
