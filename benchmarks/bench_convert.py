@@ -7,10 +7,12 @@ order and in one process:
 
 * ``nibabel load``: ``nibabel.streamlines.load(path)`` (eager: every streamline in memory);
 * ``convert``: :func:`zarr_vectors.formats.registry.convert` with the CLI defaults (chunk shape
-  chosen from the extent, bins = chunk / 4, in-memory write below 20M vertices) into a fresh
+  chosen from the extent, bins from the data: docs/guides/pyramids.md, in-memory write
+  below 20M vertices) into a fresh
   store (``--compressors`` picks the presets; every repeat writes a new store, and stores are
   deleted only after all timings); its two phases are timed separately on the side (``read``: opening, indexing and
-  gathering the file with our reader; ``write``: the store write);
+  gathering the file with our reader; ``write``: the store write with convert's chunk and
+  bin shapes);
 * optionally (``--cli``) the same conversion as a ``zarr-vectors convert`` subprocess;
 * optionally (``--export``) nibabel saving the loaded tractogram against exporting the new
   store back to the same format (:func:`zarr_vectors.formats.registry.export`).
@@ -50,7 +52,7 @@ from benchmarks import datasets as ds
 from benchmarks.ours import new_workdir
 from benchmarks.report import Target, environment, render_targets
 from zarr_vectors.errors import ZVUserWarning
-from zarr_vectors.formats.registry import WriteOptions, convert, default_bin_shape, export
+from zarr_vectors.formats.registry import WriteOptions, convert, export
 from zarr_vectors.formats.tractography import open_tck, open_trk
 from zarr_vectors.types.polylines import read_streamlines
 
@@ -78,6 +80,8 @@ class Timings:
     """Seconds of :func:`zarr_vectors.formats.registry.export` of the store to the same format."""
     cli: list[float] = field(default_factory=list)
     chunk_shape: tuple[float, ...] = ()
+    bin_shape: tuple[float, ...] = ()
+    """Level-0 bin convert chose (the write phase uses the same)."""
     chunks: int = 0
     correct: bool = False
 
@@ -135,7 +139,7 @@ def _phases(path: Path, store: Path, t: Timings, compressor: str) -> None:
         t.read.append(time.perf_counter() - t0)
         opts = WriteOptions(
             chunk_shape=t.chunk_shape,
-            bin_shape=default_bin_shape(t.chunk_shape),
+            bin_shape=t.bin_shape,
             compressor=compressor,
         )
         seconds, _ = _timed(lambda: src.write(str(store), opts))
@@ -195,6 +199,7 @@ def bench_format(
         t.convert.append(seconds)
         t.convert_cpu.append(cpu)
         t.chunk_shape, t.chunks = report.chunk_shape, report.summary.chunk_count
+        t.bin_shape = report.bin_shape
         t.vertices = report.summary.vertex_count
         t.correct = bool(np.array_equal(read_streamlines(str(store)).positions, reference))
         del reference
@@ -233,7 +238,7 @@ def render(results: Sequence[Timings]) -> str:
     lines = [
         (
             "| format | compressor | vertices | nibabel load | convert | read / write phases | CLI | "
-            "convert / load | CPU user + sys, load / convert (s) | chunk shape (chunks) "
+            "convert / load | CPU user + sys, load / convert (s) | chunk shape (chunks), bins "
             "| coordinates equal |"
         ),
         "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -244,7 +249,7 @@ def render(results: Sequence[Timings]) -> str:
         lines.append(
             f"| {t.fmt} | {t.compressor} | {t.vertices:,} | {_fmt(t.nibabel_load)} | {_fmt(t.convert)} | {phases} "
             f"| {_fmt(t.cli)} | {ratio:.2f} | {_cpu(t.nibabel_cpu)} / {_cpu(t.convert_cpu)} "
-            f"| {list(t.chunk_shape)} ({t.chunks}) "
+            f"| {list(t.chunk_shape)} ({t.chunks}), bins {list(t.bin_shape)} "
             f"| {'yes' if t.correct else 'NO'} |"
         )
     return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import nibabel as nib
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,10 +13,12 @@ from hypothesis import strategies as st
 
 import zarr_vectors as zv
 from zarr_vectors.errors import ZVUserWarning
+from zarr_vectors.formats import registry
 from zarr_vectors.formats.bins import (
     MAX_BINS_PER_AXIS,
     TARGET_VERTICES_PER_BIN,
     bin_candidates,
+    curve_bin_shape,
     extent_bin_shape,
     measured_bin_shape,
     warn_sparse_levels,
@@ -67,6 +70,42 @@ def test_extent_rule_assumes_a_surface() -> None:
     got = extent_bin_shape((0, 0, 0), (1000, 1000, 5), 100_000, (500.0, 500.0, 500.0))
     assert got == (3.90625,) * 3
     assert extent_bin_shape((0, 0), (0, 0), 10, (8.0, 8.0)) == (2.0, 2.0)  # no area: coarsest
+
+
+@pytest.mark.parametrize("step", [0.01, 0.3, 1.0, 2.9, 50.0])
+def test_curve_rule_is_the_coarsest_candidate_within_four_steps(step: float) -> None:
+    chunk = (25.0, 25.0, 40.0)
+    candidates = bin_candidates(chunk, [(2, 2, 2)])
+    got = curve_bin_shape(step, chunk, [(2, 2, 2)])
+    within = [c for c in candidates if max(c) <= TARGET_VERTICES_PER_BIN * step]
+    assert got == (within[0] if within else candidates[-1])
+    assert curve_bin_shape(0.0, chunk) == curve_bin_shape(float("nan"), chunk) == (6.25, 6.25, 10)
+
+
+def _tractogram(path: Path, n: int, m: int, step: float) -> np.ndarray:
+    """``n`` random-walk streamlines of ``m`` vertices ``step`` apart, saved as TRK."""
+    rng = np.random.default_rng(5)
+    d = rng.normal(size=(n, m, 3))
+    d *= step / np.linalg.norm(d, axis=2, keepdims=True)
+    pos = (rng.uniform(20, 80, (n, 1, 3)) + np.cumsum(d, axis=1)).astype(np.float32)
+    tg = nib.streamlines.Tractogram(list(pos), affine_to_rasmm=np.eye(4))
+    header = {"dimensions": np.array([100, 100, 100]), "voxel_sizes": np.ones(3)}
+    nib.streamlines.TrkFile(tg, header=header).save(str(path))
+    return pos.reshape(-1, 3)
+
+
+def test_large_tractogram_bins_follow_the_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pos = _tractogram(tmp_path / "t.trk", 400, 50, 0.5)
+    monkeypatch.setattr(registry, "MEASURE_LIMIT", 1000)  # "large": not measured
+    report = convert(tmp_path / "t.trk", str(tmp_path / "s.zarrvectors"), chunk_shape=(20.0,) * 3)
+    assert report.bin_shape == (1.25, 1.25, 1.25)  # the coarsest within 4 steps of 0.5
+    # the surface rule gives finer bins, holding about one vertex of a streamline each
+    surface = extent_bin_shape(pos.min(axis=0), pos.max(axis=0), len(pos), (20.0,) * 3)
+    assert max(surface) < 1.25
+    loaded = nib.streamlines.load(str(tmp_path / "t.trk")).streamlines.get_data()
+    assert np.array_equal(zv.open(str(tmp_path / "s.zarrvectors")).read().positions, loaded)
 
 
 def test_sparse_levels_warn() -> None:

@@ -348,3 +348,21 @@ def test_extent_in_memory_and_streamed(
             monkeypatch.setattr(tractography, "STREAMING_THRESHOLD", 10)
             assert src.extent() == expected
             monkeypatch.undo()
+
+
+def test_mean_step_is_the_mean_segment_length(trk: Path) -> None:
+    # 60 streamlines: one sampled run holds them all (one has a single vertex: no segment)
+    loaded = nib.streamlines.load(str(trk)).streamlines
+    want = np.mean(
+        [
+            np.linalg.norm(s[i + 1].astype(np.float64) - s[i])
+            for s in loaded
+            for i in range(len(s) - 1)
+        ]
+    )
+    with open_trk(trk) as src:
+        streamed = src.mean_step()
+        src.everything()
+        cached = src.mean_step()
+    assert streamed == pytest.approx(want, rel=1e-12)
+    assert cached == pytest.approx(want, rel=1e-12)

@@ -11,9 +11,11 @@ ratio 2).  The rule used when no bin shape is given:
 * the coarsest candidate whose occupied bins hold on average at most
   :data:`TARGET_VERTICES_PER_BIN` vertices is chosen (measured on the vertices), so the
   ratio-2 level keeps roughly an eighth (volumes) to a half (curves) of the vertices;
-* without the vertices (streamed inputs), the vertices are assumed to cover the two widest
-  axes of the bounding box like a surface (airborne LiDAR, slices), and the bin side is about
-  twice their mean spacing.
+* without the vertices (large or streamed inputs), curves (streamlines) whose mean step is
+  known get the coarsest candidate no larger than 4 steps, so a curve holds about 4
+  vertices per bin; other vertices are assumed to cover the two widest axes of the bounding
+  box like a surface (airborne LiDAR, slices), and the bin side is about twice their mean
+  spacing.
 
 Examples
 --------
@@ -44,6 +46,7 @@ __all__ = [
     "MIN_LEVEL_SHARE",
     "TARGET_VERTICES_PER_BIN",
     "bin_candidates",
+    "curve_bin_shape",
     "extent_bin_shape",
     "level0_vertices",
     "measured_bin_shape",
@@ -153,6 +156,43 @@ def extent_bin_shape(
     if n_vertices <= 0 or area <= 0:
         return candidates[0]
     limit = 2.0 * math.sqrt(area / n_vertices)
+    for bins in candidates:
+        if max(bins) <= limit:
+            return bins
+    return candidates[-1]
+
+
+def curve_bin_shape(
+    step: float,
+    chunk_shape: Sequence[float],
+    ratios: Sequence[Sequence[int]] = (),
+) -> tuple[float, ...]:
+    """Return a default bin for curves from their mean step (for inputs not held in memory).
+
+    A curve crossing a bin of side ``b`` holds about ``b / step`` of its vertices there, and a
+    coarse level keeps one vertex per occupied bin per object: the coarsest candidate whose
+    sides are all at most :data:`TARGET_VERTICES_PER_BIN` steps is chosen.  A volume filled
+    with curves is no surface: :func:`extent_bin_shape` would give bins holding one vertex
+    each, so coarse levels would keep nearly every vertex.
+
+    Parameters
+    ----------
+    step
+        Mean distance between consecutive vertices of a curve, physical units.
+    chunk_shape
+        Chunk extent per axis, physical units.
+    ratios
+        Bin ratios of the pyramid levels to be built.
+
+    Examples
+    --------
+    >>> curve_bin_shape(1.0, (25.0, 25.0, 25.0))
+    (3.125, 3.125, 3.125)
+    """
+    candidates = bin_candidates(chunk_shape, ratios)
+    if not (math.isfinite(step) and step > 0):
+        return candidates[0]
+    limit = TARGET_VERTICES_PER_BIN * step
     for bins in candidates:
         if max(bins) <= limit:
             return bins

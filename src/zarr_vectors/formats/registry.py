@@ -56,7 +56,12 @@ from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.core.store import StoreLike, open_store, refuse_overlap
 from zarr_vectors.core.writer import WriteSummary
 from zarr_vectors.errors import InvalidInputError, MissingDependencyError
-from zarr_vectors.formats.bins import extent_bin_shape, measured_bin_shape, warn_sparse_levels
+from zarr_vectors.formats.bins import (
+    curve_bin_shape,
+    extent_bin_shape,
+    measured_bin_shape,
+    warn_sparse_levels,
+)
 from zarr_vectors.multiscale import PyramidLevel, build_pyramid
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import GeometryTypeName
@@ -251,6 +256,10 @@ class Source(abc.ABC):
     def dropped(self) -> list[str]:
         """Describe what of the file the store cannot carry, one line each (default: nothing)."""
         return []
+
+    def mean_step(self) -> float | None:
+        """Mean distance between consecutive vertices of a curve (None: not curves, default)."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional hook: most sources hold no open file
         """Release open files (the default holds none)."""
@@ -804,7 +813,8 @@ def _refuse_unknown_options(info: FormatInfo, options: Mapping[str, Any]) -> Non
 MEASURE_LIMIT = 2_000_000
 """Inputs with at most this many vertices (and not streamed) have their default bin shape
 measured on the vertices (:func:`~zarr_vectors.formats.bins.measured_bin_shape`): they are
-written once to memory first.  Larger ones use the bounding box
+written once to memory first.  Larger ones use the mean step of curves (streamlines,
+:func:`~zarr_vectors.formats.bins.curve_bin_shape`) or else the bounding box
 (:func:`~zarr_vectors.formats.bins.extent_bin_shape`)."""
 
 
@@ -815,6 +825,9 @@ def _pick_bin_shape(
     extent = src.extent()
     chunk = opts.chunk_shape
     if extent.n_vertices > MEASURE_LIMIT or opts.stream(extent.n_vertices):
+        step = src.mean_step()
+        if step is not None:
+            return curve_bin_shape(step, chunk, pyramid)
         return extent_bin_shape(extent.min, extent.max, extent.n_vertices, chunk, pyramid)
     scratch = MemoryStore()
     src.write(scratch, replace(opts, bin_shape=chunk, overwrite=True), NullProgress())

@@ -141,6 +141,12 @@ def _as_2d(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
 # -- sources --------------------------------------------------------------------------------
 
 
+STEP_SAMPLE_BLOCKS = 16
+"""Runs of streamlines sampled by :meth:`_StreamlineSource.mean_step`."""
+STEP_SAMPLE_STREAMLINES = 64
+"""Consecutive streamlines per sampled run."""
+
+
 class _StreamlineSource(Source):
     """Shared writing of streamline sources that gather batches by streamline range."""
 
@@ -189,6 +195,30 @@ class _StreamlineSource(Source):
     def close(self) -> None:
         """Drop the cached streamlines."""
         self._all = None
+
+    def mean_step(self) -> float | None:
+        """Mean distance between consecutive vertices of a streamline (mm), on a sample.
+
+        :data:`STEP_SAMPLE_BLOCKS` runs of :data:`STEP_SAMPLE_STREAMLINES` consecutive
+        streamlines spread evenly over the file; None when they have no segment.
+        """
+        n = len(self.offsets) - 1
+        firsts = np.linspace(0, max(n - STEP_SAMPLE_STREAMLINES, 0), STEP_SAMPLE_BLOCKS)
+        total, count = 0.0, 0
+        for a in np.unique(firsts.astype(np.int64)).tolist() if n else []:
+            b = min(a + STEP_SAMPLE_STREAMLINES, n)
+            if self._all is not None:
+                lo, hi = int(self.offsets[a]), int(self.offsets[b])
+                pos, offsets = self._all.positions[lo:hi], self.offsets[a : b + 1] - lo
+            else:
+                got = self.batch(a, b)
+                pos, offsets = got.positions, got.offsets
+            steps = np.linalg.norm(np.diff(pos.astype(np.float64), axis=0), axis=1)
+            inside = np.ones(len(steps), dtype=bool)
+            inside[offsets[1:-1][(offsets[1:-1] > 0) & (offsets[1:-1] <= len(steps))] - 1] = False
+            total += float(steps[inside].sum())
+            count += int(np.count_nonzero(inside))
+        return total / count if count else None
 
     def extent(self) -> Extent:
         """Return the vertex count and the exact bounding box (one pass over the file)."""
