@@ -294,7 +294,7 @@ def test_lz4_preset_metadata_and_plain_zarr(tmp_path: Path) -> None:
         "cname": "lz4",
         "clevel": zv_compression.LZ4_LEVEL,
         "shuffle": "shuffle",
-        "blocksize": 4096,
+        "blocksize": zv_compression.PATH_FRAME_BYTES,  # streamlines: 1 KiB blocks
     }
     assert _codecs(level / "vertex_fragments")[1]["configuration"]["typesize"] == 8
     index = _codecs(level / "object_index" / "manifest")[1]
