@@ -43,6 +43,7 @@ __all__ = [
     "blosc_table",
     "decode_blocks",
     "decode_ranges",
+    "decompress",
     "parse_header",
     "table_length",
 ]
@@ -402,10 +403,10 @@ def _decode_spans(
         into[:BLOSC_HEADER_BYTES] = np.frombuffer(header, dtype=np.uint8)
         into[BLOSC_HEADER_BYTES:head] = bstarts.view(np.uint8)
         src = into
-    return _decompress(src, nbytes, where)
+    return decompress(src, nbytes, where)
 
 
-def _decompress(
+def decompress(
     src: bytes | npt.NDArray[np.uint8], nbytes: int, where: str
 ) -> npt.NDArray[np.uint8]:
     """Decode the Blosc buffer ``src`` that must hold ``nbytes`` bytes, as uint8."""
@@ -447,7 +448,7 @@ def _decode_runs(
     if table.memcpyed:
         return np.frombuffer(b"".join(bodies), dtype=np.uint8)
     buffer, nbytes = _runs_buffer(table, runs, b"".join(bodies))
-    return _decompress(buffer, nbytes, where)
+    return decompress(buffer, nbytes, where)
 
 
 def _run_bodies(
