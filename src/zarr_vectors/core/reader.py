@@ -1045,20 +1045,21 @@ def _gather_many(
     row_bytes = out.dtype.itemsize
     sizes = [counts[i] * row_bytes for i in busy]
     bounds = [(cut[i], cut[i + 1]) for i in busy]
-    done, raw, pos = arr.decode_rows_local_many(
-        [flats[i] for i in busy], sizes, byte_starts, byte_stops, bounds
-    )
-    if not done:
-        return busy
-    chunks = [busy[j] for j in done]
-    lo = np.asarray([cut[i] for i in chunks], dtype=np.int64)
-    which = concat_ranges(lo, np.asarray([cut[i + 1] for i in chunks], dtype=np.int64) - lo)
-    rows = concat_ranges(first[which], n[which])
-    src = np.repeat(pos, n[which]) + step[rows]
-    if len(rows) == len(out):  # every range: no scatter
-        out[...] = _rows_from(raw, row_bytes)[src]
-    else:
-        out[rows] = _rows_from(raw, row_bytes)[src]
+    with SCRATCH.lease() as lease:  # the decoded blocks live only until gathered
+        done, raw, pos = arr.decode_rows_local_many(
+            [flats[i] for i in busy], sizes, byte_starts, byte_stops, bounds, lease
+        )
+        if not done:
+            return busy
+        chunks = [busy[j] for j in done]
+        lo = np.asarray([cut[i] for i in chunks], dtype=np.int64)
+        which = concat_ranges(lo, np.asarray([cut[i + 1] for i in chunks], dtype=np.int64) - lo)
+        rows = concat_ranges(first[which], n[which])
+        src = np.repeat(pos, n[which]) + step[rows]
+        if len(rows) == len(out):  # every range: no scatter
+            out[...] = _rows_from(raw, row_bytes)[src]
+        else:
+            out[rows] = _rows_from(raw, row_bytes)[src]
     left = set(chunks)
     return [i for i in busy if i not in left]
 

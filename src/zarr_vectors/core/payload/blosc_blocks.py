@@ -407,10 +407,22 @@ def _decode_spans(
 
 
 def decompress(
-    src: bytes | npt.NDArray[np.uint8], nbytes: int, where: str
+    src: bytes | npt.NDArray[np.uint8],
+    nbytes: int,
+    where: str,
+    dest: npt.NDArray[np.uint8] | None = None,
 ) -> npt.NDArray[np.uint8]:
-    """Decode the Blosc buffer ``src`` that must hold ``nbytes`` bytes, as uint8."""
+    """Decode the Blosc buffer ``src`` that must hold ``nbytes`` bytes, as uint8.
+
+    ``dest`` (optional, ``nbytes`` long) receives the bytes and is returned.
+    """
     try:
+        if dest is not None:
+            head = bytes(src[:BLOSC_HEADER_BYTES])
+            if len(dest) != nbytes or BLOSC_HEADER.unpack(head)[4] != nbytes:
+                raise CorruptPayloadError(f"{where}: Blosc blocks do not decode to {nbytes} bytes")
+            blosc.decompress(src, dest)
+            return dest
         raw = blosc.decompress(src)
     except RuntimeError as exc:
         raise CorruptPayloadError(f"{where}: cannot decode Blosc blocks ({exc})") from exc

@@ -27,6 +27,7 @@ from zarr_vectors.core.payload.blosc_blocks import (
     decompress,
 )
 from zarr_vectors.core.ragged import concat_ranges
+from zarr_vectors.core.scratch import Lease, empty_bytes
 from zarr_vectors.errors import CorruptPayloadError
 
 __all__ = ["decode_many", "layout_key"]
@@ -59,6 +60,7 @@ def decode_many(
     end: IntArray,
     read_into: Callable[[int, int, npt.NDArray[np.uint8]], int],
     where: str,
+    lease: Lease | None = None,
 ) -> tuple[npt.NDArray[np.uint8], IntArray]:
     """Decode the blocks holding the decoded byte ranges ``[at, end)`` of many Blosc buffers.
 
@@ -76,6 +78,9 @@ def decode_many(
         ``offset`` and returns how many it read.
     where : str
         Names the array in errors.
+    lease : Lease, optional
+        Lends the buffers (the stored and the decoded blocks): reused memory is not faulted
+        in page by page again.  ``raw`` is then valid while the lease lasts.
 
     Returns
     -------
@@ -104,10 +109,11 @@ def decode_many(
     offsets = np.concatenate([t.offsets_array for t in tables])
     lo = offsets[blocks + tab]
     hi = offsets[blocks + tab + 1]
-    into, at_in_into = _read_spans(tab, lo, hi, read_into, where)
+    into, at_in_into = _read_spans(tab, lo, hi, read_into, where, lease)
     remainder = np.fromiter((t.nbytes % bs for t in tables), np.int64, len(tables))
     short = (blocks == base[tab + 1] - 1) & (remainder[tab] > 0)
-    raw = _decode_blocks(tables[0], into, at_in_into, hi - lo, short, remainder[tab], where)
+    raw = empty_bytes(len(blocks) * bs, lease)
+    _decode_blocks(tables[0], into, at_in_into, hi - lo, (short, remainder[tab]), raw, where)
     pos[some] = np.searchsorted(blocks, gfirst) * bs + (at - first * bs)
     return raw, pos
 
@@ -118,6 +124,7 @@ def _read_spans(
     hi: IntArray,
     read_into: Callable[[int, int, npt.NDArray[np.uint8]], int],
     where: str,
+    lease: Lease | None,
 ) -> tuple[npt.NDArray[np.uint8], IntArray]:
     """Read the stored blocks ``[lo, hi)`` of buffers ``tab`` in spans of close blocks.
 
@@ -136,7 +143,7 @@ def _read_spans(
     span_lo, span_len = lo[opens], hi[closes] - lo[opens]
     head = BLOSC_HEADER_BYTES + 4 * k
     span_at = head + np.cumsum(span_len) - span_len
-    into = np.empty(head + int(span_len.sum()), dtype=np.uint8)
+    into = empty_bytes(head + int(span_len.sum()), lease)
     for i, a, n, dst in zip(
         tab[opens].tolist(), span_lo.tolist(), span_len.tolist(), span_at.tolist(), strict=True
     ):
@@ -151,16 +158,18 @@ def _decode_blocks(
     into: npt.NDArray[np.uint8],
     start: IntArray,
     size: IntArray,
-    short: npt.NDArray[np.bool_],
-    remainder: IntArray,
+    shorts: tuple[npt.NDArray[np.bool_], IntArray],
+    raw: npt.NDArray[np.uint8],
     where: str,
-) -> npt.NDArray[np.uint8]:
-    """Decode the stored blocks at ``start`` in ``into``, each into a ``blocksize`` slot.
+) -> None:
+    """Decode the stored blocks at ``start`` in ``into``, each into a ``blocksize`` slot of ``raw``.
 
     ``into`` has room for a Blosc header and block table before the stored bytes; the
     header of ``like`` is copied with the block count and lengths changed.  Blocks marked
-    ``short`` (``remainder`` decoded bytes each) are decoded one by one.
+    short (``shorts``: the mask, and each block's decoded length where marked) are decoded
+    one by one.
     """
+    short, remainder = shorts
     bs = like.blocksize
     version, versionlz, flags, typesize, _, _, _ = BLOSC_HEADER.unpack(like.header)
     full = np.flatnonzero(~short)
@@ -174,8 +183,8 @@ def _decode_blocks(
         into[:BLOSC_HEADER_BYTES] = np.frombuffer(header, dtype=np.uint8)
         into[BLOSC_HEADER_BYTES:head] = bstarts.view(np.uint8)
     if n_full == len(short):
-        return decompress(into, n_full * bs, where)
-    raw = np.empty(len(short) * bs, dtype=np.uint8)
+        decompress(into, n_full * bs, where, raw)
+        return
     slots = raw.reshape(-1, bs)
     if n_full:
         slots[full] = decompress(into, n_full * bs, where).reshape(-1, bs)
@@ -186,4 +195,3 @@ def _decode_blocks(
         )
         buf = b"".join((one, _BSTART.pack(BLOSC_HEADER_BYTES + 4), into[s : s + c].tobytes()))
         slots[j, :n] = decompress(buf, n, where)
-    return raw

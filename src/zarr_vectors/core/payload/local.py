@@ -163,6 +163,7 @@ class LocalReads(ElementAccess):
         starts: npt.NDArray[np.int64],
         stops: npt.NDArray[np.int64],
         bounds: Sequence[tuple[int, int]],
+        lease: Lease | None = None,
     ) -> tuple[list[int], npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
         """Decode the byte ranges of many local elements together, where that applies.
 
@@ -173,6 +174,7 @@ class LocalReads(ElementAccess):
         (:func:`~zarr_vectors.core.payload.blosc_many.decode_many`).  Returns the indexes
         ``i`` of those elements, the decoded blocks and, for each of their ranges (in order),
         where it starts in them; the other elements are left to :meth:`decode_rows_local`.
+        With a ``lease`` the decoded blocks are valid while it lasts.
         """
         fds: list[int] = []
         try:
@@ -192,6 +194,7 @@ class LocalReads(ElementAccess):
                 stops[which] + HEADER.size,
                 into,
                 self.name,
+                lease,
             )
             return done, raw, pos
         finally:
