@@ -105,8 +105,9 @@ class StoreKwargs(TypedDict, total=False):
     frame_bytes: int | FrameBytes | Literal["auto"] | None
     """Decoded bytes (>= 64) per Blosc block of ``"lz4"`` payloads, so that reading one
     object decodes only the blocks holding its rows; None for c-blosc's own block size;
-    ``"auto"`` (default): 4096 for object types, 65536 for skeletons (read whole tree by
-    tree), None for point clouds."""
+    ``"auto"`` (default): 1024 for polylines and streamlines (box reads gather short runs
+    of many paths), 4096 for lines, graphs and meshes, 65536 for skeletons (read whole tree
+    by tree), None for point clouds."""
     storage_options: Mapping[str, Any] | None
     """fsspec options of a URL store (``s3://...``)."""
     coordinate_system: str
