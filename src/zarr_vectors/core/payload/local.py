@@ -217,6 +217,9 @@ class LocalReads(ElementAccess):
         if not self._fast[0].crc32c or self._fast[0].compressor is None:
             return done, tables
         for i, flat in enumerate(flats):
+            if flat not in self._verified:  # read whole and verified by decode_rows_local
+                fds.append(-1)
+                continue
             path = self._paths.get(flat)
             if path is None:
                 path = self._paths[flat] = os.path.join(self.local_root, self._key(flat))
