@@ -30,6 +30,7 @@ from zarr_vectors.core.payload.blosc_blocks import (
     decode_ranges,
     table_length,
 )
+from zarr_vectors.core.payload.blosc_many import decode_many, layout_key
 from zarr_vectors.core.payload.lz4_blocks import _C_BLOSC, _encode_lz4_blocks, encode_lz4_blocks
 from zarr_vectors.errors import CorruptPayloadError
 from zarr_vectors.testing.examples import random_walk_paths
@@ -294,7 +295,7 @@ def test_lz4_preset_metadata_and_plain_zarr(tmp_path: Path) -> None:
         "cname": "lz4",
         "clevel": zv_compression.LZ4_LEVEL,
         "shuffle": "shuffle",
-        "blocksize": 4096,
+        "blocksize": zv_compression.PATH_FRAME_BYTES,  # streamlines: 1 KiB blocks
     }
     assert _codecs(level / "vertex_fragments")[1]["configuration"]["typesize"] == 8
     index = _codecs(level / "object_index" / "manifest")[1]
@@ -552,3 +553,63 @@ def test_needed_blocks_are_the_distinct_blocks_of_the_ranges(
     assert blocks.tolist() == want
     if rank is not None:  # each range's first block, located in the needed blocks
         assert blocks[rank].tolist() == (at // blocksize).tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    sizes=st.lists(st.integers(1, 9000), min_size=1, max_size=6),
+    blocksize=st.sampled_from([64, 1000, 1024]),
+    pieces=st.integers(0, 12),
+)
+def test_decode_many_equals_slices_of_each_buffer(
+    seed: int, sizes: list[int], blocksize: int, pieces: int
+) -> None:
+    """Blocks of several buffers (short last blocks, stored-as-is blocks, empty ranges and
+    ranges over several blocks included) decoded together give each range's bytes."""
+    rng = np.random.default_rng(seed)
+    raws = [
+        rng.integers(0, 4, n, dtype=np.uint8) if i % 2 else rng.integers(0, 256, n, np.uint8)
+        for i, n in enumerate(sizes)
+    ]
+    stored = [encode_lz4_blocks(r.tobytes(), 4, blocksize) for r in raws]
+    tables = [blosc_table(s, "x") for s in stored]
+    # only buffers of one layout decode together (the reader leaves the others alone)
+    keys = [layout_key(t) for t in tables]
+    key = keys[0] if keys[0] is not None else layout_key(blosc_table(stored[-1], "x"))
+    keep = [i for i, k in enumerate(keys) if k is not None and k == key]
+    raws, stored, tables = (
+        [raws[i] for i in keep],
+        [stored[i] for i in keep],
+        [tables[i] for i in keep],
+    )
+    if not tables:
+        return
+    owner, at, end = [], [], []
+    for i, r in enumerate(raws):
+        for a in sorted(rng.integers(0, len(r) + 1, pieces).tolist()):
+            owner.append(i)
+            at.append(a)
+            end.append(min(len(r), a + int(rng.integers(0, 3 * blocksize))))
+
+    def read_into(i: int, offset: int, view: np.ndarray) -> int:
+        data = stored[i][offset : offset + len(view)]
+        view[: len(data)] = np.frombuffer(data, np.uint8)
+        return len(data)
+
+    raw, pos = decode_many(
+        tables, np.array(owner, np.int64), np.array(at, np.int64), np.array(end, np.int64),
+        read_into, "x",
+    )  # fmt: skip
+    for i, a, b, p in zip(owner, at, end, pos.tolist(), strict=True):
+        assert bytes(raw[p : p + b - a]) == raws[i][a:b].tobytes()
+
+
+def test_decode_many_reports_ranges_beyond_a_buffer() -> None:
+    stored = encode_lz4_blocks(bytes(3000), 4, 1024)
+    table = blosc_table(stored, "x")
+    with pytest.raises(CorruptPayloadError, match="beyond"):
+        decode_many(
+            [table], np.zeros(1, np.int64), np.array([2000]), np.array([3100]),
+            lambda i, o, v: 0, "x",
+        )  # fmt: skip

@@ -20,9 +20,11 @@ from hypothesis import strategies as st
 from zarr.codecs import BloscCodec
 
 import zarr_vectors as zv
+from zarr_vectors.core.payload import blosc_many as zv_blosc_many
 from zarr_vectors.core.payload import compression as zv_compression
 from zarr_vectors.core.payload import create as zv_create
 from zarr_vectors.core.payload import dense as zv_dense
+from zarr_vectors.core.payload import local as zv_local
 from zarr_vectors.core.payload import store_io as zv_store_io
 from zarr_vectors.core.payload import zstd_frames as zv_zstd_frames
 from zarr_vectors.core.payload.codec import ElementCodec
@@ -263,7 +265,8 @@ def _frames_of(store: Any) -> int | None:
 
 
 def test_default_frames_per_geometry_type(tmp_path: Path) -> None:
-    """Paths and graphs: 4 KiB blocks; skeletons (read tree by tree): 64 KiB; points: none."""
+    """Lines and graphs: 4 KiB blocks; polylines and streamlines (box reads gather short runs
+    of many paths): 1 KiB; skeletons (read tree by tree): 64 KiB; points: none."""
     pos, parents, offsets = random_walk_trees(40, 300, seed=3)
     trees = [
         (pos[a:b], np.where(parents[a:b] < 0, -1, parents[a:b] - a))
@@ -273,6 +276,13 @@ def test_default_frames_per_geometry_type(tmp_path: Path) -> None:
     zv.write_graph(tmp_path / "g", pos, np.array([[0, 1], [1, 2]]), chunk_shape=(20, 20, 20))
     assert _frames_of(tmp_path / "sk") == zv_compression.TREE_FRAME_BYTES == 65536
     assert _frames_of(tmp_path / "g") == zv_compression.DEFAULT_FRAME_BYTES == 4096
+    paths, offsets = _paths(60)
+    zv.write_streamlines(tmp_path / "sl", paths, offsets=offsets, chunk_shape=(4, 4, 4))
+    zv.write_polylines(tmp_path / "pl", paths, offsets=offsets, chunk_shape=(4, 4, 4))
+    zv.write_lines(tmp_path / "ln", paths[:80].reshape(-1, 2, 3), chunk_shape=(4, 4, 4))
+    assert _frames_of(tmp_path / "sl") == zv_compression.PATH_FRAME_BYTES == 1024
+    assert _frames_of(tmp_path / "pl") == 1024
+    assert _frames_of(tmp_path / "ln") == 4096
     # streamed and distributed writers resolve "auto" the same way
     with zv.open_writer(tmp_path / "st", "skeleton", chunk_shape=(20, 20, 20)) as w:
         w.append(trees)
@@ -284,11 +294,67 @@ def test_default_frames_per_geometry_type(tmp_path: Path) -> None:
     np.testing.assert_array_equal(one.positions, trees[17][0])
 
 
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_default_streamline_payloads_hold_1kib_blocks(tmp_path: Path, zarr_format: int) -> None:
+    """New path stores ask for 1 KiB Blosc blocks (v3 stores hold exactly such blocks), and
+    box reads through an open Reader (decoding only some blocks) equal brute force."""
+    pos, offsets = random_walk_paths(400, 7, min_length=20, max_length=120)
+    attr = np.arange(len(pos), dtype=np.float32)
+    store = tmp_path / "s.zv"
+    zv.write_streamlines(
+        store,
+        pos,
+        offsets=offsets,
+        chunk_shape=(5, 5, 5),
+        attributes={"a": attr},
+        zarr_format=zarr_format,
+    )
+    group = zv.open_store(store)
+    for name in ("0/vertices", "0/attributes/a"):
+        arr = group[name]
+        assert isinstance(arr, zarr.Array)
+        if zarr_format == 2:  # the Zarr metadata asks for 1 KiB blocks
+            assert arr.metadata.compressor.get_config()["blocksize"] == 1024  # type: ignore[union-attr]
+            continue
+        assert [c.blocksize for c in arr.compressors if isinstance(c, BloscCodec)] == [1024]
+        # each chunk file is a Blosc buffer (then the crc32c) of 1 KiB blocks: take the largest
+        files = [f for f in (store / name).rglob("*") if f.is_file() and f.name != "zarr.json"]
+        head = max(files, key=lambda f: f.stat().st_size).read_bytes()[:16]
+        _, _, _, _, nbytes, blocksize, _ = struct.unpack("<BBBBIII", head)
+        assert blocksize == zv_compression.PATH_FRAME_BYTES == 1024
+        assert nbytes > 4 * blocksize  # several blocks: partial decoding applies
+    calls = []
+    real = zv_blosc_many.decode_many
+
+    def counting(*args: Any) -> Any:
+        calls.append(len(args[0]))
+        return real(*args)
+
+    rng = np.random.default_rng(1)
+    centres = pos[rng.integers(0, len(pos), 8)]
+    with (
+        mock.patch.object(zv_local, "SETTLE_NS", -1),
+        mock.patch.object(zv_local, "decode_many", counting),
+        zv.open(store) as reader,
+    ):
+        for _ in range(2):  # the second pass decodes blocks of many verified chunks at once
+            for centre in centres:
+                lo, hi = centre - 0.8, centre + 0.8
+                got = reader.read(bbox=(lo, hi))
+                inside = np.all((pos >= lo) & (pos <= hi), axis=1)
+                hit = np.unique(np.searchsorted(offsets, np.flatnonzero(inside), "right") - 1)
+                rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in hit])
+                np.testing.assert_array_equal(got.object_ids, hit)
+                np.testing.assert_array_equal(got.positions, pos[rows])
+                np.testing.assert_array_equal(got.attributes["a"], attr[rows])
+    assert zarr_format == 2 or max(calls) > 1  # v2 chunks carry no crc32c: not batched
+
+
 def test_rechunk_keeps_block_sizes(tmp_path: Path) -> None:
     pos, offsets = _paths(80)
     zv.write_streamlines(tmp_path / "s", pos, offsets=offsets, chunk_shape=(4, 4, 4))
     zv.rechunk(tmp_path / "s", tmp_path / "r", chunk_shape=(8, 8, 8))
-    assert _frames_of(tmp_path / "r") == 4096
+    assert _frames_of(tmp_path / "r") == zv_compression.PATH_FRAME_BYTES
     zv.rechunk(tmp_path / "s", tmp_path / "one", chunk_shape=(8, 8, 8), frame_bytes=None)
     assert _frames_of(tmp_path / "one") is None
     for out in ("r", "one"):

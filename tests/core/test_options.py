@@ -143,7 +143,10 @@ def test_store_options_are_frozen_and_typed() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         opts.overwrite = True  # type: ignore[misc]
     assert opts.resolve(2, "point_cloud").frame_bytes is None
-    assert opts.resolve(2, "polyline").frame_bytes == 4096
+    assert opts.resolve(2, "polyline").frame_bytes == 1024
+    assert opts.resolve(2, "streamline").frame_bytes == 1024
+    assert opts.resolve(2, "line").frame_bytes == 4096
+    assert opts.resolve(2, "mesh").frame_bytes == 4096
     assert opts.resolve(2, "skeleton").frame_bytes == 1 << 16
     with pytest.raises(InvalidInputError, match="options= is already a StoreOptions"):
         StoreOptions.from_kwargs(options=opts)

@@ -47,8 +47,8 @@ def test_one_spec_per_builtin_name() -> None:
     [
         ("point_cloud", 0, 0, False, False, "bin", "whole_chunk", "points", "none"),
         ("line", 0, 2, True, True, "run", "object", "segments", "paths"),
-        ("polyline", 0, 2, True, True, "run", "object", "paths", "paths"),
-        ("streamline", 0, 2, True, True, "run", "object", "paths", "paths"),
+        ("polyline", 0, 2, True, True, "run", "path", "paths", "paths"),
+        ("streamline", 0, 2, True, True, "run", "path", "paths", "paths"),
         ("graph", 2, 2, False, True, "bin", "object", "graph", "graph"),
         ("skeleton", 2, 2, False, True, "tree", "tree", "tree", "forest"),
         ("mesh", 3, 3, False, True, "bin", "object", "mesh", "surface"),

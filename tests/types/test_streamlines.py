@@ -288,7 +288,7 @@ def test_write_streamlines_validates_like_polylines() -> None:
 @given(
     seed=st.integers(0, 2**16),
     lengths=st.lists(st.integers(1, 60), min_size=20, max_size=60),
-    frame=st.sampled_from((64, 256, 4096)),
+    frame=st.sampled_from((64, 256, 1024, 4096)),
     boxes=st.lists(
         st.tuples(st.integers(-8, 8), st.integers(-8, 8), st.integers(1, 4)), min_size=3, max_size=3
     ),

@@ -21,6 +21,7 @@ from typing_extensions import Unpack
 from zarr_vectors.core.draco import DracoSettings
 from zarr_vectors.core.payload.compression import (
     DEFAULT_FRAME_BYTES,
+    PATH_FRAME_BYTES,
     TREE_FRAME_BYTES,
     CompressorSpec,
     check_compressor,
@@ -104,8 +105,9 @@ class StoreKwargs(TypedDict, total=False):
     frame_bytes: int | FrameBytes | Literal["auto"] | None
     """Decoded bytes (>= 64) per Blosc block of ``"lz4"`` payloads, so that reading one
     object decodes only the blocks holding its rows; None for c-blosc's own block size;
-    ``"auto"`` (default): 4096 for object types, 65536 for skeletons (read whole tree by
-    tree), None for point clouds."""
+    ``"auto"`` (default): 1024 for polylines and streamlines (box reads gather short runs
+    of many paths), 4096 for lines, graphs and meshes, 65536 for skeletons (read whole tree
+    by tree), None for point clouds."""
     storage_options: Mapping[str, Any] | None
     """fsspec options of a URL store (``s3://...``)."""
     coordinate_system: str
@@ -358,15 +360,17 @@ def _text(value: Any, name: str, optional: bool = False) -> Any:
 def default_frame_bytes(geometry_type: str) -> int | None:
     """Default seekable-block size: blocked payloads for object types, whole for point clouds.
 
-    Reading one object of a path, graph or mesh store then decodes a few 4 KiB blocks per
-    chunk instead of whole chunks; skeletons, read whole tree by tree, use 64 KiB blocks;
-    point clouds keep one block per chunk (better compression of quantised coordinates, and
-    box queries read whole chunks anyway).
+    Reading one object of a line, graph or mesh store then decodes a few 4 KiB blocks per
+    chunk instead of whole chunks; polylines and streamlines, whose box reads gather short
+    runs of many paths, use 1 KiB blocks; skeletons, read whole tree by tree, use 64 KiB
+    blocks; point clouds keep one block per chunk (better compression of quantised
+    coordinates, and box queries read whole chunks anyway).
     """
     policy = type_spec(geometry_type).frame_policy
     if policy is FramePolicy.WHOLE_CHUNK:
         return None
-    return TREE_FRAME_BYTES if policy is FramePolicy.TREE else DEFAULT_FRAME_BYTES
+    sizes = {FramePolicy.TREE: TREE_FRAME_BYTES, FramePolicy.PATH: PATH_FRAME_BYTES}
+    return sizes.get(policy, DEFAULT_FRAME_BYTES)
 
 
 def frame_bytes_option(value: Any, geometry_type: str) -> int | None:

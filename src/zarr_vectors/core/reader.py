@@ -665,10 +665,13 @@ class LevelReader:
         byte_stops = byte_starts + n * row_bytes
         out = np.empty(int(first[-1]), dtype=np.dtype((np.void, row_bytes)))
         busy = [i for i in range(len(flats)) if cut[i + 1] > cut[i]]
-        scratch = np.empty(int(counts[busy].max()) * row_bytes if busy else 0, dtype=np.uint8)
         flat_list, count_list, first_list = flats.tolist(), counts.tolist(), first.tolist()
         # byte offset of each wanted row from its range's start, range by range
         step = (np.arange(int(first[-1]), dtype=np.int64) - np.repeat(first[:-1], n)) * row_bytes
+        if stored is None:  # chunks decoded together are gathered at once
+            ranges = (byte_starts, byte_stops, n, first)
+            busy = _gather_many(arr, busy, flat_list, count_list, cut, ranges, step, out)
+        scratch = np.empty(int(counts[busy].max()) * row_bytes if busy else 0, dtype=np.uint8)
         for i in busy:
             a, b = cut[i], cut[i + 1]
             view = scratch[: count_list[i] * row_bytes]
@@ -1038,6 +1041,46 @@ class LevelReader:
                 f"fragments cover {int(total[offsets[i + 1]] - total[offsets[i]])} rows, "
                 f"vertex_counts says {have[i]}"
             )
+
+
+def _gather_many(
+    arr: PayloadArray,
+    busy: list[int],
+    flats: list[int],
+    counts: list[int],
+    cut: list[int],
+    ranges: tuple[IntArray, IntArray, IntArray, IntArray],
+    step: IntArray,
+    out: npt.NDArray[np.void],
+) -> list[int]:
+    """Decode and gather the rows of the chunks ``busy`` that decode together (local files).
+
+    ``ranges``: byte starts and stops of the wanted ranges in their chunk, their row counts
+    and first rows in ``out`` (one more entry), ranges of chunk ``i`` from ``cut[i]`` to
+    ``cut[i + 1]``; ``step``: byte offset of each wanted row from its range's start.
+    Returns the chunks of ``busy`` left to decode one by one.
+    """
+    byte_starts, byte_stops, n, first = ranges
+    row_bytes = out.dtype.itemsize
+    sizes = [counts[i] * row_bytes for i in busy]
+    bounds = [(cut[i], cut[i + 1]) for i in busy]
+    with SCRATCH.lease() as lease:  # the decoded blocks live only until gathered
+        done, raw, pos = arr.decode_rows_local_many(
+            [flats[i] for i in busy], sizes, byte_starts, byte_stops, bounds, lease
+        )
+        if not done:
+            return busy
+        chunks = [busy[j] for j in done]
+        lo = np.asarray([cut[i] for i in chunks], dtype=np.int64)
+        which = concat_ranges(lo, np.asarray([cut[i + 1] for i in chunks], dtype=np.int64) - lo)
+        rows = concat_ranges(first[which], n[which])
+        src = np.repeat(pos, n[which]) + step[rows]
+        if len(rows) == len(out):  # every range: no scatter
+            out[...] = _rows_from(raw, row_bytes)[src]
+        else:
+            out[rows] = _rows_from(raw, row_bytes)[src]
+    left = set(chunks)
+    return [i for i in busy if i not in left]
 
 
 def _rows_from(buf: npt.NDArray[np.uint8], row_bytes: int) -> npt.NDArray[np.void]:

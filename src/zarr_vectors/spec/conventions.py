@@ -177,6 +177,9 @@ class FramePolicy(ParamEnum):
     """One frame per chunk (box queries read whole chunks anyway)."""
     OBJECT = "object"
     """Small frames, so reading one object decodes a few frames per chunk."""
+    PATH = "path"
+    """Smaller frames still, for paths: a box read returns every touching path whole, and
+    each path's run of rows in a chunk is only tens of vertices."""
     TREE = "tree"
     """Larger frames for types read whole object by object (trees)."""
 

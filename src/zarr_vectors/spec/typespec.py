@@ -155,6 +155,7 @@ BUILTIN_TYPE_SPECS: tuple[TypeSpec, ...] = (
         sequential=True,
         merge_rule=MergeRule.RUN,
         scene=SceneKind.PATHS,
+        frame_policy=FramePolicy.PATH,
     ),
     TypeSpec(
         name=GeometryTypeName.STREAMLINE,
@@ -164,6 +165,7 @@ BUILTIN_TYPE_SPECS: tuple[TypeSpec, ...] = (
         root_keys=_STREAMLINE_KEYS,
         merge_rule=MergeRule.RUN,
         scene=SceneKind.PATHS,
+        frame_policy=FramePolicy.PATH,
     ),
     TypeSpec(
         name=GeometryTypeName.GRAPH,

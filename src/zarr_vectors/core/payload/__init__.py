@@ -26,6 +26,7 @@ zarr-python does.  One module per job:
 ``local_nodes``    opening local Zarr v3 hierarchies quickly
 ``concurrency``    threads of encodes and decodes
 ``blosc_blocks``   the Blosc 1 format: block tables, decoding only some blocks
+``blosc_many``     decoding the needed blocks of many chunks with one decoder call
 ``lz4_blocks``     encoding Blosc-LZ4 in blocks of exact size (the only ``ctypes`` use)
 ``caches``         the process-wide memo tables
 =================  ==========================================================================

@@ -43,6 +43,7 @@ __all__ = [
     "blosc_table",
     "decode_blocks",
     "decode_ranges",
+    "decompress",
     "parse_header",
     "table_length",
 ]
@@ -402,14 +403,26 @@ def _decode_spans(
         into[:BLOSC_HEADER_BYTES] = np.frombuffer(header, dtype=np.uint8)
         into[BLOSC_HEADER_BYTES:head] = bstarts.view(np.uint8)
         src = into
-    return _decompress(src, nbytes, where)
+    return decompress(src, nbytes, where)
 
 
-def _decompress(
-    src: bytes | npt.NDArray[np.uint8], nbytes: int, where: str
+def decompress(
+    src: bytes | npt.NDArray[np.uint8],
+    nbytes: int,
+    where: str,
+    dest: npt.NDArray[np.uint8] | None = None,
 ) -> npt.NDArray[np.uint8]:
-    """Decode the Blosc buffer ``src`` that must hold ``nbytes`` bytes, as uint8."""
+    """Decode the Blosc buffer ``src`` that must hold ``nbytes`` bytes, as uint8.
+
+    ``dest`` (optional, ``nbytes`` long) receives the bytes and is returned.
+    """
     try:
+        if dest is not None:
+            head = bytes(src[:BLOSC_HEADER_BYTES])
+            if len(dest) != nbytes or BLOSC_HEADER.unpack(head)[4] != nbytes:
+                raise CorruptPayloadError(f"{where}: Blosc blocks do not decode to {nbytes} bytes")
+            blosc.decompress(src, dest)
+            return dest
         raw = blosc.decompress(src)
     except RuntimeError as exc:
         raise CorruptPayloadError(f"{where}: cannot decode Blosc blocks ({exc})") from exc
@@ -447,7 +460,7 @@ def _decode_runs(
     if table.memcpyed:
         return np.frombuffer(b"".join(bodies), dtype=np.uint8)
     buffer, nbytes = _runs_buffer(table, runs, b"".join(bodies))
-    return _decompress(buffer, nbytes, where)
+    return decompress(buffer, nbytes, where)
 
 
 def _run_bodies(

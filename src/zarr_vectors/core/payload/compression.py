@@ -32,6 +32,7 @@ __all__ = [
     "DENSE_FRAME_BYTES",
     "FRAME_BYTES_ATTR",
     "lz4_blosc",
+    "PATH_FRAME_BYTES",
     "LZ4_LEVEL",
     "LZ4_LINKS_BLOCK",
     "payload_typesize",
@@ -238,6 +239,14 @@ FRAME_BYTES_ATTR = "zstd_frame_bytes"
 
 DEFAULT_FRAME_BYTES = 4096
 """Decoded bytes per zstd frame of object-type payloads (see docs/spec.md, docs/performance.md)."""
+
+PATH_FRAME_BYTES = 1024
+"""Decoded bytes per Blosc block of polyline and streamline vertex-aligned payloads.
+
+A box read returns every touching path whole, and a path's run of rows in one chunk is only
+tens of vertices (a few hundred bytes): 1 KiB blocks decode about a quarter of the bytes that
+4 KiB blocks do for the same runs, while smaller blocks cost more per block than they save
+and compress worse (docs/performance.md)."""
 
 TREE_FRAME_BYTES = 65536
 """Decoded bytes per zstd frame of skeleton payloads: trees are read whole (by id, by box,

@@ -20,6 +20,7 @@ from zarr_vectors.core.payload.blosc_blocks import (
     decode_ranges,
     table_length,
 )
+from zarr_vectors.core.payload.blosc_many import decode_many, layout_key
 from zarr_vectors.core.payload.caches import SEEK_TABLES
 from zarr_vectors.core.payload.element import HEADER, check_element_header
 from zarr_vectors.core.payload.store_io import open_chunk, pread_all, read_element
@@ -29,6 +30,7 @@ from zarr_vectors.core.payload.zstd_frames import (
     decode_frames,
     frame_table,
 )
+from zarr_vectors.core.ragged import concat_ranges
 from zarr_vectors.core.scratch import Lease, empty_bytes
 from zarr_vectors.errors import CorruptPayloadError
 
@@ -153,6 +155,94 @@ class LocalReads(ElementAccess):
             return out, starts
         finally:
             os.close(fd)
+
+    def decode_rows_local_many(
+        self,
+        flats: Sequence[int],
+        rows_bytes: Sequence[int],
+        starts: npt.NDArray[np.int64],
+        stops: npt.NDArray[np.int64],
+        bounds: Sequence[tuple[int, int]],
+        lease: Lease | None = None,
+    ) -> tuple[list[int], npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """Decode the byte ranges of many local elements together, where that applies.
+
+        Element ``flats[i]`` (``rows_bytes[i]`` bytes of rows) wants the ranges
+        ``[starts[j], stops[j])`` for ``a <= j < b``, ``(a, b) = bounds[i]`` (sorted by start).
+        Elements whose file was verified by this reader and holds Blosc blocks of one layout
+        are decoded with one call of the decoder
+        (:func:`~zarr_vectors.core.payload.blosc_many.decode_many`).  Returns the indexes
+        ``i`` of those elements, the decoded blocks and, for each of their ranges (in order),
+        where it starts in them; the other elements are left to :meth:`decode_rows_local`.
+        With a ``lease`` the decoded blocks are valid while it lasts.
+        """
+        fds: list[int] = []
+        try:
+            done, tables = self._batchable(flats, rows_bytes, fds)
+            if not done:
+                return [], np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64)
+            lo = np.asarray([bounds[i][0] for i in done], dtype=np.int64)
+            n = np.asarray([bounds[i][1] - bounds[i][0] for i in done], dtype=np.int64)
+            which = concat_ranges(lo, n)
+            owner = np.repeat(np.arange(len(done), dtype=np.int64), n)
+            mine = [fds[i] for i in done]
+            into = lambda i, offset, view: os.preadv(mine[i], [view], offset)
+            raw, pos = decode_many(
+                tables,
+                owner,
+                starts[which] + HEADER.size,
+                stops[which] + HEADER.size,
+                into,
+                self.name,
+                lease,
+            )
+            return done, raw, pos
+        finally:
+            for fd in fds:
+                if fd >= 0:
+                    os.close(fd)
+
+    def _batchable(
+        self, flats: Sequence[int], rows_bytes: Sequence[int], fds: list[int]
+    ) -> tuple[list[int], list[BloscTable]]:
+        """Return the indexes of the elements decoded together, and their block tables.
+
+        Opens the files of ``flats``, appending their descriptors to ``fds`` (-1: absent).
+        """
+        assert self.local_root is not None
+        assert self._fast is not None
+        done: list[int] = []
+        tables: list[BloscTable] = []
+        key = None
+        if not self._fast[0].crc32c or self._fast[0].compressor is None:
+            return done, tables
+        for i, flat in enumerate(flats):
+            if flat not in self._verified:  # read whole and verified by decode_rows_local
+                fds.append(-1)
+                continue
+            path = self._paths.get(flat)
+            if path is None:
+                path = self._paths[flat] = os.path.join(self.local_root, self._key(flat))
+            try:
+                fds.append(open_chunk(path))
+            except FileNotFoundError:
+                fds.append(-1)
+                continue
+            stat = os.fstat(fds[-1])
+            if self._verified.get(flat) != _identity(stat):
+                continue
+            size = stat.st_size - CHECKSUM_BYTES
+            table = self._cached_table(path, fds[-1], (size, stat.st_mtime_ns), self.name)
+            if not isinstance(table, BloscTable):
+                continue
+            layout = layout_key(table)
+            if layout is None or (key is not None and layout != key):
+                continue
+            _check_decoded(table, rows_bytes[i], f"{self.name} chunk {flat}")
+            key = layout
+            done.append(i)
+            tables.append(table)
+        return done, tables
 
     def _verify_whole(
         self,
