@@ -158,6 +158,7 @@ class _StreamlineSource(Source):
     def __init__(self, path: PathLike) -> None:
         super().__init__(path)
         self._all: StreamlineBatch | None = None
+        self._extent: Extent | None = None
 
     @abc.abstractmethod
     def batch(self, start: int, stop: int) -> StreamlineBatch:
@@ -221,7 +222,13 @@ class _StreamlineSource(Source):
         return total / count if count else None
 
     def extent(self) -> Extent:
-        """Return the vertex count and the exact bounding box (one pass over the file)."""
+        """Return the vertex count and the exact bounding box (one pass over the file, kept)."""
+        if self._extent is None:
+            self._extent = self._measure_extent()
+        return self._extent
+
+    def _measure_extent(self) -> Extent:
+        """Compute :meth:`extent` from the vertices."""
         if self.n_vertices == 0:
             return Extent.of(np.zeros((0, 3), np.float32))
         if self.n_vertices <= STREAMING_THRESHOLD:
