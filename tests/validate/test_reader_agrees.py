@@ -20,7 +20,7 @@ import pytest
 import zarr
 
 import zarr_vectors as zv
-from zarr_vectors.errors import ZarrVectorsError
+from zarr_vectors.errors import MetadataValidationError, ZarrVectorsError
 
 Doc = dict[str, Any]
 
@@ -115,9 +115,8 @@ INVALID: dict[str, Callable[[Doc], None]] = {
     "zarr_conventions a string": _set("zarr_vectors", "zarr_conventions"),
 }
 
-# The reader takes each level group's own attributes and does not compare them with the root's
-# datasets entry; the validator does (L2.level.*).  Closing this needs a check where a level is
-# opened for reading (core/reader.py).
+# A level group's own attributes against its root datasets entry (reader: when the level is
+# opened; validator: L2.level.*).
 LEVEL_MISMATCH: dict[str, Callable[[Doc], None]] = {
     "object_sparsity differs from the level group": _set(0.25, *D1, "object_sparsity"),
     "bin_ratio differs from the level group": lambda d: _ds(d, 1).update(
@@ -195,3 +194,16 @@ def test_bad_root_metadata_gives_no_pyramid_knock_on(edited: Any) -> None:
     """Unusable root metadata is reported once, not again as a level-5 sparsity error."""
     report = zv.validate(edited(_set(3.0, "spatial_dims")), level=5)
     assert [f.check for f in report.errors] == ["L1.root.key_type"]
+
+
+def test_level_group_bin_shape_disagreeing_with_the_root(written: Path, tmp_path: Path) -> None:
+    path = tmp_path / "case.zv"
+    shutil.copytree(written, path)
+    level = zarr.open_group(path / "1", mode="r+")
+    attrs = level.attrs.asdict()
+    attrs["bin_shape"] = [b * 2 for b in attrs["bin_shape"]]
+    level.attrs.put(attrs)
+    assert not zv.validate(path, level=2).ok
+    with pytest.raises(MetadataValidationError, match=r"bin_shape .* differs from the root"):
+        zv.read_streamlines(path, level=1)
+    assert len(zv.read_streamlines(path)) == 30  # level 0 is untouched

@@ -227,7 +227,7 @@ def _vertex_aligned(path: str) -> bool:
 
 
 def _check_listed(meta: RootMetadata, level_meta: LevelMetadata, path: str) -> None:
-    """Refuse a level group that contradicts its ``multiscales`` datasets entry."""
+    """Refuse a level group whose bin ratio, shape or sparsity contradicts its datasets entry."""
     listed = {d.level: d for d in meta.multiscales.datasets}.get(level_meta.level)
     if listed is None:
         return
@@ -235,6 +235,14 @@ def _check_listed(meta: RootMetadata, level_meta: LevelMetadata, path: str) -> N
         raise MetadataValidationError(
             f"{path}: bin_ratio {list(level_meta.bin_ratio)} differs from the root's "
             f"multiscales datasets entry {list(listed.bin_ratio)}"
+        )
+    if not all(
+        math.isclose(a, b, rel_tol=1e-9)
+        for a, b in zip(listed.bin_shape, level_meta.bin_shape, strict=True)
+    ):
+        raise MetadataValidationError(
+            f"{path}: bin_shape {list(level_meta.bin_shape)} differs from the root's "
+            f"multiscales datasets entry {list(listed.bin_shape)}"
         )
     if not math.isclose(listed.object_sparsity, level_meta.object_sparsity, rel_tol=1e-9):
         raise MetadataValidationError(
