@@ -230,17 +230,18 @@ def test_zarr_python_2_reads_every_v2_array(
     stores: dict[tuple[str, int, str], Path], zarr2_python: Path
 ) -> None:
     v2 = [p for (_, fmt, _), p in stores.items() if fmt == 2]
-    done = subprocess.run(
-        [str(zarr2_python), "-c", ZARR2_SCRIPT, *map(str, v2)],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(done.stdout)
-    versions = subprocess.run(
+    versions = _zarr_versions(zarr2_python)
+    assert versions[0].startswith("2.18")
+    assert versions[1].startswith("0.15")
+    payloads = _assert_reads_like_zarr3(zarr2_python, ZARR2_SCRIPT, v2)
+    assert payloads > 50  # payload arrays were really read
+
+
+def _zarr_versions(python: Path) -> list[str]:
+    """The zarr and numcodecs versions of another interpreter."""
+    return subprocess.run(
         [
-            str(zarr2_python),
+            str(python),
             "-c",
             "import zarr, numcodecs; print(zarr.__version__, numcodecs.__version__)",
         ],
@@ -248,14 +249,24 @@ def test_zarr_python_2_reads_every_v2_array(
         capture_output=True,
         text=True,
     ).stdout.split()
-    assert versions[0].startswith("2.18")
-    assert versions[1].startswith("0.15")
+
+
+def _assert_reads_like_zarr3(python: Path, script: str, paths: list[Path]) -> int:
+    """Run ``script`` on ``paths`` in ``python``; every array's digest must equal zarr 3's.
+
+    Returns the number of payload (variable-length) arrays compared.
+    """
+    done = subprocess.run(
+        [str(python), "-c", script, *map(str, paths)], check=False, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout)
     payloads = 0
-    for path in v2:
+    for path in paths:
         want = _reference(path)
         assert got[str(path)] == want, path.name
         payloads += sum(d.startswith("vlen:") for d in want.values())
-    assert payloads > 50  # payload arrays were really read
+    return payloads
 
 
 # --------------------------------------------------------------------------------------------
@@ -337,31 +348,8 @@ def test_lowest_allowed_zarr_and_numcodecs_read_every_array(
     stores: dict[tuple[str, int, str], Path], lowest_python: tuple[Path, list[str]]
 ) -> None:
     python, pins = lowest_python
-    paths = list(stores.values())
-    done = subprocess.run(
-        [str(python), "-c", LOWEST_SCRIPT, *map(str, paths)],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(done.stdout)
-    versions = subprocess.run(
-        [
-            str(python),
-            "-c",
-            "import zarr, numcodecs; print(zarr.__version__, numcodecs.__version__)",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    assert versions == [pin.split("==")[1] for pin in pins]
-    payloads = 0
-    for path in paths:
-        want = _reference(path)
-        assert got[str(path)] == want, path.name
-        payloads += sum(d.startswith("vlen:") for d in want.values())
+    assert _zarr_versions(python) == [pin.split("==")[1] for pin in pins]
+    payloads = _assert_reads_like_zarr3(python, LOWEST_SCRIPT, list(stores.values()))
     assert payloads > 100  # payload arrays of v2 and v3 stores were really read
 
 
