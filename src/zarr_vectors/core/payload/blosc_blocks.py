@@ -45,6 +45,8 @@ __all__ = [
     "decode_ranges",
     "decompress",
     "parse_header",
+    "read_spans",
+    "standalone_header",
     "table_length",
 ]
 
@@ -57,6 +59,20 @@ FLAG_LZ4_FORMAT = 1 << 5  # compressor format code 1 (LZ4 and LZ4HC) in flag bit
 FORMAT_VERSION = 2  # the Blosc 1 buffer format version written by c-blosc >= 1.0
 LZ4_FORMAT_VERSION = 1
 MAX_BUFFER = 2**31 - 1 - 16  # BLOSC_MAX_BUFFERSIZE of c-blosc 1
+
+
+def standalone_header(like: bytes | memoryview, nbytes: int, blocksize: int, cbytes: int) -> bytes:
+    """Return the header of a Blosc buffer built from blocks of a buffer with header ``like``.
+
+    Version bytes, flags and typesize are kept; the buffer decodes to ``nbytes`` bytes in
+    blocks of ``blocksize`` and is ``cbytes`` long.  A buffer shorter than one block is a
+    stored short last block alone: it stays one unsplit stream, as it was written.
+    """
+    version, versionlz, flags, typesize, _, _, _ = BLOSC_HEADER.unpack(like)
+    if nbytes < blocksize:
+        blocksize = nbytes
+        flags |= FLAG_DONT_SPLIT
+    return BLOSC_HEADER.pack(version, versionlz, flags, typesize, nbytes, blocksize, cbytes)
 
 
 @dataclass(frozen=True)
@@ -202,11 +218,6 @@ def _runs_buffer(table: BloscTable, runs: list[tuple[int, int]], body: bytes) ->
     blocks = concat_ranges(first, last - first + 1)
     k = len(blocks)
     nbytes = k * bs - (bs * table.n_blocks - total if int(blocks[-1]) == table.n_blocks - 1 else 0)
-    version, versionlz, flags, typesize, _, _, _ = BLOSC_HEADER.unpack(table.header)
-    blocksize = bs
-    if nbytes < bs:  # only the short last block: keep it one unsplit stream, as stored
-        blocksize = nbytes
-        flags |= FLAG_DONT_SPLIT
     head = BLOSC_HEADER_BYTES + 4 * k
     offsets = np.asarray(table.offsets, dtype=np.int64)
     sizes = offsets[blocks + 1] - offsets[blocks]
@@ -214,9 +225,7 @@ def _runs_buffer(table: BloscTable, runs: list[tuple[int, int]], body: bytes) ->
     bstarts[0] = head
     np.cumsum(sizes[:-1], out=bstarts[1:])
     bstarts[1:] += head
-    header = BLOSC_HEADER.pack(
-        version, versionlz, flags, typesize, nbytes, blocksize, head + len(body)
-    )
+    header = standalone_header(table.header, nbytes, bs, head + len(body))
     return b"".join((header, bstarts.tobytes(), body)), nbytes
 
 
@@ -284,16 +293,7 @@ def decode_ranges(
         raise CorruptPayloadError(f"{where}: rows beyond the Blosc buffer")
     offsets = table.offsets_array
     lo, hi = offsets[blocks], offsets[blocks + 1]
-    # spans of stored bytes: a new one where the gap to the previous block is too wide
-    wide = np.empty(len(blocks), dtype=bool)
-    wide[0] = True
-    np.greater(lo[1:] - hi[:-1], _READ_GAP, out=wide[1:])
-    opens = np.flatnonzero(wide)
-    closes = np.empty_like(opens)
-    closes[:-1] = opens[1:] - 1
-    closes[-1] = len(blocks) - 1
-    span_lo = lo[opens]
-    span_len = hi[closes] - span_lo
+    opens, span_lo, span_len = read_spans(lo, hi)
     if read_into is not None and not table.memcpyed:
         # the spans land straight after room for the header and block table: no join copy
         head = BLOSC_HEADER_BYTES + 4 * len(blocks)
@@ -321,6 +321,31 @@ _READ_GAP = 8192
 """Needed blocks of a Blosc buffer at most this many stored bytes apart are fetched with one
 read (the bytes between them included): copying a few KiB more costs less than one more
 read call."""
+
+
+def read_spans(
+    lo: npt.NDArray[np.int64],
+    hi: npt.NDArray[np.int64],
+    breaks: npt.NDArray[np.bool_] | None = None,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Group needed blocks, stored at ``[lo, hi)`` (ascending), into spans read at once.
+
+    A span ends where the gap to the next block exceeds :data:`_READ_GAP` stored bytes, or
+    where ``breaks`` (one per block after the first) is True.  Returns the index of each
+    span's first block, and each span's stored start and length in bytes.
+    """
+    k = len(lo)
+    wide = np.empty(k, dtype=bool)
+    wide[0] = True
+    np.greater(lo[1:] - hi[:-1], _READ_GAP, out=wide[1:])
+    if breaks is not None:
+        wide[1:] |= breaks
+    opens = np.flatnonzero(wide)
+    closes = np.empty_like(opens)
+    closes[:-1] = opens[1:] - 1
+    closes[-1] = k - 1
+    span_lo = lo[opens]
+    return opens, span_lo, hi[closes] - span_lo
 
 
 def _needed_blocks(
@@ -383,11 +408,6 @@ def _decode_spans(
         base = np.repeat(np.cumsum(span_len) - span_len - span_lo, np.diff(opens, append=k))
         sizes = np.diff(table.offsets_array)[blocks]
         return body[concat_ranges(lo + base, sizes)]
-    version, versionlz, flags, typesize, _, _, _ = BLOSC_HEADER.unpack(table.header)
-    blocksize = bs
-    if nbytes < bs:  # only the short last block: keep it one unsplit stream, as stored
-        blocksize = nbytes
-        flags |= FLAG_DONT_SPLIT
     head = BLOSC_HEADER_BYTES + 4 * k
     span_at = head + np.cumsum(span_len) - span_len  # where each span lands in the buffer
     shift = np.zeros(k, dtype=np.int64)  # span_at - span_lo of each block's span
@@ -395,8 +415,7 @@ def _decode_spans(
     shift[opens[0]] = move[0]
     shift[opens[1:]] = move[1:] - move[:-1]
     bstarts = (lo + np.cumsum(shift)).astype("<i4")
-    cbytes = head + int(span_len.sum())
-    header = BLOSC_HEADER.pack(version, versionlz, flags, typesize, nbytes, blocksize, cbytes)
+    header = standalone_header(table.header, nbytes, bs, head + int(span_len.sum()))
     if into is None:
         src: bytes | npt.NDArray[np.uint8] = b"".join((header, bstarts.tobytes(), *parts))
     else:

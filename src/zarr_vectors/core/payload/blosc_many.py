@@ -22,9 +22,10 @@ import numpy.typing as npt
 from zarr_vectors.core.payload.blosc_blocks import (
     BLOSC_HEADER,
     BLOSC_HEADER_BYTES,
-    FLAG_DONT_SPLIT,
     BloscTable,
     decompress,
+    read_spans,
+    standalone_header,
 )
 from zarr_vectors.core.ragged import concat_ranges
 from zarr_vectors.core.scratch import Lease, empty_bytes
@@ -33,10 +34,6 @@ from zarr_vectors.errors import CorruptPayloadError
 __all__ = ["decode_many", "layout_key"]
 
 IntArray = npt.NDArray[np.int64]
-
-_READ_GAP = 8192
-"""Needed blocks of one chunk at most this many stored bytes apart are fetched with one read
-(the bytes between them included): copying a few KiB more costs less than one more read."""
 
 _BSTART = struct.Struct("<i")
 
@@ -132,15 +129,7 @@ def _read_spans(
     starts, and where each block starts in them.
     """
     k = len(lo)
-    wide = np.empty(k, dtype=bool)
-    wide[0] = True
-    np.not_equal(tab[1:], tab[:-1], out=wide[1:])
-    wide[1:] |= lo[1:] - hi[:-1] > _READ_GAP
-    opens = np.flatnonzero(wide)
-    closes = np.empty_like(opens)
-    closes[:-1] = opens[1:] - 1
-    closes[-1] = k - 1
-    span_lo, span_len = lo[opens], hi[closes] - lo[opens]
+    opens, span_lo, span_len = read_spans(lo, hi, tab[1:] != tab[:-1])  # no span across files
     head = BLOSC_HEADER_BYTES + 4 * k
     span_at = head + np.cumsum(span_len) - span_len
     into = empty_bytes(head + int(span_len.sum()), lease)
@@ -149,7 +138,7 @@ def _read_spans(
     ):
         if read_into(i, a, into[dst : dst + n]) != n:
             raise CorruptPayloadError(f"{where}: Blosc buffer truncated")
-    span = np.cumsum(wide) - 1
+    span = np.repeat(np.arange(len(opens)), np.diff(opens, append=k))
     return into, span_at[span] + (lo - span_lo[span])
 
 
@@ -171,7 +160,6 @@ def _decode_blocks(
     """
     short, remainder = shorts
     bs = like.blocksize
-    version, versionlz, flags, typesize, _, _, _ = BLOSC_HEADER.unpack(like.header)
     full = np.flatnonzero(~short)
     n_full = len(full)
     head = BLOSC_HEADER_BYTES + 4 * n_full
@@ -179,7 +167,7 @@ def _decode_blocks(
         # the table sits right after the header; unused table room (short blocks) stays
         # between it and the stored bytes, which the decoder reaches through the table
         bstarts = start[full].astype("<i4")
-        header = BLOSC_HEADER.pack(version, versionlz, flags, typesize, n_full * bs, bs, len(into))
+        header = standalone_header(like.header, n_full * bs, bs, len(into))
         into[:BLOSC_HEADER_BYTES] = np.frombuffer(header, dtype=np.uint8)
         into[BLOSC_HEADER_BYTES:head] = bstarts.view(np.uint8)
     if n_full == len(short):
@@ -190,8 +178,6 @@ def _decode_blocks(
         slots[full] = decompress(into, n_full * bs, where).reshape(-1, bs)
     for j in np.flatnonzero(short).tolist():
         n, s, c = int(remainder[j]), int(start[j]), int(size[j])
-        one = BLOSC_HEADER.pack(
-            version, versionlz, flags | FLAG_DONT_SPLIT, typesize, n, n, BLOSC_HEADER_BYTES + 4 + c
-        )
+        one = standalone_header(like.header, n, bs, BLOSC_HEADER_BYTES + 4 + c)
         buf = b"".join((one, _BSTART.pack(BLOSC_HEADER_BYTES + 4), into[s : s + c].tobytes()))
         slots[j, :n] = decompress(buf, n, where)
