@@ -99,6 +99,14 @@ class LocalReads(ElementAccess):
             raise CorruptPayloadError(f"{self.name} chunk {flat}: truncated element header")
         return size
 
+    def _local_path(self, flat: int) -> str:
+        """Path of element ``flat``'s file in the local store (kept per element)."""
+        path = self._paths.get(flat)
+        if path is None:
+            assert self.local_root is not None
+            path = self._paths[flat] = os.path.join(self.local_root, self._key(flat))
+        return path
+
     def decode_rows_local(
         self,
         flat: int,
@@ -120,9 +128,7 @@ class LocalReads(ElementAccess):
         codec = self._fast[0]
         where = f"{self.name} chunk {flat}"
         try:
-            path = self._paths.get(flat)
-            if path is None:
-                path = self._paths[flat] = os.path.join(self.local_root, self._key(flat))
+            path = self._local_path(flat)
             fd = open_chunk(path)
         except FileNotFoundError:
             if len(out):
@@ -220,9 +226,7 @@ class LocalReads(ElementAccess):
             if flat not in self._verified:  # read whole and verified by decode_rows_local
                 fds.append(-1)
                 continue
-            path = self._paths.get(flat)
-            if path is None:
-                path = self._paths[flat] = os.path.join(self.local_root, self._key(flat))
+            path = self._local_path(flat)
             try:
                 fds.append(open_chunk(path))
             except FileNotFoundError:
