@@ -9,7 +9,6 @@ payloads of many chunks), :meth:`LevelReader.object_refs` (manifest rows of some
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -226,31 +225,6 @@ def _vertex_aligned(path: str) -> bool:
     return path == L.VERTICES or path.startswith(L.ATTRIBUTES + "/")
 
 
-def _check_listed(meta: RootMetadata, level_meta: LevelMetadata, path: str) -> None:
-    """Refuse a level group whose bin ratio, shape or sparsity contradicts its datasets entry."""
-    listed = {d.level: d for d in meta.multiscales.datasets}.get(level_meta.level)
-    if listed is None:
-        return
-    if listed.bin_ratio != level_meta.bin_ratio:
-        raise MetadataValidationError(
-            f"{path}: bin_ratio {list(level_meta.bin_ratio)} differs from the root's "
-            f"multiscales datasets entry {list(listed.bin_ratio)}"
-        )
-    if not all(
-        math.isclose(a, b, rel_tol=1e-9)
-        for a, b in zip(listed.bin_shape, level_meta.bin_shape, strict=True)
-    ):
-        raise MetadataValidationError(
-            f"{path}: bin_shape {list(level_meta.bin_shape)} differs from the root's "
-            f"multiscales datasets entry {list(listed.bin_shape)}"
-        )
-    if not math.isclose(listed.object_sparsity, level_meta.object_sparsity, rel_tol=1e-9):
-        raise MetadataValidationError(
-            f"{path}: object_sparsity {level_meta.object_sparsity} differs from the root's "
-            f"multiscales datasets entry {listed.object_sparsity}"
-        )
-
-
 class LevelReader:
     """Read access to one resolution level of an open store."""
 
@@ -260,7 +234,7 @@ class LevelReader:
         self.group = open_level(root, level)
         attrs = self.group.attrs.asdict()
         self.level_meta: LevelMetadata = LevelMetadata.from_dict(attrs)
-        _check_listed(self.meta, self.level_meta, self.group.path)
+        self.meta.check_level(self.level_meta, self.group.path)
         self._declares_vertices = attrs.get("vertex_count") is not None
         self.segments = listed_segments(attrs, self.group.path)
         self._merge_memo: dict[str, object] = {}

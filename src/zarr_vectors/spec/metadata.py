@@ -707,6 +707,36 @@ class RootMetadata:
         """Return a copy with fields replaced."""
         return replace(self, **changes)
 
+    def check_level(self, level: LevelMetadata, where: str) -> None:
+        """Refuse a level group whose bin ratio, shape or sparsity contradicts its datasets entry.
+
+        Raises
+        ------
+        MetadataValidationError
+            Naming the first field that differs; levels not listed pass.
+        """
+        listed = {d.level: d for d in self.multiscales.datasets}.get(level.level)
+        if listed is None:
+            return
+        if listed.bin_ratio != level.bin_ratio:
+            raise MetadataValidationError(
+                f"{where}: bin_ratio {list(level.bin_ratio)} differs from the root's "
+                f"multiscales datasets entry {list(listed.bin_ratio)}"
+            )
+        if not all(
+            math.isclose(a, b, rel_tol=1e-9)
+            for a, b in zip(listed.bin_shape, level.bin_shape, strict=True)
+        ):
+            raise MetadataValidationError(
+                f"{where}: bin_shape {list(level.bin_shape)} differs from the root's "
+                f"multiscales datasets entry {list(listed.bin_shape)}"
+            )
+        if not math.isclose(listed.object_sparsity, level.object_sparsity, rel_tol=1e-9):
+            raise MetadataValidationError(
+                f"{where}: object_sparsity {level.object_sparsity} differs from the root's "
+                f"multiscales datasets entry {listed.object_sparsity}"
+            )
+
     def bin_shape_for(self, bin_ratio: Sequence[int]) -> tuple[float, ...]:
         """Return the bin shape of a level with ``bin_ratio`` (``base_bin_shape × ratio``)."""
         return tuple(b * r for b, r in zip(self.base_bin_shape, bin_ratio, strict=True))
