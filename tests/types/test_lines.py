@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+import zarr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from zarr.storage import MemoryStore
@@ -325,3 +326,16 @@ def test_unknown_segment_id_on_read() -> None:
     zv.write_lines(store, np.zeros((2, 2, 2)), chunk_shape=(1, 1), object_ids=[10, 20])
     with pytest.raises(InvalidInputError, match="15"):
         zv.read_lines(store, object_ids=[10, 15])
+
+
+def test_one_vertex_object_at_level_0_is_refused(tmp_path: Any) -> None:
+    """Only a coarse level may hold a merged (one-vertex) segment; level 0 may not."""
+    path = tmp_path / "p.zv"
+    one, two = np.ones((1, 3), np.float32), np.full((2, 3), 2, np.float32)
+    zv.write_polylines(path, [one, two], chunk_shape=(10.0,) * 3)
+    group = zarr.open_group(path, mode="r+")
+    attrs = group.attrs.asdict()
+    attrs["geometry_type"] = "line"
+    group.attrs.put(attrs)
+    with pytest.raises(InvalidInputError, match="not two vertices"):
+        zv.read_lines(path)

@@ -153,7 +153,8 @@ class LineType(GeometryType[Lines]):
         """Build the :class:`Lines` of gathered whole segments."""
         pl = paths_result(reader, query, rows_as(rows, PathRows, cls.spec))
         sizes = np.diff(pl.offsets)
-        if not np.all((sizes == 2) | (sizes == 1)):
+        merged = (sizes == 1) & (reader.level_meta.level > 0)  # only coarse levels merge ends
+        if not np.all((sizes == 2) | merged):
             raise InvalidInputError(
                 "a line store holds an object that is not two vertices; read it with read_polylines"
             )
