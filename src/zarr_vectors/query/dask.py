@@ -174,10 +174,9 @@ def _object_records(spec: _Spec, dense: IntArray) -> list[ObjectRecord]:
         rows = np.flatnonzero(owner == uid)
         local = None
         if links is not None and link_owner is not None:
-            # a whole object's links join its own vertices only; renumber them from 0
-            index = np.full(len(pos), -1, dtype=np.int64)
-            index[rows] = np.arange(len(rows))
-            local = index[links[link_owner == uid]]
+            # a whole object's links join its own vertices only (``rows``, ascending):
+            # renumbered from 0 by their rank among them
+            local = np.searchsorted(rows, links[link_owner == uid])
         out.append(
             ObjectRecord(
                 uid.item() if isinstance(uid, np.generic) else uid,
