@@ -154,39 +154,94 @@ class ObjectRecord:
     links: IntArray | None = None
     """The object's stored links as indices into ``positions``: edges ``(E, 2)`` of a graph,
     faces ``(F, 3)`` of a mesh, ``[child, parent]`` edges ``(E, 2)`` of a skeleton; None for
-    points, lines and paths (their connectivity is the vertex order)."""
+    points, lines and paths (their connectivity is the vertex order).  The links a read of this
+    object alone returns, in its order: a graph edge joining two user-defined objects is in
+    neither record."""
 
 
 def _object_records(spec: _Spec, dense: IntArray) -> list[ObjectRecord]:
     reader = spec.reader()
+    uids = _user(reader, dense)
     with Reader(spec.store, storage_options=spec.storage_options) as r:
-        result = r.read(
-            level=spec.level, object_ids=_user(reader, dense), attributes=spec.attributes
-        )
+        result = r.read(level=spec.level, object_ids=uids, attributes=spec.attributes)
+    obj_cols = {k: c.decoded() for k, c in reader.object_attributes(dense).items() if k != "id"}
+    return _records(result, uids, obj_cols)
+
+
+def _records(
+    result: Any, uids: npt.NDArray[Any], obj_cols: Mapping[str, npt.NDArray[Any]]
+) -> list[ObjectRecord]:
+    """One record per id of ``uids`` from a read of those objects, in one pass over its rows."""
     pos, owner, attrs = vertex_owners(result)
     if owner is None:  # to_dask_objects refuses stores without objects
         return []
-    links = _global_links(result)
-    link_owner = None if links is None else owner[links[:, 0]]
-    obj_cols = {k: c.decoded() for k, c in reader.object_attributes(dense).items() if k != "id"}
+    slot = _slots(owner, uids)
+    order, bounds = _groups(slot, len(uids))
+    # one gather per column; every record is then a slice of it
+    pos_g = pos[order]
+    attrs_g = {k: v[order] for k, v in attrs.items()}
+    links, link_bounds = _object_links(_global_links(result), slot, order, bounds)
+    at, link_at = bounds.tolist(), link_bounds.tolist()  # Python ints: cheap slicing per object
     out = []
-    for i, uid in enumerate(_user(reader, dense)):
-        rows = np.flatnonzero(owner == uid)
-        local = None
-        if links is not None and link_owner is not None:
-            # a whole object's links join its own vertices only (``rows``, ascending):
-            # renumbered from 0 by their rank among them
-            local = np.searchsorted(rows, links[link_owner == uid])
+    for i, uid in enumerate(uids):
+        a, b = at[i], at[i + 1]
         out.append(
             ObjectRecord(
                 uid.item() if isinstance(uid, np.generic) else uid,
-                pos[rows],
-                {k: v[rows] for k, v in attrs.items()},
+                pos_g[a:b],
+                {k: v[a:b] for k, v in attrs_g.items()},
                 {k: v[i] for k, v in obj_cols.items()},
-                local,
+                None if links is None else links[link_at[i] : link_at[i + 1]],
             )
         )
     return out
+
+
+def _slots(owner: npt.NDArray[Any], uids: npt.NDArray[Any]) -> IntArray:
+    """Position in ``uids`` of each row's owner (``len(uids)`` for an owner not among them)."""
+    m = len(uids)
+    if m == 0 or len(owner) == 0:
+        return np.full(len(owner), m, dtype=np.int64)
+    sorter = np.argsort(uids, kind="stable")
+    at = np.minimum(np.searchsorted(uids, owner, sorter=sorter), m - 1)
+    found = sorter[at]
+    return np.where(uids[found] == owner, found, m).astype(np.int64)
+
+
+def _groups(slot: IntArray, m: int) -> tuple[IntArray, IntArray]:
+    """Rows grouped by slot, ascending inside each group, and the ``m + 1`` group bounds.
+
+    Rows of slot ``m`` (no object of the partition) sort last, past ``bounds[m]``.
+    """
+    if len(slot) == 0 or bool(np.all(slot[1:] >= slot[:-1])):
+        order = np.arange(len(slot), dtype=np.int64)  # reads usually return objects grouped
+    else:
+        order = np.argsort(slot, kind="stable").astype(np.int64)
+    counts = np.bincount(slot, minlength=m + 1)[:m]
+    bounds = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    return order, bounds
+
+
+def _object_links(
+    links: IntArray | None, slot: IntArray, order: IntArray, bounds: IntArray
+) -> tuple[IntArray | None, IntArray]:
+    """Each object's links as indices into its own rows, grouped by object, and group bounds.
+
+    A link belongs to an object when all its ends are that object's rows (what a read of the
+    object alone returns); it is renumbered by each end's rank among the object's rows.
+    """
+    m = len(bounds) - 1
+    if links is None:
+        return None, np.zeros(m + 1, dtype=np.int64)
+    rank = np.empty(len(slot), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64) - bounds[np.minimum(slot[order], m)]
+    ends = slot[links]
+    own = ends[:, 0]
+    mine = (own < m) & np.all(ends == own[:, None], axis=1)
+    kept, own = links[mine], own[mine]
+    lorder, lbounds = _groups(own, m)
+    return rank[kept[lorder]], lbounds
 
 
 def _global_links(result: Any) -> IntArray | None:
