@@ -15,6 +15,7 @@ import zarr_vectors as zv
 from zarr_vectors.errors import ZVUserWarning
 from zarr_vectors.formats import registry
 from zarr_vectors.formats.bins import (
+    CURVE_STEPS_PER_BIN,
     MAX_BINS_PER_AXIS,
     TARGET_VERTICES_PER_BIN,
     bin_candidates,
@@ -73,11 +74,11 @@ def test_extent_rule_assumes_a_surface() -> None:
 
 
 @pytest.mark.parametrize("step", [0.01, 0.3, 1.0, 2.9, 50.0])
-def test_curve_rule_is_the_coarsest_candidate_within_four_steps(step: float) -> None:
+def test_curve_rule_is_the_coarsest_candidate_within_eight_steps(step: float) -> None:
     chunk = (25.0, 25.0, 40.0)
     candidates = bin_candidates(chunk, [(2, 2, 2)])
     got = curve_bin_shape(step, chunk, [(2, 2, 2)])
-    within = [c for c in candidates if max(c) <= TARGET_VERTICES_PER_BIN * step]
+    within = [c for c in candidates if max(c) <= CURVE_STEPS_PER_BIN * step]
     assert got == (within[0] if within else candidates[-1])
     assert curve_bin_shape(0.0, chunk) == curve_bin_shape(float("nan"), chunk) == (6.25, 6.25, 10)
 
@@ -100,10 +101,10 @@ def test_large_tractogram_bins_follow_the_step(
     pos = _tractogram(tmp_path / "t.trk", 400, 50, 0.5)
     monkeypatch.setattr(registry, "MEASURE_LIMIT", 1000)  # "large": not measured
     report = convert(tmp_path / "t.trk", str(tmp_path / "s.zarrvectors"), chunk_shape=(20.0,) * 3)
-    assert report.bin_shape == (1.25, 1.25, 1.25)  # the coarsest within 4 steps of 0.5
+    assert report.bin_shape == (2.5, 2.5, 2.5)  # the coarsest within 8 steps of 0.5
     # the surface rule gives finer bins, holding about one vertex of a streamline each
     surface = extent_bin_shape(pos.min(axis=0), pos.max(axis=0), len(pos), (20.0,) * 3)
-    assert max(surface) < 1.25
+    assert max(surface) < 2.5
     loaded = nib.streamlines.load(str(tmp_path / "t.trk")).streamlines.get_data()
     assert np.array_equal(zv.open(str(tmp_path / "s.zarrvectors")).read().positions, loaded)
 

@@ -12,8 +12,8 @@ ratio 2).  The rule used when no bin shape is given:
   :data:`TARGET_VERTICES_PER_BIN` vertices is chosen (measured on the vertices), so the
   ratio-2 level keeps roughly an eighth (volumes) to a half (curves) of the vertices;
 * without the vertices (large or streamed inputs), curves (streamlines) whose mean step is
-  known get the coarsest candidate no larger than 4 steps, so a curve holds about 4
-  vertices per bin; other vertices are assumed to cover the two widest axes of the bounding
+  known get the coarsest candidate no larger than :data:`CURVE_STEPS_PER_BIN` (8) steps, so
+  a curve holds a few vertices per bin; other vertices are assumed to cover the two widest axes of the bounding
   box like a surface (airborne LiDAR, slices), and the bin side is about twice their mean
   spacing.
 
@@ -42,6 +42,7 @@ from zarr_vectors.errors import ZVUserWarning
 from zarr_vectors.multiscale import PyramidLevel
 
 __all__ = [
+    "CURVE_STEPS_PER_BIN",
     "MAX_BINS_PER_AXIS",
     "MIN_LEVEL_SHARE",
     "TARGET_VERTICES_PER_BIN",
@@ -55,6 +56,11 @@ __all__ = [
 
 TARGET_VERTICES_PER_BIN = 4.0
 """Mean vertices per occupied level-0 bin the default bin shape aims at (at most)."""
+CURVE_STEPS_PER_BIN = 8.0
+"""Largest default bin side for curves, in mean steps.  A curve cut at every bin change makes
+one fragment (a 32-byte ``vertex_fragments`` row) per bin it crosses: at 4 steps a fragment
+held about 2.4 vertices of a tractogram (more fragment than coordinate bytes per vertex), at
+8 steps about 4.3, while a box read decodes about as much (docs/guides/pyramids.md)."""
 MAX_BINS_PER_AXIS = 1024
 """Finest default bin: this many bins along a chunk axis."""
 MIN_LEVEL_SHARE = 0.01
@@ -171,7 +177,7 @@ def curve_bin_shape(
 
     A curve crossing a bin of side ``b`` holds about ``b / step`` of its vertices there, and a
     coarse level keeps one vertex per occupied bin per object: the coarsest candidate whose
-    sides are all at most :data:`TARGET_VERTICES_PER_BIN` steps is chosen.  A volume filled
+    sides are all at most :data:`CURVE_STEPS_PER_BIN` steps is chosen.  A volume filled
     with curves is no surface: :func:`extent_bin_shape` would give bins holding one vertex
     each, so coarse levels would keep nearly every vertex.
 
@@ -186,13 +192,13 @@ def curve_bin_shape(
 
     Examples
     --------
-    >>> curve_bin_shape(1.0, (25.0, 25.0, 25.0))
-    (3.125, 3.125, 3.125)
+    >>> curve_bin_shape(1.0, (50.0, 50.0, 50.0))
+    (6.25, 6.25, 6.25)
     """
     candidates = bin_candidates(chunk_shape, ratios)
     if not (math.isfinite(step) and step > 0):
         return candidates[0]
-    limit = TARGET_VERTICES_PER_BIN * step
+    limit = CURVE_STEPS_PER_BIN * step
     for bins in candidates:
         if max(bins) <= limit:
             return bins
