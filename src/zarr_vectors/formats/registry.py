@@ -109,10 +109,10 @@ TARGET_VERTICES_PER_CHUNK = 50_000
 """Vertices per chunk the default chunk shape aims for (points, meshes, graphs, skeletons)."""
 TARGET_VERTICES_PER_CURVE_CHUNK = 400_000
 """Vertices per chunk the default chunk shape aims for with streamlines.  A streamline box read
-decodes only the 1 KiB payload blocks of its hit paths, so its cost barely grows with the chunk
+decodes only the 1 KiB payload blocks of its hit paths, so its cost grows slowly with the chunk
 while every chunk is four files to create: on a 10M-vertex tractogram 8x larger chunks cut the
-files from 1,071 to 238 and the conversion's CPU time by about a quarter, with the same 1% box
-and by-id read CPU (docs/performance.md)."""
+files from 1,071 to 238 and the conversion's CPU time by about a quarter, for a 1% box read up
+to 18% slower and the same by-id read (docs/performance.md)."""
 STREAMING_THRESHOLD = 20_000_000
 """Inputs with more vertices are streamed through :func:`~zarr_vectors.open_writer` by default
 (the in-memory writers are several times faster but hold every vertex several times over)."""
