@@ -245,7 +245,8 @@ def convert_command(
             "--chunk-shape",
             metavar="X,Y,Z",
             help="Chunk extent per axis in data units, e.g. 100,100,100. "
-            "Default: a cube holding ~50k vertices per chunk, chosen from the data extent.",
+            "Default: a cube holding ~50k vertices per chunk (~400k for streamlines), "
+            "chosen from the data extent.",
         ),
     ] = None,
     bin_shape: Annotated[
