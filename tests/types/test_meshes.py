@@ -25,7 +25,7 @@ from zarr.storage import MemoryStore
 import zarr_vectors as zv
 from zarr_vectors.core import draco as zv_draco
 from zarr_vectors.core.payload import store_io as zv_store_io
-from zarr_vectors.core.writer import StoreOptions
+from zarr_vectors.core.writer import StoreOptions, write_store
 from zarr_vectors.errors import GeometryError, InvalidInputError, MissingDependencyError
 from zarr_vectors.spec.conventions import WindingOrder
 from zarr_vectors.types import _mesh_input as mesh_input
@@ -655,3 +655,63 @@ def test_sorted_and_unsorted_user_ids_give_the_same_objects(ids: list[int]) -> N
     m = read_meshes(store)
     assert sorted(m.object_ids.tolist()) == sorted(set(arr.tolist()))
     np.testing.assert_array_equal(m.vertex_object_ids, arr[np.argsort(arr, kind="stable")])
+
+
+def test_list_input_with_a_nan_vertex_is_rejected_before_writing() -> None:
+    store = MemoryStore()
+    bad = np.where(np.arange(12).reshape(4, 3) == 4, np.nan, TRI)
+    with pytest.raises(InvalidInputError, match="row 5, column 1"):  # row 1 of the second mesh
+        write_meshes(store, [(TRI, [[0, 1, 2]]), (bad, [[0, 1, 2]])], chunk_shape=(1, 1, 1))
+    assert not store._store_dict
+    with pytest.raises(InvalidInputError, match="row 1, column 1"):  # no writer: scanned here
+        as_meshes([(bad, [[0, 1, 2]])])
+
+
+@pytest.mark.parametrize("n_objects", [3, 300, 70_000])
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_face_joining_objects_is_found_at_any_object_count(n_objects: int, shuffled: bool) -> None:
+    """One triangle per object; ids in order (ranges) or shuffled, up to int32-wide ids."""
+    rng = np.random.default_rng(n_objects)
+    verts = rng.random((3 * n_objects, 3)) * 10
+    faces = np.arange(3 * n_objects, dtype=np.int64).reshape(-1, 3)
+    ids = np.repeat(np.arange(n_objects, dtype=np.int64) * 3 + 1, 3)
+    if shuffled:
+        perm = rng.permutation(len(verts))
+        verts, ids = verts[perm], ids[perm]
+        faces = np.argsort(perm)[faces]
+    store = MemoryStore()
+    write_meshes(store, verts, faces, vertex_object_ids=ids, chunk_shape=(5, 5, 5))
+    m = read_meshes(store)
+    assert len(m.object_ids) == n_objects
+    np.testing.assert_array_equal(np.sort(m.vertex_object_ids), np.sort(ids))
+    # object 0 with the first object whose id would wrap to 0 in a too narrow type
+    other = 65536 if n_objects > 65536 else 256 if n_objects > 256 else n_objects - 1
+    joined = np.concatenate([faces, [[faces[0, 0], faces[other, 1], faces[other, 2]]]])
+    row = len(faces)
+    with pytest.raises(GeometryError, match=rf"face {row} = .* joins vertices of objects"):
+        write_meshes(MemoryStore(), verts, joined, vertex_object_ids=ids, chunk_shape=(5, 5, 5))
+
+
+def test_objects_as_ranges_write_the_meshes_ids_per_vertex_write() -> None:
+    """The writer's objects-as-ranges input plans the store a per-vertex id input plans."""
+    verts = np.concatenate([TRI, TRI + 20, TRI + 40])
+    faces = np.array([[0, 1, 2], [1, 2, 3], [4, 5, 6], [8, 9, 10], [9, 10, 11]])
+    ids = np.repeat([3, 8, 11], 4)
+    written = mesh_input.input_parts(verts, faces, for_write=True, **_keywords(ids))
+    checked = mesh_input.input_parts(verts, faces, **_keywords(ids))
+    assert written.vertex_object is None
+    assert written.object_offsets is not None
+    assert written.object_offsets.tolist() == [0, 4, 8, 12]
+    np.testing.assert_array_equal(written.vertex_objects, checked.vertex_objects)
+    stores = [MemoryStore(), MemoryStore()]
+    for store, parts in zip(stores, (written, checked), strict=True):
+        write_store(store, "mesh", parts, StoreOptions(chunk_shape=(5.0,) * 3))
+    a, b = (read_meshes(s) for s in stores)
+    np.testing.assert_array_equal(a.faces, b.faces)
+    np.testing.assert_array_equal(a.vertices, b.vertices)
+    np.testing.assert_array_equal(a.vertex_object_ids, b.vertex_object_ids)
+
+
+def _keywords(ids: npt.ArrayLike) -> dict[str, Any]:
+    names = ("object_ids", "attributes", "face_attributes", "object_attributes", "groups")
+    return {"vertex_object_ids": ids, "group_attributes": None} | dict.fromkeys(names)

@@ -125,8 +125,14 @@ def result_input(m: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def input_parts(data: Any, faces: Any, **kw: Any) -> GeometryParts:
-    """Normalise array, mesh-like or list input (``kw``: the ``write_meshes`` keywords)."""
+def input_parts(data: Any, faces: Any, *, for_write: bool = False, **kw: Any) -> GeometryParts:
+    """Normalise array, mesh-like or list input (``kw``: the ``write_meshes`` keywords).
+
+    ``for_write``: the parts go straight to :func:`~zarr_vectors.core.writer.write_store`,
+    which refuses NaN and infinite coordinates in its extent scan (not scanned here), and
+    objects whose vertices come object after object are given as ranges
+    (``object_offsets``) instead of an id per vertex.
+    """
     if faces is None and is_mesh_like(data):
         data, faces = data.vertices, data.faces
     if faces is None:
@@ -137,21 +143,17 @@ def input_parts(data: Any, faces: Any, **kw: Any) -> GeometryParts:
                 "vertex_object_ids applies to array input; a list of meshes takes "
                 "object_ids= (one per mesh)"
             )
-        pos, flat, v_off, f_off = _split_list(data)
+        pos, flat, v_off, f_off = _split_list(data, finite=not for_write)
         link_spans = None
         n = len(v_off) - 1
-        objs = _Objects(
-            np.repeat(np.arange(n, dtype=np.int64), np.diff(v_off)),
-            n,
-            UserIdMap.from_user(kw["object_ids"], n),
-        )
+        objs = _Objects.ranges(v_off, UserIdMap.from_user(kw["object_ids"], n), for_write)
         attrs = ragged_columns(kw["attributes"], v_off, "attribute")
         f_attrs = ragged_columns(kw["face_attributes"], f_off, "face attribute")
     else:
-        pos = check_positions(data)
+        pos = check_positions(data, finite=not for_write)
         flat, spans = _checked_faces(faces, len(pos), "faces")
         link_spans = spans
-        objs = _vertex_objects(_per_vertex_ids(kw), flat, len(pos), spans)
+        objs = _vertex_objects(_per_vertex_ids(kw), flat, len(pos), spans, for_write)
         attrs = normalize_columns(kw["attributes"], len(pos), "attribute")
         f_attrs = normalize_columns(kw["face_attributes"], len(flat), "face attribute")
     obj_attrs = normalize_columns(kw["object_attributes"], objs.n, "object attribute")
@@ -163,6 +165,7 @@ def input_parts(data: Any, faces: Any, **kw: Any) -> GeometryParts:
     return GeometryParts(
         positions=pos,
         vertex_object=objs.dense,
+        object_offsets=objs.offsets,
         n_objects=objs.n,
         ordered=True,
         vertex_attributes=attrs,
@@ -233,9 +236,12 @@ def is_mesh_like(obj: Any) -> bool:
 
 
 def _split_list(
-    items: Sequence[Any],
+    items: Sequence[Any], *, finite: bool = True
 ) -> tuple[npt.NDArray[np.floating], IntArray, IntArray, IntArray]:
-    """Concatenate a list of meshes; return vertices, global faces and both CSR offsets."""
+    """Concatenate a list of meshes; return vertices, global faces and both CSR offsets.
+
+    ``finite=False`` leaves the NaN/inf scan to the writer (see :func:`input_parts`).
+    """
     pairs = [(m.vertices, m.faces) if is_mesh_like(m) else tuple(m) for m in items]
     if any(len(p) != 2 for p in pairs):
         raise InvalidInputError(
@@ -246,7 +252,7 @@ def _split_list(
     dims = {a.shape[1] for a in arrays if a.ndim == 2}
     if len(dims) > 1:
         raise InvalidInputError(f"meshes: vertices have mixed dimensions {sorted(dims)}")
-    pos, v_off = flatten_ragged(arrays, None, "meshes")
+    pos, v_off = flatten_ragged(arrays, None, "meshes", finite=finite)
     faces = [
         _check_faces(f, int(n), f"mesh {i} faces")
         for i, ((_, f), n) in enumerate(zip(pairs, np.diff(v_off), strict=True))
@@ -258,50 +264,92 @@ def _split_list(
 
 @dataclass(frozen=True)
 class _Objects:
-    """Dense object of every vertex plus the user-id map."""
+    """Dense object of every vertex (or their ranges) plus the user-id map."""
 
-    dense: IntArray
+    dense: IntArray | None
+    """Dense object id per vertex; None when ``offsets`` gives the objects."""
+    offsets: IntArray | None
+    """(n + 1,) CSR offsets when each object is one range of vertices, in order."""
     n: int
     idmap: UserIdMap
 
+    @classmethod
+    def ranges(cls, offsets: IntArray, idmap: UserIdMap, as_ranges: bool) -> _Objects:
+        """Objects that are consecutive ranges of vertices (``offsets``, CSR).
+
+        ``as_ranges``: keep the offsets (planning needs no id per vertex), else expand them.
+        """
+        n = len(offsets) - 1
+        if as_ranges:
+            return cls(None, offsets.astype(np.int64, copy=False), n, idmap)
+        dense = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+        return cls(dense, None, n, idmap)
+
 
 def _vertex_objects(
-    vertex_object_ids: Any, faces: IntArray, n_vertices: int, spans: LinkSpans | None = None
+    vertex_object_ids: Any,
+    faces: IntArray,
+    n_vertices: int,
+    spans: LinkSpans | None = None,
+    as_ranges: bool = False,
 ) -> _Objects:
     """Objects from per-vertex user ids, or connected components when none are given.
 
-    ``spans`` (of ``faces``) speed up the check that no face joins two objects.
+    ``spans`` (of ``faces``) speed up the check that no face joins two objects.  With
+    ``as_ranges``, ids that come object after object are returned as ranges (offsets).
     """
     if vertex_object_ids is None:
         dense, n = connected_components(n_vertices, faces)
-        return _Objects(dense, n, UserIdMap(None))
+        return _Objects(dense, None, n, UserIdMap(None))
     arr = np.asarray(vertex_object_ids)
     if arr.shape != (n_vertices,):
         raise InvalidInputError(
             f"vertex_object_ids must have one entry per vertex ({n_vertices}), "
             f"got shape {arr.shape}"
         )
-    dense, distinct, identity, ordered = _dense_ids(arr)
-    _check_face_objects(faces, dense, arr, spans if ordered else None)
-    return _Objects(dense, len(distinct), UserIdMap(None if identity else distinct))
+    offsets = _sorted_runs(arr)
+    if offsets is None:  # ids in any order: rank them
+        dense, distinct, identity = dense_object_ids(arr)
+        _check_face_objects(faces, _narrow(dense, len(distinct)), arr)
+        return _Objects(dense, None, len(distinct), UserIdMap(None if identity else distinct))
+    distinct = arr[offsets[:-1]]
+    n = len(distinct)
+    # a narrow id per vertex for the face check only: a fraction of an int64 table's traffic
+    table = np.repeat(np.arange(n, dtype=_narrow_dtype(n)), np.diff(offsets))
+    _check_face_objects(faces, table, arr, spans)
+    identity = bool(distinct[0] == 0 and distinct[-1] == n - 1)
+    idmap = UserIdMap(None if identity else distinct)
+    return _Objects.ranges(offsets, idmap, as_ranges)
 
 
-def _dense_ids(ids: npt.NDArray[Any]) -> tuple[IntArray, npt.NDArray[Any], bool, bool]:
-    """:func:`~zarr_vectors.types._base.dense_object_ids`, in one pass when ids are sorted.
+def _sorted_runs(ids: npt.NDArray[Any]) -> IntArray | None:
+    """CSR offsets of the runs of equal ids when integer ``ids`` never decrease, else None.
 
-    Vertices usually come object after object: then the dense id is a running count of id
-    changes (no sort).  The last value tells whether the dense ids are known to be sorted.
+    Vertices usually come object after object.  One pass finds where the id changes; the
+    ids never decrease exactly when every change is an increase, so only the run starts
+    are compared then.
     """
     if ids.ndim != 1 or ids.dtype.kind not in "iu" or not len(ids):
-        return (*dense_object_ids(ids), False)
-    if not bool(np.all(ids[1:] >= ids[:-1])):
-        return (*dense_object_ids(ids), False)
+        return None
     starts = np.flatnonzero(change_mask(ids))
-    distinct = ids[starts]
-    # one dense id per run of equal ids (a cumsum of the change mask would cast it first)
-    dense = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(starts, append=len(ids)))
-    identity = bool(distinct[0] == 0 and distinct[-1] == distinct.size - 1)
-    return dense, distinct, identity, True
+    first = ids[starts]
+    if not bool(np.all(first[1:] > first[:-1])):
+        return None
+    return np.append(starts, len(ids)).astype(np.int64, copy=False)
+
+
+def _narrow_dtype(n: int) -> type[np.integer[Any]]:
+    """Narrowest integer type holding ``0 .. n - 1`` (dense object ids)."""
+    if n <= 2**8:
+        return np.uint8
+    if n <= 2**16:
+        return np.uint16
+    return np.int32 if n <= 2**31 else np.int64
+
+
+def _narrow(dense: IntArray, n: int) -> npt.NDArray[Any]:
+    """``dense`` (ids below ``n``) in :func:`_narrow_dtype`."""
+    return dense.astype(_narrow_dtype(n), copy=False)
 
 
 _FACE_BLOCK = 1 << 16
@@ -309,24 +357,25 @@ _FACE_BLOCK = 1 << 16
 
 
 def _check_face_objects(
-    faces: IntArray, dense: IntArray, user: npt.NDArray[Any], spans: LinkSpans | None = None
+    faces: IntArray,
+    table: npt.NDArray[Any],
+    user: npt.NDArray[Any],
+    spans: LinkSpans | None = None,
 ) -> None:
     """Raise for the first face joining vertices of different objects.
 
-    ``faces`` index ``dense`` (checked by :func:`_check_faces`).  ``spans`` may be given when
-    ``dense`` is non-decreasing: then every vertex of a span whose smallest and largest
-    vertex share an object is in that object, and only the other spans' faces are looked up.
+    ``faces`` index ``table``, the dense object of each vertex in any integer type (checked
+    by :func:`_check_faces`).  ``spans`` may be given when ``table`` is non-decreasing: then
+    every vertex of a span whose smallest and largest vertex share an object is in that
+    object, and only the other spans' faces are looked up.
     """
     rows = None
     if spans is not None:
-        mixed = np.flatnonzero(dense[spans.low] != dense[spans.high])
+        mixed = np.flatnonzero(table[spans.low] != table[spans.high])
         if len(mixed) * 4 <= len(spans.low):
             first = mixed * spans.size
             rows = concat_ranges(first, np.minimum(len(faces) - first, spans.size))
     looked = faces if rows is None else np.take(faces, rows, axis=0)
-    table = dense
-    if rows is None and len(dense) < 2**31:
-        table = dense.astype(np.int32)  # halves the gather of every face
     buf = np.empty((min(len(looked), _FACE_BLOCK), 3), dtype=table.dtype)
     for a in range(0, len(looked), _FACE_BLOCK):
         block = looked[a : a + _FACE_BLOCK]

@@ -219,14 +219,17 @@ MeshInput = npt.ArrayLike | MeshLike | Meshes | Sequence[Any]
 # -- input -----------------------------------------------------------------------------------
 
 
-def mesh_parts(data: MeshInput, faces: Any, **kw: Any) -> GeometryParts:
-    """Normalise every accepted input form to :class:`GeometryParts`."""
+def mesh_parts(data: MeshInput, faces: Any, *, for_write: bool = False, **kw: Any) -> GeometryParts:
+    """Normalise every accepted input form to :class:`GeometryParts`.
+
+    ``for_write``: the parts go straight to the writer (see :func:`input_parts`).
+    """
     if isinstance(data, Meshes):
         if faces is not None or any(v is not None for v in kw.values()):
             raise InvalidInputError("a Meshes input carries its own faces, ids and attributes")
         kw = result_input(vars(data))  # the result's fields
         data, faces = kw.pop("vertices"), kw.pop("faces")
-    return input_parts(data, faces, **kw)
+    return input_parts(data, faces, for_write=for_write, **kw)
 
 
 # -- write -----------------------------------------------------------------------------------
@@ -338,6 +341,7 @@ def write_meshes(
         object_attributes=object_attributes,
         groups=groups,
         group_attributes=group_attributes,
+        for_write=True,
     )
     if keep_order:
         parts = with_input_index(parts)
