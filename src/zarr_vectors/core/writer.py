@@ -66,7 +66,7 @@ from zarr_vectors.core.store import (
     resolve_store,
 )
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
-from zarr_vectors.query.statistics import write_statistics
+from zarr_vectors.query.statistics import StatArray, rows_statistics, write_statistics
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import ArrayKind, Compression
 from zarr_vectors.spec.metadata import (
@@ -321,6 +321,16 @@ class LevelWriter:
             self._pending.clear()
             self._last.clear()
 
+    def compute(self, func: Callable[..., Any], *args: Any) -> Future[Any]:
+        """Run ``func(*args)`` on a writer thread (beside the writes); return its future.
+
+        For work the level needs later that can start before the level is planned (its
+        statistics): the caller's planning and the writes overlap it.
+        """
+        job: Future[Any] = self._pool.submit(func, *args)
+        self._pending.append(job)
+        return job
+
     def _submit(self, path: str, func: Callable[..., None], *args: Any) -> None:
         """Queue ``func(*args)`` on the writer threads, after the earlier jobs of ``path``."""
         job = self._pool.submit(_after, self._last.get(path), func, *args)
@@ -490,14 +500,19 @@ def _write_arrays(
     *,
     rows_queued: bool = False,
     fragments_queued: bool = False,
+    statistics: Future[list[StatArray]] | None = None,
 ) -> None:
-    """Queue every array of a level (the rows and fragments too unless queued already)."""
+    """Queue every array of a level (the rows and fragments too unless queued already).
+
+    ``statistics`` computes the level's statistics when they were started already.
+    """
     if not rows_queued:
         write_rows(w, parts, plan.order, plan.chunks, plan.chunk_offsets)
     _write_links(w, parts, plan)  # links first: a mesh's largest array
     if not fragments_queued:
         write_fragments(w, plan.fragments, plan.chunks, plan.fragment_offsets)
-    write_statistics(w, parts, plan)  # chunk pruning for where= (docs/spec.md "Statistics")
+    # chunk pruning for where= (docs/spec.md "Statistics")
+    write_statistics(w, parts, plan, None if statistics is None else statistics.result())
     has_obj = parts.has_objects
     write_dense_arrays(
         w,
@@ -657,11 +672,22 @@ def write_store(
     geometry_type: str,
     parts: GeometryParts,
     opts: StoreOptions,
+    *,
+    extent: Extent = None,
 ) -> WriteSummary:
-    """Write a complete single-level store (root metadata last)."""
+    """Write a complete single-level store (root metadata last).
+
+    ``extent`` is ``axis_bounds(parts.positions)`` when the caller has it already (a file
+    converter measures it to choose the chunk shape); computed here when None.
+    """
     d = parts.positions.shape[1]
     shapes = _shapes(opts, d)  # names chunk_shape / bin_shape problems before anything else
-    extent = axis_bounds(parts.positions) if len(parts.positions) else None
+    if not len(parts.positions):
+        extent = None
+    elif extent is None:
+        extent = axis_bounds(parts.positions)
+    else:
+        extent = (np.asarray(extent[0], dtype=np.float64), np.asarray(extent[1], np.float64))
     if extent is not None and not (np.isfinite(extent[0]).all() and np.isfinite(extent[1]).all()):
         _refuse_non_finite(parts.positions)  # NaN and inf show in the extents: name the row
     _check_chunk_range(parts.positions, shapes[0], extent)
@@ -681,12 +707,18 @@ def _plan_and_write(
     the level is planned.
     """
     queued: set[str] = set()
+    stats: list[Future[list[StatArray]]] = []
 
     def queue_rows(
         order: RowOrder, chunks: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]
     ) -> None:
         write_rows(w, parts, order, chunks, offsets)
         queued.add(L.VERTICES)
+        if parts.vertex_attributes:  # computed on a writer thread while planning goes on
+            counts = np.zeros(layout.n_chunks, dtype=np.int64)
+            counts[chunks] = np.diff(offsets)
+            counts = counts.reshape(layout.grid.shape)
+            stats.append(w.compute(rows_statistics, parts, order, offsets, chunks, counts))
 
     def queue_fragments(
         fragments: FragmentRows, chunks: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]
@@ -704,6 +736,7 @@ def _plan_and_write(
         plan,
         rows_queued=L.VERTICES in queued,
         fragments_queued=L.VERTEX_FRAGMENTS in queued,
+        statistics=stats[0] if stats else None,
     )
     objects = int(np.count_nonzero(np.diff(plan.object_offsets)))
     return len(parts.positions), objects, len(plan.chunks)
