@@ -55,7 +55,6 @@ __all__ = [
     "path_parts",
     "read_polylines",
     "read_streamlines",
-    "write_path_parts",
     "write_polylines",
     "write_streamlines",
 ]
@@ -236,6 +235,8 @@ def write_path_parts(
     extent: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
 ) -> WriteSummary:
     """Write :func:`path_parts` as a new ``geometry_type`` store (see :func:`write_polylines`).
+
+    Internal (the converters' entry): not part of the public API.
 
     ``extent`` is the positions' per-axis ``(min, max)`` as
     :func:`~zarr_vectors.core.chunking.axis_bounds` gives it, when the caller measured it
