@@ -257,3 +257,49 @@ def test_path_statistics_equal_brute_force_and_the_gathered_path(
     for name, col in attrs.items():
         expected = _brute_statistics(col.values, flat.astype(np.int64), n_grid)
         assert np.array_equal(got[f"statistics/{name}"].data, expected, equal_nan=True)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([2.0, 5.0]))
+def test_statistics_gathered_with_the_payloads_equal_the_planned_ones(
+    seed: int, chunk: float
+) -> None:
+    # float attributes are reduced chunk by chunk while their payloads are gathered
+    # (ChunkExtremes); the stored arrays equal level_statistics of the same plan
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, 40, int(rng.integers(1, 30)))
+    n = int(counts.sum())
+    pos = np.cumsum(rng.normal(0, 1.5, (n, 3)), axis=0).astype(np.float32)
+    attrs = {
+        "f32": rng.choice(np.array([np.nan, -0.0, 0.0, 1.5, -2.0, 7.25], np.float32), n),
+        "f64": rng.normal(size=n),
+        "i16": rng.integers(-3, 3, n).astype(np.int16),
+    }
+    store = MemoryStore()
+    offsets = offsets_from_counts(counts)
+    zv.write_polylines(
+        store, pos, offsets=offsets, chunk_shape=(chunk,) * 3, bin_shape=(chunk / 2,) * 3,
+        attributes=attrs,
+    )  # fmt: skip
+    meta = zv.open_store(store, mode="r")
+    level = zarr.open_group(store, mode="r")["0"]
+    lo, hi = pos.min(axis=0).astype(np.float64), pos.max(axis=0).astype(np.float64)
+    grid = grid_for_bounds(lo.tolist(), hi.tolist(), (chunk,) * 3)
+    assert list(meta.attrs["chunk_grid"]["shape"]) == list(grid.shape)
+    layout = ChunkLayout((chunk,) * 3, (chunk / 2,) * 3, grid)
+    parts = GeometryParts(
+        positions=pos,
+        object_offsets=offsets,
+        n_objects=len(counts),
+        sequential=True,
+        vertex_attributes={k: Column(v) for k, v in attrs.items()},
+    )
+    expected = level_statistics(parts, plan_level(parts, layout))
+    assert sorted(a.path for a in expected) == sorted(
+        f"{g}/{k}" for g in ("statistics", "value_sets") for k in level[g].array_keys()
+    )
+    for a in expected:
+        stored = level[a.path]
+        assert stored.dtype == a.data.dtype
+        assert np.array_equal(stored[...], a.data, equal_nan=a.data.dtype.kind == "f")
+        assert stored.attrs["counts_crc32"] == a.extra["counts_crc32"]

@@ -66,7 +66,14 @@ from zarr_vectors.core.store import (
     resolve_store,
 )
 from zarr_vectors.errors import InvalidInputError, StoreExistsError
-from zarr_vectors.query.statistics import write_statistics
+from zarr_vectors.query.statistics import (
+    ChunkExtremes,
+    StatArray,
+    counts_crc32,
+    gathered_statistics,
+    rows_statistics,
+    write_statistics,
+)
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import ArrayKind, Compression
 from zarr_vectors.spec.metadata import (
@@ -209,18 +216,28 @@ def _after(previous: Future[None] | None, func: Callable[..., None], *args: Any)
     func(*args)
 
 
+BatchObserver = Callable[[PayloadBatch], None]
+"""Sees each batch of gathered payloads before it is encoded (e.g. for chunk statistics)."""
+
+
 def _write_chunks(
     arr: PayloadArray,
     chunks: npt.NDArray[np.int64],
     batches: Callable[[int], Iterator[PayloadBatch]],
+    observe: BatchObserver | None = None,
 ) -> None:
     """Encode and store the payloads of ``chunks``: batch by batch where the array allows."""
     size = arr.write_batch_bytes
     if size is not None:
         for batch in batches(size):
+            if observe is not None:
+                observe(batch)
             arr.write(chunks[batch.first : batch.last], batch.payloads, batch.headed)
         return
     every = list(batches(GATHER_BYTES))  # one array's batches are all headed or all not
+    if observe is not None:
+        for batch in every:
+            observe(batch)
     headed = bool(every) and every[0].headed
     arr.write(chunks, [p for batch in every for p in batch.payloads], headed)
 
@@ -321,6 +338,16 @@ class LevelWriter:
             self._pending.clear()
             self._last.clear()
 
+    def compute(self, func: Callable[..., Any], *args: Any) -> Future[Any]:
+        """Run ``func(*args)`` on a writer thread (beside the writes); return its future.
+
+        For work the level needs later that can start before the level is planned (its
+        statistics): the caller's planning and the writes overlap it.
+        """
+        job: Future[Any] = self._pool.submit(func, *args)
+        self._pending.append(job)
+        return job
+
     def _submit(self, path: str, func: Callable[..., None], *args: Any) -> None:
         """Queue ``func(*args)`` on the writer threads, after the earlier jobs of ``path``."""
         job = self._pool.submit(_after, self._last.get(path), func, *args)
@@ -370,15 +397,17 @@ class LevelWriter:
         chunks: npt.NDArray[np.int64],
         offsets: npt.NDArray[np.int64],
         extra: Mapping[str, Any] | None = None,
+        observe: BatchObserver | None = None,
     ) -> None:
         """Queue the sorted rows ``values[order]`` for the payload array ``path``.
 
         Chunk ``chunks[i]`` holds sorted rows ``offsets[i]:offsets[i + 1]``.  The rows are
         gathered, encoded and written on the writer thread, overlapping the caller's next
-        step: ``values`` and ``order`` must not change until :meth:`finish`.
+        step: ``values`` and ``order`` must not change until :meth:`finish`.  ``observe``
+        sees each batch of gathered payloads (headed elements) on that thread.
         """
         rows = values.reshape(len(values), -1) if values.ndim != 2 else values
-        self._queue(path, kind, rows, order, chunks, offsets, extra)
+        self._queue(path, kind, rows, order, chunks, offsets, extra, observe)
 
     def _queue(
         self,
@@ -389,13 +418,14 @@ class LevelWriter:
         chunks: npt.NDArray[np.int64],
         bounds: npt.NDArray[np.int64],
         extra: Mapping[str, Any] | None,
+        observe: BatchObserver | None = None,
     ) -> None:
         encode = None
         if path == L.VERTICES and self.draco is not None:
             extra, encode = {**(extra or {}), **self.draco.array_attributes()}, self.draco.encode
         arr = self._array(path, kind, rows, extra)
         batches = partial(payload_batches, rows, order, bounds, encode=encode)
-        self._submit(path, _write_chunks, arr, chunks, batches)
+        self._submit(path, _write_chunks, arr, chunks, batches, observe)
 
     def _array(
         self, path: str, kind: ArrayKind, rows: Rows, extra: Mapping[str, Any] | None
@@ -424,11 +454,37 @@ class LevelWriter:
         The chunks are encoded and written on the writer thread: ``data`` must not change
         until :meth:`finish`.
         """
+        self._submit(path, write_dense, *self._declare_dense(path, kind, data, extra))
+
+    def dense_after(
+        self,
+        after: str,
+        path: str,
+        kind: ArrayKind,
+        like: npt.NDArray[Any],
+        fill: Callable[[], npt.NDArray[Any]],
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Create the dense array ``path`` shaped as ``like``; store ``fill()`` later.
+
+        ``fill`` runs on a writer thread once the queued jobs of array ``after`` are done
+        (it reads what they computed) and returns the data: ``like``'s shape and dtype.
+        """
+        array, values = self._declare_dense(path, kind, like, extra)
+        self._submit(after, _fill_dense, array, values, fill)
+
+    def _declare_dense(
+        self,
+        path: str,
+        kind: ArrayKind,
+        data: npt.NDArray[Any],
+        extra: Mapping[str, Any] | None,
+    ) -> tuple[zarr.Array[Any], npt.NDArray[Any]]:
         width = 1 if data.ndim < 2 else int(np.prod(data.shape[1:]))
         chunks = (L.DENSE_CHUNK_ROWS, *data.shape[1:])
         if kind is ArrayKind.VERTEX_COUNTS:  # one count per chunk slot of the grid
             chunks, width = _grid_chunks(data.shape), 1
-        array, values = declare_dense_array(
+        return declare_dense_array(
             self.group,
             path,
             data,
@@ -436,7 +492,17 @@ class LevelWriter:
             chunks=chunks,
             compressor=self._compressor(path),
         )
-        self._submit(path, write_dense, array, values)
+
+
+def _fill_dense(
+    array: zarr.Array[Any], values: npt.NDArray[Any], fill: Callable[[], npt.NDArray[Any]]
+) -> None:
+    """Store ``fill()`` in the dense array declared with ``values`` (same shape and dtype)."""
+    data = fill()
+    if data.shape != values.shape or data.dtype != values.dtype:
+        raise ValueError(f"{array.path}: filled {data.shape} {data.dtype}, declared {values.shape}")
+    values[...] = data
+    write_dense(array, values)
 
 
 def _grid_chunks(shape: Sequence[int], max_elements: int = 1 << 20) -> tuple[int, ...]:
@@ -490,14 +556,19 @@ def _write_arrays(
     *,
     rows_queued: bool = False,
     fragments_queued: bool = False,
+    statistics: _EarlyStatistics | None = None,
 ) -> None:
-    """Queue every array of a level (the rows and fragments too unless queued already)."""
+    """Queue every array of a level (the rows and fragments too unless queued already).
+
+    ``statistics``: the level's statistics were started with its rows.
+    """
     if not rows_queued:
         write_rows(w, parts, plan.order, plan.chunks, plan.chunk_offsets)
     _write_links(w, parts, plan)  # links first: a mesh's largest array
     if not fragments_queued:
         write_fragments(w, plan.fragments, plan.chunks, plan.fragment_offsets)
-    write_statistics(w, parts, plan)  # chunk pruning for where= (docs/spec.md "Statistics")
+    # chunk pruning for where= (docs/spec.md "Statistics")
+    write_statistics(w, parts, plan, None if statistics is None else statistics.computed())
     has_obj = parts.has_objects
     write_dense_arrays(
         w,
@@ -507,6 +578,70 @@ def _write_arrays(
         parts.object_attributes,
         parts.groups,
     )
+    if statistics is not None:  # last: these wait for their attribute's rows to be written
+        statistics.queue_gathered(w)
+
+
+@dataclass(frozen=True)
+class _EarlyStatistics:
+    """Statistics of a level started as soon as its row order is known.
+
+    Float attributes are reduced chunk by chunk as their payloads are gathered
+    (``gathered``); the others are computed on a writer thread (``rest``).
+    """
+
+    gathered: Mapping[str, ChunkExtremes]
+    rest: Future[list[StatArray]] | None
+    chunks: npt.NDArray[np.int64]
+    vertex_counts: npt.NDArray[np.int64]
+
+    @classmethod
+    def start(
+        cls,
+        w: LevelWriter,
+        parts: GeometryParts,
+        order: RowOrder,
+        chunks: npt.NDArray[np.int64],
+        offsets: npt.NDArray[np.int64],
+        grid_shape: tuple[int, ...],
+    ) -> _EarlyStatistics:
+        """Create the collectors and start computing the other statistics."""
+        counts = np.zeros(int(np.prod(grid_shape)), dtype=np.int64)
+        counts[chunks] = np.diff(offsets)
+        counts = counts.reshape(grid_shape)
+        gathered = gathered_statistics(parts)
+        rest = None
+        if len(gathered) < len(parts.vertex_attributes):
+            rest = w.compute(rows_statistics, parts, order, offsets, chunks, counts, gathered)
+        return cls(gathered, rest, chunks, counts)
+
+    def computed(self) -> list[StatArray]:
+        """Return the statistics arrays of the attributes not gathered (waits for them)."""
+        return [] if self.rest is None else self.rest.result()
+
+    def queue_gathered(self, w: LevelWriter) -> None:
+        """Queue the gathered statistics, each after its attribute's payload writes."""
+        n_grid = int(np.prod(self.vertex_counts.shape))
+        extra = {"counts_crc32": counts_crc32(self.vertex_counts)}
+        for name, extremes in self.gathered.items():
+            fill = partial(_gathered_data, extremes, name, self.chunks, self.vertex_counts)
+            w.dense_after(
+                L.attribute_path(L.ATTRIBUTES, name),
+                f"{L.STATISTICS}/{name}",
+                ArrayKind.STATISTICS,
+                np.zeros((n_grid, 2), dtype=extremes.dtype),
+                fill,
+                extra,
+            )
+
+
+def _gathered_data(
+    extremes: ChunkExtremes,
+    name: str,
+    chunks: npt.NDArray[np.int64],
+    vertex_counts: npt.NDArray[np.int64],
+) -> npt.NDArray[Any]:
+    return extremes.statistics(name, chunks, vertex_counts).data
 
 
 def write_fragments(
@@ -528,13 +663,18 @@ def write_rows(
     order: RowOrder,
     chunks: npt.NDArray[np.int64],
     offsets: npt.NDArray[np.int64],
+    extremes: Mapping[str, ChunkExtremes] | None = None,
 ) -> None:
-    """Queue the sorted vertices and vertex attributes of a level (row order known)."""
+    """Queue the sorted vertices and vertex attributes of a level (row order known).
+
+    ``extremes`` collect the chunk statistics of some attributes from their gathered rows.
+    """
     w.payload_rows(L.VERTICES, ArrayKind.VERTICES, parts.positions, order, chunks, offsets)
     for name, col in parts.vertex_attributes.items():
         path = L.attribute_path(L.ATTRIBUTES, name)
+        seen = None if extremes is None or name not in extremes else extremes[name].observe
         w.payload_rows(
-            path, ArrayKind.ATTRIBUTE, col.rows, order, chunks, offsets, column_attrs(col)
+            path, ArrayKind.ATTRIBUTE, col.rows, order, chunks, offsets, column_attrs(col), seen
         )
 
 
@@ -657,11 +797,22 @@ def write_store(
     geometry_type: str,
     parts: GeometryParts,
     opts: StoreOptions,
+    *,
+    extent: Extent = None,
 ) -> WriteSummary:
-    """Write a complete single-level store (root metadata last)."""
+    """Write a complete single-level store (root metadata last).
+
+    ``extent`` is ``axis_bounds(parts.positions)`` when the caller has it already (a file
+    converter measures it to choose the chunk shape); computed here when None.
+    """
     d = parts.positions.shape[1]
     shapes = _shapes(opts, d)  # names chunk_shape / bin_shape problems before anything else
-    extent = axis_bounds(parts.positions) if len(parts.positions) else None
+    if not len(parts.positions):
+        extent = None
+    elif extent is None:
+        extent = axis_bounds(parts.positions)
+    else:
+        extent = (np.asarray(extent[0], dtype=np.float64), np.asarray(extent[1], np.float64))
     if extent is not None and not (np.isfinite(extent[0]).all() and np.isfinite(extent[1]).all()):
         _refuse_non_finite(parts.positions)  # NaN and inf show in the extents: name the row
     _check_chunk_range(parts.positions, shapes[0], extent)
@@ -681,11 +832,16 @@ def _plan_and_write(
     the level is planned.
     """
     queued: set[str] = set()
+    stats: list[_EarlyStatistics] = []
 
     def queue_rows(
         order: RowOrder, chunks: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64]
     ) -> None:
-        write_rows(w, parts, order, chunks, offsets)
+        early = None
+        if parts.vertex_attributes:  # beside the planning, not after it
+            early = _EarlyStatistics.start(w, parts, order, chunks, offsets, layout.grid.shape)
+            stats.append(early)
+        write_rows(w, parts, order, chunks, offsets, None if early is None else early.gathered)
         queued.add(L.VERTICES)
 
     def queue_fragments(
@@ -704,6 +860,7 @@ def _plan_and_write(
         plan,
         rows_queued=L.VERTICES in queued,
         fragments_queued=L.VERTEX_FRAGMENTS in queued,
+        statistics=stats[0] if stats else None,
     )
     objects = int(np.count_nonzero(np.diff(plan.object_offsets)))
     return len(parts.positions), objects, len(plan.chunks)

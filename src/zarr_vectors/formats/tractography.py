@@ -64,7 +64,12 @@ from zarr_vectors.formats.registry import (
 from zarr_vectors.spec.conventions import GeometryTypeName
 from zarr_vectors.spec.metadata import RootMetadata
 from zarr_vectors.streaming import open_writer
-from zarr_vectors.types.polylines import Polylines, read_polylines, write_polylines
+from zarr_vectors.types.polylines import (
+    Polylines,
+    path_parts,
+    read_polylines,
+    write_path_parts,
+)
 
 __all__ = [
     "StreamlineBatch",
@@ -159,6 +164,8 @@ class _StreamlineSource(Source):
         super().__init__(path)
         self._all: StreamlineBatch | None = None
         self._extent: Extent | None = None
+        self._bounds: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None
+        """``axis_bounds`` of the cached streamlines' positions, once measured."""
 
     @abc.abstractmethod
     def batch(self, start: int, stop: int) -> StreamlineBatch:
@@ -196,6 +203,7 @@ class _StreamlineSource(Source):
     def close(self) -> None:
         """Drop the cached streamlines."""
         self._all = None
+        self._bounds = None
 
     def mean_step(self) -> float | None:
         """Mean distance between consecutive vertices of a streamline (mm), on a sample.
@@ -232,7 +240,7 @@ class _StreamlineSource(Source):
         if self.n_vertices == 0:
             return Extent.of(np.zeros((0, 3), np.float32))
         if self.n_vertices <= STREAMING_THRESHOLD:
-            lo, hi = axis_bounds(self.everything().positions)
+            lo, hi = self._bounds = axis_bounds(self.everything().positions)
         else:
             lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
             for a, b in self.ranges(5_000_000):
@@ -247,29 +255,36 @@ class _StreamlineSource(Source):
     ) -> WriteSummary:
         """Write the streamlines to a new store, streaming above the threshold."""
         report = progress or NullProgress()
-        kwargs: dict[str, Any] = {
-            **options.store(
-                coordinate_system="RAS",
-                axis_units="millimeter",
-                custom_metadata={self.format_name: self.metadata()},
-                source_description=f"{self.format_name.upper()} tractogram: {self.path.name}",
-            ),
-            "type_metadata": self.type_metadata(),
-        }
+        store_kwargs = options.store(
+            coordinate_system="RAS",
+            axis_units="millimeter",
+            custom_metadata={self.format_name: self.metadata()},
+            source_description=f"{self.format_name.upper()} tractogram: {self.path.name}",
+        )
         if not options.stream(self.n_vertices):
             report.start(f"reading {self.path.name}", None)
             b = self.everything()
             report.start("writing store", None)
-            return write_polylines(
-                store,
+            parts = path_parts(
                 b.positions,
-                offsets=b.offsets,
-                geometry_type="streamline",
-                attributes=b.attributes,
-                object_attributes=b.object_attributes,
-                groups=b.groups or None,
-                **kwargs,
+                b.offsets,
+                b.attributes,
+                b.object_attributes,
+                None,
+                b.groups or None,
+                None,
+                finite=False,
             )
+            # the extent measured to choose the chunk shape: the write need not scan again
+            return write_path_parts(
+                store,
+                GeometryTypeName.STREAMLINE,
+                parts,
+                store_kwargs,
+                self.type_metadata(),
+                extent=self._bounds,
+            )
+        kwargs: dict[str, Any] = {**store_kwargs, "type_metadata": self.type_metadata()}
         writer = open_writer(
             store, "streamline", partition_chunks=options.partition_chunks, **kwargs
         )

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import weakref
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -29,9 +29,10 @@ import numpy.typing as npt
 import zarr
 
 from zarr_vectors.core.chunking import ChunkLayout
+from zarr_vectors.core.gather import ELEMENT_HEADER, PayloadBatch
 from zarr_vectors.core.payload.dense import read_dense_whole
 from zarr_vectors.core.plan import GeometryParts, LevelPlan
-from zarr_vectors.core.ragged import RangeOrder, as_index, unique_sorted
+from zarr_vectors.core.ragged import RangeOrder, RowOrder, as_index, unique_sorted
 from zarr_vectors.core.reader import LevelReader
 from zarr_vectors.spec import layout as L
 from zarr_vectors.spec.conventions import ArrayKind
@@ -39,10 +40,14 @@ from zarr_vectors.spec.conventions import ArrayKind
 __all__ = [
     "MAX_VALUES",
     "AttributeStatistics",
+    "ChunkExtremes",
     "DenseSink",
     "counts_crc32",
+    "gathered_statistics",
     "level_statistics",
     "load_statistics",
+    "rows_statistics",
+    "StatArray",
     "write_payload_statistics",
     "write_statistics",
 ]
@@ -144,23 +149,97 @@ def _distinct(values: npt.NDArray[Any], low: Any, high: Any) -> npt.NDArray[Any]
 
 def level_statistics(parts: GeometryParts, plan: LevelPlan) -> list[StatArray]:
     """Compute the statistics arrays of a level from its parts and plan."""
-    if not parts.vertex_attributes or len(plan.chunks) == 0:
+    return rows_statistics(parts, plan.order, plan.chunk_offsets, plan.chunks, plan.vertex_counts)
+
+
+def rows_statistics(
+    parts: GeometryParts,
+    order: RowOrder,
+    chunk_offsets: IntArray,
+    chunks: IntArray,
+    vertex_counts: npt.NDArray[np.int64],
+    skip: Collection[str] = (),
+) -> list[StatArray]:
+    """:func:`level_statistics` from the row order and chunk table alone.
+
+    Known before the rest of the level is planned: a writer computes the statistics beside
+    the planning.  ``chunks`` are the non-empty chunks (ascending), chunk ``chunks[i]``
+    holding sorted rows ``chunk_offsets[i]:chunk_offsets[i + 1]``; ``vertex_counts`` are the
+    level's (grid shape).  Attributes named in ``skip`` are left out (their statistics are
+    gathered with their payloads: :class:`ChunkExtremes`).
+    """
+    names = [name for name in parts.vertex_attributes if name not in skip]
+    if not names or len(chunks) == 0:
         return []
-    n_grid = int(np.prod(plan.vertex_counts.shape))
-    crc = counts_crc32(plan.vertex_counts)
-    runs = _RunTiling.of(plan)
-    order = None if runs is not None else as_index(plan.order)
-    by_chunk = _in_chunk_order(plan.chunk_offsets[:-1])
+    n_grid = int(np.prod(vertex_counts.shape))
+    crc = counts_crc32(vertex_counts)
+    runs = _RunTiling.of(order, chunk_offsets)
+    index = None if runs is not None else as_index(order)
+    by_chunk = _in_chunk_order(chunk_offsets[:-1])
     out: list[StatArray] = []
-    for name, col in parts.vertex_attributes.items():
+    for name in names:
+        col = parts.vertex_attributes[name]
         if col.values.ndim != 1 or col.values.dtype.kind not in "biuf":
             continue
         if runs is not None:  # no gather: each run reduced where it lies in the input
-            out.extend(_statistics_of(name, col.values, runs.reduce, plan.chunks, n_grid, crc))
+            out.extend(_statistics_of(name, col.values, runs.reduce, chunks, n_grid, crc))
         else:
-            vals = col.values[order]
-            out.extend(_statistics_of(name, vals, by_chunk, plan.chunks, n_grid, crc))
+            vals = col.values[index]
+            out.extend(_statistics_of(name, vals, by_chunk, chunks, n_grid, crc))
     return out
+
+
+def gathered_statistics(parts: GeometryParts) -> dict[str, ChunkExtremes]:
+    """Collectors for the attributes whose statistics the payload writes can gather.
+
+    Float attributes have min/max statistics only; each chunk's rows are reduced once
+    gathered for their payload (in cache), instead of in a pass of their own.
+    """
+    return {
+        name: ChunkExtremes(col.values.dtype)
+        for name, col in parts.vertex_attributes.items()
+        if col.values.ndim == 1 and col.values.dtype.kind == "f"
+    }
+
+
+class ChunkExtremes:
+    """Per-chunk ``[fmin, fmax]`` of a float attribute, filled as its payloads are gathered.
+
+    Written by one thread (the attribute's writer job) through :meth:`observe`, read by
+    :meth:`statistics` once that job is done.  NaN values are ignored (NaN when a chunk holds
+    only NaN), as :func:`level_statistics` does.
+    """
+
+    def __init__(self, dtype: np.dtype[Any]) -> None:
+        self.dtype = np.dtype(dtype)
+        self._parts: list[tuple[int, npt.NDArray[Any]]] = []
+
+    def observe(self, batch: PayloadBatch) -> None:
+        """Reduce the rows of the headed payloads of one batch (chunks ``first..last-1``)."""
+        if not batch.headed:
+            raise ValueError("chunk statistics need headed payloads (raw rows)")
+        out = np.empty((len(batch.payloads), 2), dtype=self.dtype)
+        for i, payload in enumerate(batch.payloads):
+            values = np.frombuffer(payload, dtype=self.dtype, offset=ELEMENT_HEADER.size)
+            out[i, 0] = np.fmin.reduce(values)
+            out[i, 1] = np.fmax.reduce(values)
+        self._parts.append((batch.first, out))
+
+    def statistics(
+        self, name: str, chunks: IntArray, vertex_counts: npt.NDArray[np.int64]
+    ) -> StatArray:
+        """Return the ``statistics/<name>`` array (every chunk of ``chunks`` observed)."""
+        per_chunk = np.empty((len(chunks), 2), dtype=self.dtype)
+        seen = 0
+        for first, part in self._parts:
+            per_chunk[first : first + len(part)] = part
+            seen += len(part)
+        if seen != len(chunks):
+            raise RuntimeError(f"statistics of {name!r}: {seen} of {len(chunks)} chunks seen")
+        out = np.zeros((int(np.prod(vertex_counts.shape)), 2), dtype=self.dtype)
+        out[chunks] = per_chunk
+        extra = {"counts_crc32": counts_crc32(vertex_counts)}
+        return StatArray(f"{L.STATISTICS}/{name}", ArrayKind.STATISTICS, out, extra)
 
 
 @dataclass(frozen=True)
@@ -182,14 +261,13 @@ class _RunTiling:
     """Index (sorted order) of each non-empty chunk's first run."""
 
     @classmethod
-    def of(cls, plan: LevelPlan) -> _RunTiling | None:
+    def of(cls, order: RowOrder, chunk_offsets: IntArray) -> _RunTiling | None:
         """Return the runs of a :class:`RangeOrder` level (none crossing a chunk), else None."""
-        order = plan.order
         if not isinstance(order, RangeOrder):
             return None
         keep = np.diff(order.offsets) > 0
         starts, offsets = order.starts[keep], order.offsets[:-1][keep]
-        chunk_starts = plan.chunk_offsets[:-1]
+        chunk_starts = chunk_offsets[:-1]
         first = np.searchsorted(offsets, chunk_starts)
         if len(offsets) == 0 or first[-1] >= len(offsets):
             return None
@@ -205,9 +283,17 @@ class _RunTiling:
         return ufunc.reduceat(per_run, self.chunk_first_run)
 
 
-def write_statistics(sink: DenseSink, parts: GeometryParts, plan: LevelPlan) -> None:
-    """Queue the statistics arrays of a level on ``sink`` (the level's writer)."""
-    for arr in level_statistics(parts, plan):
+def write_statistics(
+    sink: DenseSink,
+    parts: GeometryParts,
+    plan: LevelPlan,
+    computed: Sequence[StatArray] | None = None,
+) -> None:
+    """Queue the statistics arrays of a level on ``sink`` (the level's writer).
+
+    ``computed``: the level's :func:`rows_statistics`, when computed already.
+    """
+    for arr in level_statistics(parts, plan) if computed is None else computed:
         sink.dense(arr.path, arr.kind, arr.data, arr.extra)
 
 

@@ -222,9 +222,31 @@ def write_polylines(
         group_attributes,
         finite=False,
     )
-    return write_store(
-        store, gtype, parts, write_options(gtype, parts, store_kwargs, type_metadata)
-    )
+    return write_path_parts(store, gtype, parts, store_kwargs, type_metadata)
+
+
+def write_path_parts(
+    store: StoreLike,
+    geometry_type: str,
+    parts: GeometryParts,
+    store_kwargs: StoreKwargs,
+    type_metadata: Mapping[str, Any] | None = None,
+    *,
+    extent: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+) -> WriteSummary:
+    """Write :func:`path_parts` as a new ``geometry_type`` store (see :func:`write_polylines`).
+
+    Internal (the converters' entry): not part of the public API.
+
+    ``extent`` is the positions' per-axis ``(min, max)`` as
+    :func:`~zarr_vectors.core.chunking.axis_bounds` gives it, when the caller measured it
+    already (a converter choosing the chunk shape); the write then does not scan again.
+    """
+    opts = write_options(geometry_type, parts, store_kwargs, type_metadata)
+    known = None
+    if extent is not None:
+        known = (np.asarray(extent[0], np.float64), np.asarray(extent[1], np.float64))
+    return write_store(store, geometry_type, parts, opts, extent=known)
 
 
 @renamed_keywords(ids="object_ids")
