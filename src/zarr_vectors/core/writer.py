@@ -499,8 +499,9 @@ def _fill_dense(
 ) -> None:
     """Store ``fill()`` in the dense array declared with ``values`` (same shape and dtype)."""
     data = fill()
-    if data.shape != values.shape or data.dtype != values.dtype:
-        raise ValueError(f"{array.path}: filled {data.shape} {data.dtype}, declared {values.shape}")
+    # the filler is ours (statistics of rows already checked): a mismatch is a bug here
+    assert data.shape == values.shape, array.path
+    assert data.dtype == values.dtype, array.path
     values[...] = data
     write_dense(array, values)
 
