@@ -15,9 +15,16 @@ import numpy as np
 import numpy.typing as npt
 
 from zarr_vectors.core.columns import Column
-from zarr_vectors.core.links.keys import KeySpace, chunk_links, sorted_unique, take_rows
-from zarr_vectors.core.ragged import offsets_from_counts, sort_keys, sort_order
-from zarr_vectors.core.reader import LevelReader, RowBlock, RowRanges
+from zarr_vectors.core.links.keys import (
+    KeySpace,
+    chunk_links,
+    effective_runs,
+    sort_packed,
+    sorted_unique,
+    take_rows,
+)
+from zarr_vectors.core.ragged import concat_ranges, offsets_from_counts, sort_order
+from zarr_vectors.core.reader import LevelReader, RowBlock, RowRanges, check_link_rows
 from zarr_vectors.core.select import Query, in_box, read_objects
 from zarr_vectors.errors import CorruptPayloadError
 from zarr_vectors.spec import layout as L
@@ -158,6 +165,11 @@ def gather_faces(
             with reader.caching():
                 return object_faces(reader, ids, query.attributes or (), face_names)
     with reader.caching():
+        whole = (
+            level_faces(reader, query.attributes or (), face_names) if query.bbox is None else None
+        )
+        if whole is not None:
+            return whole
         flats = reader.chunks(query.bbox)
         if ids is not None:
             flats = flats[np.isin(flats, object_chunks(reader, ids))]
@@ -182,6 +194,105 @@ def gather_faces(
     return FaceRows(
         got.positions[order], objpos[got.objects[order]], objs, where[faces], attrs, face_cols
     )
+
+
+def level_faces(
+    reader: LevelReader, names: Sequence[str], face_names: Sequence[str]
+) -> FaceRows | None:
+    """Every object of the level whole, with every stored face (a read without box or ids).
+
+    The rows of a manifest ref are consecutive in their chunk and in traversal order, and an
+    object's refs come in traversal order: the concatenated refs of all objects are the rows
+    in result order, with no sort.  None when the manifest and the fragments do not agree on
+    every row (the general path of :func:`gather_faces` then reads the level).
+    """
+    flats = reader.chunks(None)
+    n = int(reader.vertex_counts.sum())
+    if int(reader.vertex_counts[flats].sum()) != n or bool(np.any(np.diff(flats) <= 0)):
+        return None  # rows of the fetched chunks are not numbered like level rows
+    objs = np.arange(reader.n_objects, dtype=np.int64)
+    refs, per_object = reader.object_refs(objs)
+    d = reader.layout.ndim
+    flat = reader.layout.flat_index(refs[:, :d]) if len(refs) else np.zeros(0, np.int64)
+    counts = refs[:, d + 1].astype(np.int64, copy=False)
+    if len(counts) and int(counts.min()) < 0:
+        return None
+    order = concat_ranges(offsets_from_counts(reader.vertex_counts)[flat] + refs[:, d], counts)
+    if len(order) != n or (n and (int(order.min()) < 0 or int(order.max()) >= n)):
+        return None
+    where = np.full(n, -1, dtype=np.int64)
+    where[order] = np.arange(n, dtype=np.int64)
+    objpos = np.repeat(np.repeat(objs, per_object), counts)
+    if (n and int(where.min()) < 0) or not np.array_equal(
+        reader.vertex_object_ids(flats)[order], objpos
+    ):
+        return None  # a row in no ref or in two, or a ref naming another object's rows
+    faces, face_cols = _level_links(reader, flats, where, face_names)
+    if faces is None:
+        return None
+    positions = take_rows(reader.rows(L.VERTICES, flats).values, order)
+    attrs = {n: reader.column(f"{L.ATTRIBUTES}/{n}", flats).take(order) for n in names}
+    return FaceRows(positions, objpos, objs, faces, attrs, face_cols)
+
+
+def _level_links(
+    reader: LevelReader, flats: IntArray, where: IntArray, face_names: Sequence[str]
+) -> tuple[IntArray | None, dict[str, Column]]:
+    """Every stored face of chunks ``flats`` (all rows of the level), as result rows.
+
+    ``where`` maps each level row to its result row.  Faces come in the order of
+    :func:`~zarr_vectors.core.links.keys.chunk_links` (``links`` then ``cross_chunk_links``),
+    their attributes ``face_names`` aligned.  None when a cross-chunk face names a chunk
+    outside ``flats``.
+    """
+    arity = type_spec(reader.meta.geometry_type).link_arity
+    pieces: list[IntArray] = []
+    cols: dict[str, list[Column]] = {n: [] for n in face_names}
+    if reader.has(L.LINKS):
+        block = reader.rows(L.LINKS, flats)
+        pieces.append(_remapped_links(reader, flats, block, where, arity))
+        for n in face_names:
+            cols[n].append(reader.aligned_column(f"{L.LINK_ATTRIBUTES}/{n}", flats, block))
+    if reader.has(L.CROSS_CHUNK_LINKS):
+        cross = reader.rows(L.CROSS_CHUNK_LINKS, flats)
+        keys = KeySpace.fetched(reader, flats).cross_keys(reader, flats, cross, arity)
+        if keys.size and int(keys.min()) < 0:
+            return None, {}
+        pieces.append(where[keys])
+        for n in face_names:
+            path = f"{L.CROSS_CHUNK_LINK_ATTRIBUTES}/{n}"
+            if reader.has(path) or len(cross.values):  # none written without records
+                cols[n].append(reader.aligned_column(path, flats, cross))
+    faces = np.concatenate(pieces) if pieces else np.zeros((0, arity), dtype=np.int64)
+    face_cols = {
+        n: Column(np.concatenate([c.values for c in cs]), cs[0].categories)
+        for n, cs in cols.items()
+        if cs
+    }
+    return faces, face_cols
+
+
+def _remapped_links(
+    reader: LevelReader, flats: IntArray, block: RowBlock, where: IntArray, arity: int
+) -> IntArray:
+    """``links`` rows of chunks ``flats`` (checked to lie in their chunk) as result rows.
+
+    One gather per chunk from that chunk's slice of ``where``: no level-wide keys are built.
+    """
+    rows = block.values if block.values.dtype.kind in "iu" else block.values.astype(np.int64)
+    path = f"{reader.group.path}/{L.LINKS}"
+    if rows.ndim != 2 or rows.shape[1] != arity:
+        raise CorruptPayloadError(f"{path}: rows have width {rows.shape[-1]}, expected {arity}")
+    counts = reader.vertex_counts[flats]
+    check_link_rows(rows, block.offsets, counts, path)
+    base = offsets_from_counts(counts).tolist()
+    off = block.offsets.tolist()
+    out = np.empty(rows.shape, dtype=np.int64)
+    for i in range(len(flats)):
+        np.take(
+            where[base[i] : base[i + 1]], rows[off[i] : off[i + 1]], out=out[off[i] : off[i + 1]]
+        )
+    return out
 
 
 def object_faces(
@@ -319,23 +430,25 @@ def sorted_faces(faces: IntArray, n: int, with_order: bool) -> tuple[IntArray, I
     """Return the faces sorted by vertex indices (all below ``n``) and the permutation.
 
     The stable permutation is computed only ``with_order`` (face attributes follow it);
-    otherwise the sorted faces are unpacked from sorted keys, which is cheaper.
+    otherwise the sorted faces are unpacked from sorted keys, which is cheaper.  Each face
+    packs into one int64 key, ``bits`` bits per vertex index, so that key order is the
+    lexicographic order of the faces.
     """
     k = faces.shape[1] if faces.ndim == 2 else 0
-    if len(faces) == 0 or n**k >= 2**62:
+    bits = max(n - 1, 1).bit_length()
+    if len(faces) == 0 or k * bits > 63:
         order = sort_order([faces[:, j] for j in range(k)], [n] * k)
         return faces[order], order
     key = faces[:, 0].astype(np.int64)  # packed: one int64 per face
     for j in range(1, k):
-        key *= n
-        key += faces[:, j]
-    runs = int(np.count_nonzero(key[1:] < key[:-1])) + 1
-    key, perm = sort_keys(key, with_order, runs)
+        key <<= bits
+        key |= faces[:, j]
+    key, perm = sort_packed(key, with_order, effective_runs(key))
     if perm is not None:
         return np.take(faces, perm, axis=0), perm
     out = np.empty((len(key), k), dtype=np.int64)  # unpacked from the sorted keys
-    for j in range(k - 1, 0, -1):
-        np.remainder(key, n, out=out[:, j])
-        key //= n
-    out[:, 0] = key
+    mask = (1 << bits) - 1
+    for j in range(k - 1, -1, -1):
+        np.bitwise_and(key, mask, out=out[:, j])
+        key >>= bits
     return out, None

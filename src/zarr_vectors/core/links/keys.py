@@ -32,6 +32,7 @@ __all__ = [
     "first_appearance",
     "flat_chunks",
     "locate",
+    "sort_packed",
     "sorted_by_key",
     "sorted_edges",
     "sorted_unique",
@@ -342,7 +343,7 @@ def sorted_by_key(
         return edges, attrs
     order: IntArray | None = None
     if runs > 1:
-        key, order = _sort_packed(key, bool(attrs), runs)
+        key, order = sort_packed(key, bool(attrs), runs)
     out = np.empty((len(key), 2), dtype=np.int64)
     np.right_shift(key, bits, out=out[:, 0])
     np.bitwise_and(key, (1 << bits) - 1, out=out[:, 1])
@@ -356,7 +357,7 @@ MERGED_RUNS = 4
 beyond, numpy's default sort (vectorised quicksort) costs less, whatever the runs."""
 
 
-def _sort_packed(key: IntArray, with_order: bool, runs: int) -> tuple[IntArray, IntArray | None]:
+def sort_packed(key: IntArray, with_order: bool, runs: int) -> tuple[IntArray, IntArray | None]:
     """Sort non-negative ``key`` (consumed) in ``runs`` effective runs, and the permutation.
 
     :func:`~zarr_vectors.core.ragged.sort_keys`, with numpy's unstable default sort where
