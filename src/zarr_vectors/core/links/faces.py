@@ -246,24 +246,25 @@ def _level_links(
     outside ``flats``.
     """
     arity = type_spec(reader.meta.geometry_type).link_arity
-    pieces: list[IntArray] = []
+    local = reader.rows(L.LINKS, flats) if reader.has(L.LINKS) else None
+    cross = reader.rows(L.CROSS_CHUNK_LINKS, flats) if reader.has(L.CROSS_CHUNK_LINKS) else None
+    n_local = len(local.values) if local is not None else 0
+    # one output for both kinds: no concatenation copy of the level's faces
+    faces = np.empty((n_local + (len(cross.values) if cross is not None else 0), arity), np.int64)
     cols: dict[str, list[Column]] = {n: [] for n in face_names}
-    if reader.has(L.LINKS):
-        block = reader.rows(L.LINKS, flats)
-        pieces.append(_remapped_links(reader, flats, block, where, arity))
+    if local is not None:
+        _remapped_links(reader, flats, local, where, faces[:n_local])
         for n in face_names:
-            cols[n].append(reader.aligned_column(f"{L.LINK_ATTRIBUTES}/{n}", flats, block))
-    if reader.has(L.CROSS_CHUNK_LINKS):
-        cross = reader.rows(L.CROSS_CHUNK_LINKS, flats)
+            cols[n].append(reader.aligned_column(f"{L.LINK_ATTRIBUTES}/{n}", flats, local))
+    if cross is not None:
         keys = KeySpace.fetched(reader, flats).cross_keys(reader, flats, cross, arity)
         if keys.size and int(keys.min()) < 0:
             return None, {}
-        pieces.append(where[keys])
+        np.take(where, keys, out=faces[n_local:])
         for n in face_names:
             path = f"{L.CROSS_CHUNK_LINK_ATTRIBUTES}/{n}"
             if reader.has(path) or len(cross.values):  # none written without records
                 cols[n].append(reader.aligned_column(path, flats, cross))
-    faces = np.concatenate(pieces) if pieces else np.zeros((0, arity), dtype=np.int64)
     face_cols = {
         n: Column(np.concatenate([c.values for c in cs]), cs[0].categories)
         for n, cs in cols.items()
@@ -273,12 +274,13 @@ def _level_links(
 
 
 def _remapped_links(
-    reader: LevelReader, flats: IntArray, block: RowBlock, where: IntArray, arity: int
-) -> IntArray:
-    """``links`` rows of chunks ``flats`` (checked to lie in their chunk) as result rows.
+    reader: LevelReader, flats: IntArray, block: RowBlock, where: IntArray, out: IntArray
+) -> None:
+    """Write the ``links`` rows of chunks ``flats`` to ``out`` (rows, arity) as result rows.
 
-    One gather per chunk from that chunk's slice of ``where``: no level-wide keys are built.
+    Every row is checked to lie in its chunk.  One gather per chunk from that chunk's slice of ``where``: no level-wide keys are built.
     """
+    arity = out.shape[1]
     rows = block.values if block.values.dtype.kind in "iu" else block.values.astype(np.int64)
     path = f"{reader.group.path}/{L.LINKS}"
     if rows.ndim != 2 or rows.shape[1] != arity:
@@ -287,12 +289,10 @@ def _remapped_links(
     check_link_rows(rows, block.offsets, counts, path)
     base = offsets_from_counts(counts).tolist()
     off = block.offsets.tolist()
-    out = np.empty(rows.shape, dtype=np.int64)
     for i in range(len(flats)):
         np.take(
             where[base[i] : base[i + 1]], rows[off[i] : off[i + 1]], out=out[off[i] : off[i + 1]]
         )
-    return out
 
 
 def object_faces(
