@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import zarr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from zarr.storage import MemoryStore
@@ -131,3 +132,22 @@ def test_sorted_faces_beyond_packed_keys_sorts_by_columns() -> None:
     assert got.tolist() == f[[2, 1, 0]].tolist()
     assert order is not None
     assert order.tolist() == [2, 1, 0]
+
+
+def test_a_manifest_disagreeing_with_the_fragments_takes_the_general_path() -> None:
+    """Manifest refs swapped between two objects: the fast path declines, and the full read
+    returns the meshes the fragments hold, in order."""
+    tri = np.array([[0, 1, 2]])
+    a = np.array([[0.1, 0.1, 0.1], [0.2, 0.1, 0.1], [0.1, 0.2, 0.1]])
+    b = a + np.array([2.0, 0.0, 0.0])
+    store = MemoryStore()
+    write_meshes(store, [(a, tri), (b, tri)], chunk_shape=(1.0, 1.0, 1.0))
+    expected = read_meshes(store)
+    manifest = zarr.open_group(store, mode="r+")["0/object_index/manifest"]
+    rows = np.asarray(manifest[...])
+    assert rows[0, 0] != rows[1, 0]  # one ref each, in different chunks
+    manifest[...] = rows[[1, 0]]
+
+    assert level_faces(LevelReader(open_store(store, mode="r"), 0), (), ()) is None
+    assert_same(read_meshes(store), expected)
+    np.testing.assert_array_equal(read_meshes(store).vertices, np.concatenate([a, b]))
