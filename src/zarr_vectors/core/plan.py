@@ -42,6 +42,7 @@ __all__ = [
     "FragmentHook",
     "OrderHook",
     "as_table",
+    "grid_vertex_counts",
     "object_dtype",
     "plan_level",
 ]
@@ -217,6 +218,19 @@ def _is_identity(rank: IntArray) -> bool:
     return bool(rank.size == 0 or (rank[0] == 0 and np.all(rank[1:] > rank[:-1])))
 
 
+def grid_vertex_counts(
+    chunks: IntArray, chunk_offsets: IntArray, grid_shape: tuple[int, ...]
+) -> IntArray:
+    """Return the vertices of every chunk of the grid, shaped ``grid_shape``.
+
+    Chunk ``chunks[i]`` holds rows ``chunk_offsets[i]:chunk_offsets[i + 1]``; every other
+    chunk holds none.
+    """
+    counts = np.zeros(int(np.prod(grid_shape)), dtype=np.int64)
+    counts[chunks] = np.diff(chunk_offsets)
+    return counts.reshape(grid_shape)
+
+
 def plan_level(
     parts: GeometryParts,
     layout: ChunkLayout,
@@ -246,8 +260,7 @@ def plan_level(
         rows = _sort_unordered(parts, layout, flat, bins, on_order)
     if on_fragments is not None:
         on_fragments(rows.fragments, rows.chunks, rows.fragment_offsets)
-    vertex_counts = np.zeros(layout.n_chunks, dtype=np.int64)
-    vertex_counts[rows.chunks] = np.diff(rows.chunk_offsets)
+    vertex_counts = grid_vertex_counts(rows.chunks, rows.chunk_offsets, layout.grid.shape)
     refs = rows.refs
     manifest = np.zeros((0, layout.ndim + 2), dtype=np.int64)
     object_offsets = np.zeros(parts.n_objects + 1, dtype=np.int64)
@@ -270,7 +283,7 @@ def plan_level(
         order=rows.order,
         chunks=rows.chunks,
         chunk_offsets=rows.chunk_offsets,
-        vertex_counts=vertex_counts.reshape(layout.grid.shape),
+        vertex_counts=vertex_counts,
         fragments=rows.fragments,
         fragment_offsets=rows.fragment_offsets,
         manifest=manifest,

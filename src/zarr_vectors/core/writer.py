@@ -54,7 +54,14 @@ from zarr_vectors.core.payload.dense import write_dense
 from zarr_vectors.core.payload.rows import PayloadArray
 from zarr_vectors.core.payload.store_io import set_many, settle_pending_writes
 from zarr_vectors.core.placement import leftovers, remove_abandoned, staging_dir
-from zarr_vectors.core.plan import FragmentRows, GeometryParts, LevelPlan, LinkPlan, plan_level
+from zarr_vectors.core.plan import (
+    FragmentRows,
+    GeometryParts,
+    LevelPlan,
+    LinkPlan,
+    grid_vertex_counts,
+    plan_level,
+)
 from zarr_vectors.core.ragged import RowOrder, run_starts
 from zarr_vectors.core.store import (
     StoreHandle,
@@ -607,9 +614,7 @@ class _EarlyStatistics:
         grid_shape: tuple[int, ...],
     ) -> _EarlyStatistics:
         """Create the collectors and start computing the other statistics."""
-        counts = np.zeros(int(np.prod(grid_shape)), dtype=np.int64)
-        counts[chunks] = np.diff(offsets)
-        counts = counts.reshape(grid_shape)
+        counts = grid_vertex_counts(chunks, offsets, grid_shape)
         gathered = gathered_statistics(parts)
         rest = None
         if len(gathered) < len(parts.vertex_attributes):
