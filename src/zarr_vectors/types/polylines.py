@@ -232,7 +232,7 @@ def write_path_parts(
     store_kwargs: StoreKwargs,
     type_metadata: Mapping[str, Any] | None = None,
     *,
-    extent: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+    extent: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None,
 ) -> WriteSummary:
     """Write :func:`path_parts` as a new ``geometry_type`` store (see :func:`write_polylines`).
 
@@ -243,10 +243,7 @@ def write_path_parts(
     already (a converter choosing the chunk shape); the write then does not scan again.
     """
     opts = write_options(geometry_type, parts, store_kwargs, type_metadata)
-    known = None
-    if extent is not None:
-        known = (np.asarray(extent[0], np.float64), np.asarray(extent[1], np.float64))
-    return write_store(store, geometry_type, parts, opts, extent=known)
+    return write_store(store, geometry_type, parts, opts, extent=extent)
 
 
 @renamed_keywords(ids="object_ids")
