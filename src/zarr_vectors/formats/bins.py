@@ -13,9 +13,9 @@ ratio 2).  The rule used when no bin shape is given:
   ratio-2 level keeps roughly an eighth (volumes) to a half (curves) of the vertices;
 * without the vertices (large or streamed inputs), curves (streamlines) whose mean step is
   known get the coarsest candidate no larger than :data:`CURVE_STEPS_PER_BIN` (8) steps, so
-  a curve holds a few vertices per bin; other vertices are assumed to cover the two widest axes of the bounding
-  box like a surface (airborne LiDAR, slices), and the bin side is about twice their mean
-  spacing.
+  a curve holds a few vertices per bin; other vertices are assumed to cover the two widest
+  axes of the bounding box like a surface (airborne LiDAR, slices), and the bin side is about
+  twice their mean spacing.
 
 Examples
 --------

@@ -278,7 +278,8 @@ def _remapped_links(
 ) -> None:
     """Write the ``links`` rows of chunks ``flats`` to ``out`` (rows, arity) as result rows.
 
-    Every row is checked to lie in its chunk.  One gather per chunk from that chunk's slice of ``where``: no level-wide keys are built.
+    Every row is checked to lie in its chunk.  One gather per chunk from that chunk's slice of
+    ``where``: no level-wide keys are built.
     """
     arity = out.shape[1]
     rows = block.values if block.values.dtype.kind in "iu" else block.values.astype(np.int64)
